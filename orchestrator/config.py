@@ -1,0 +1,122 @@
+"""Settings from the environment and `.env`, validated once in main() and passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message is one line a user can act on."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    # storage
+    debate_db: Path = Field(default=Path("./debates.db"), alias="DEBATE_DB")
+
+    # seats and defaults
+    debate_proposer: str | None = Field(default=None, alias="DEBATE_PROPOSER")
+    debate_challenger: str | None = Field(default=None, alias="DEBATE_CHALLENGER")
+    debate_judge: str | None = Field(default=None, alias="DEBATE_JUDGE")
+    debate_format: str = Field(default="challenge", alias="DEBATE_FORMAT")
+    debate_rounds: int = Field(default=2, alias="DEBATE_ROUNDS")
+    debate_effort: str = Field(default="medium", alias="DEBATE_EFFORT")
+    debate_call_timeout: float = Field(default=240.0, gt=0, alias="DEBATE_CALL_TIMEOUT")
+    debate_max_concurrent: int = Field(default=50, ge=1, alias="DEBATE_MAX_CONCURRENT")
+    debate_max_retries: int = Field(default=2, ge=0, le=10, alias="DEBATE_MAX_RETRIES")
+
+    # providers
+    openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    anthropic_api_key: str | None = Field(default=None, alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
+    gemini_api_key: str | None = Field(default=None, alias="GEMINI_API_KEY")
+    gemini_base_url: str = Field(
+        default="https://generativelanguage.googleapis.com/v1beta/openai/", alias="GEMINI_BASE_URL"
+    )
+    openrouter_api_key: str | None = Field(default=None, alias="OPENROUTER_API_KEY")
+    openrouter_base_url: str = Field(default="https://openrouter.ai/api/v1", alias="OPENROUTER_BASE_URL")
+    ollama_base_url: str | None = Field(default=None, alias="OLLAMA_BASE_URL")
+    vllm_base_url: str | None = Field(default=None, alias="VLLM_BASE_URL")
+    vllm_api_key: str | None = Field(default=None, alias="VLLM_API_KEY")
+
+    # slack
+    slack_bot_token: str | None = Field(default=None, alias="SLACK_BOT_TOKEN")
+    slack_app_token: str | None = Field(default=None, alias="SLACK_APP_TOKEN")
+    slack_signing_secret: str | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
+    slack_client_id: str | None = Field(default=None, alias="SLACK_CLIENT_ID")
+    slack_client_secret: str | None = Field(default=None, alias="SLACK_CLIENT_SECRET")
+    slack_api_base_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_BASE_URL")
+
+    # discord
+    discord_bot_token: str | None = Field(default=None, alias="DISCORD_BOT_TOKEN")
+    discord_guild_ids: str = Field(default="", alias="DISCORD_GUILD_IDS")
+    discord_api_base_url: str = Field(default="https://discord.com/api/v10", alias="DISCORD_API_BASE_URL")
+    discord_gateway_url: str = Field(default="wss://gateway.discord.gg/", alias="DISCORD_GATEWAY_URL")
+
+    @field_validator("debate_format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value not in FORMATS:
+            raise ValueError(f"must be one of {', '.join(FORMATS)}")
+        return value
+
+    @field_validator("debate_effort")
+    @classmethod
+    def _known_effort(cls, value: str) -> str:
+        if value not in EFFORTS:
+            raise ValueError(f"must be one of {', '.join(EFFORTS)}")
+        return value
+
+    @field_validator("debate_rounds")
+    @classmethod
+    def _rounds_in_range(cls, value: int) -> int:
+        if not 1 <= value <= MAX_ROUNDS:
+            raise ValueError(f"must be between 1 and {MAX_ROUNDS}")
+        return value
+
+    @field_validator("discord_guild_ids")
+    @classmethod
+    def _guild_ids(cls, value: str) -> str:
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            if not part.isdigit():
+                raise ValueError("must be comma-separated numeric guild IDs, e.g. 123456789012345678")
+        return value
+
+    @property
+    def guild_ids(self) -> list[int]:
+        return [int(p) for p in self.discord_guild_ids.split(",") if p.strip()]
+
+    def secrets(self) -> list[str]:
+        """Every configured secret, so outgoing text and logs can be scrubbed of them."""
+        values = [
+            self.openai_api_key,
+            self.anthropic_api_key,
+            self.gemini_api_key,
+            self.openrouter_api_key,
+            self.vllm_api_key,
+            self.slack_bot_token,
+            self.slack_app_token,
+            self.slack_signing_secret,
+            self.slack_client_secret,
+            self.discord_bot_token,
+        ]
+        return [v for v in values if v and len(v) >= 6]
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build Settings or raise ConfigError with one readable line naming the variable and the fix."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "?"
+        alias = Settings.model_fields[field].alias if field in Settings.model_fields else field
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{alias or field}: {message} (got {first.get('input')!r}); fix it in the environment or .env") from None

@@ -1,0 +1,156 @@
+"""The data that crosses every boundary: what a debate is asked to be, and what it became."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Format = Literal["challenge", "consensus", "stances"]
+Effort = Literal["low", "medium", "high", "max"]
+Role = Literal["proposer", "challenger", "debater", "judge"]
+TurnStatus = Literal["ok", "failed", "empty"]
+DebateStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
+Rating = Literal["high", "medium", "low"]
+
+FORMATS: tuple[str, ...] = ("challenge", "consensus", "stances")
+EFFORTS: tuple[str, ...] = ("low", "medium", "high", "max")
+MAX_TOPIC_CHARS = 4000
+MAX_ROUNDS = 5
+
+
+def new_debate_id() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def now() -> float:
+    return time.time()
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Seat(Frozen):
+    """One debater's chair. `label` is what the judge and the other debaters see (A, B, …)."""
+
+    label: str
+    role: Role
+    model: str  # provider:model
+
+    @property
+    def provider(self) -> str:
+        return self.model.split(":", 1)[0]
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split(":", 1)[1] if ":" in self.model else ""
+
+
+class DebateSpec(Frozen):
+    """Everything needed to run a debate; built by bots/commands.py from any platform."""
+
+    id: str = Field(default_factory=new_debate_id)
+    topic: str
+    format: Format = "challenge"
+    rounds: int = Field(default=2, ge=1, le=MAX_ROUNDS)
+    seats: tuple[Seat, ...]
+    judge: str
+    effort: Effort = "medium"
+    platform: str = "cli"
+    channel: str | None = None
+    thread: str | None = None
+    requested_by: str | None = None
+
+    @field_validator("topic")
+    @classmethod
+    def _topic_fits(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("the topic is empty")
+        if len(value) > MAX_TOPIC_CHARS:
+            raise ValueError(f"the topic is {len(value)} characters; the limit is {MAX_TOPIC_CHARS}")
+        return value
+
+    @field_validator("seats")
+    @classmethod
+    def _enough_seats(cls, value: tuple[Seat, ...]) -> tuple[Seat, ...]:
+        if not 2 <= len(value) <= 4:
+            raise ValueError("a debate needs 2 to 4 debaters")
+        return value
+
+    def seat(self, label: str) -> Seat:
+        for seat in self.seats:
+            if seat.label == label:
+                return seat
+        raise KeyError(label)
+
+
+class Usage(Frozen):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    duration_ms: int = 0
+
+
+class Turn(Frozen):
+    """One model call's contribution, as the log keeps it."""
+
+    debate_id: str
+    round: int
+    seat: str  # Seat.label
+    role: Role
+    kind: str  # opening, challenge, defense, follow-up, statement, summary …
+    model: str
+    text: str = ""
+    started_at: float = Field(default_factory=now)
+    duration_ms: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    status: TurnStatus = "ok"
+    error: str | None = None
+
+
+class StanceScore(Frozen):
+    seat: str
+    stance: str = ""
+    strongest_point: str = ""
+    fatal_weakness: str = ""
+    score: float = 0
+
+
+class Verdict(Frozen):
+    """The judge's decision. `winner` is a seat label; `split` marks disagreeing judge passes."""
+
+    winner: str
+    split: bool = False
+    reasoning: str = ""
+    recommendation: str = ""
+    agreements: tuple[str, ...] = ()
+    disagreements: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    ratings: dict[str, Rating] = Field(default_factory=dict)
+    scores: tuple[StanceScore, ...] = ()
+    consensus: Literal["yes", "partial", "no"] | None = None
+
+
+class Vote(Frozen):
+    debate_id: str
+    user: str
+    choice: str  # agree, disagree, side:<label>
+    platform: str = "cli"
+    at: float = Field(default_factory=now)
+
+
+class Outcome(Frozen):
+    """How a debate ended, for the final report and the root message."""
+
+    status: DebateStatus
+    rounds_completed: int = 0
+    rounds_planned: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    warnings: tuple[str, ...] = ()
+    error: str | None = None

@@ -1,0 +1,66 @@
+"""The one Provider protocol every model backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.models import Effort
+
+DeltaCallback = Callable[[str], Awaitable[None]]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ModelCall(BaseModel):
+    """One request to a model: `model` is the part after `provider:`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    messages: tuple[Message, ...]
+    effort: Effort = "medium"
+    max_tokens: int | None = None  # None: the effort's budget
+    timeout_s: float = Field(default=240.0, gt=0)
+
+
+class Completion(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    duration_ms: int = 0
+
+
+class ProviderError(Exception):
+    """A model call failed; `str(error)` is safe to show users (no secrets, no raw stderr)."""
+
+    def __init__(self, message: str, *, kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind  # error, timeout, auth, rate_limit, bad_output
+
+
+class ProviderTimeout(ProviderError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="timeout")
+
+
+class Provider(Protocol):
+    """Streams text deltas for a list of messages, then reports tokens and duration.
+
+    Cancelling the awaiting task cancels the call; `call.timeout_s` bounds it.
+    """
+
+    name: str
+
+    async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion: ...
+
+    async def aclose(self) -> None: ...
