@@ -126,16 +126,20 @@ def _split_options(words: list[str]) -> tuple[list[str], dict[str, str]]:
 def _models(value: str) -> tuple[str, ...]:
     models = tuple(m.strip() for m in value.split(",") if m.strip())
     if not 2 <= len(models) <= 4:
-        raise CommandError("`--vs` takes 2 to 4 models separated by commas, e.g. `--vs openai:gpt-5,anthropic:claude-sonnet-4-5`.")
+        raise CommandError(
+            "`--vs` takes 2 to 4 models separated by commas, e.g. `--vs openai:gpt-5,anthropic:claude-sonnet-4-5`."
+        )
     return models
 
 
 def _start(words: list[str], options: dict[str, str]) -> StartDebate:
     topic = " ".join(words).strip()
     if not topic:
-        raise CommandError("Give a topic: `/debate Should we adopt Rust for the ingest service?` (`/debate help` for more).")
+        raise CommandError("Give a topic, e.g. `/debate Should we adopt Rust for ingest?` (`/debate help` for more).")
     if len(topic) > MAX_TOPIC_CHARS:
-        raise CommandError(f"The topic is {len(topic):,} characters; the limit is {MAX_TOPIC_CHARS:,}. Shorten it and try again.")
+        raise CommandError(
+            f"The topic is {len(topic):,} characters; the limit is {MAX_TOPIC_CHARS:,}. Shorten it and try again."
+        )
     fmt = options.get("format")
     if fmt is not None and fmt not in FORMATS:
         raise CommandError(f"Unknown format `{fmt}`. Choose one of: {', '.join(FORMATS)}.")
