@@ -1,0 +1,144 @@
+"""The log's schema as a numbered list of small named migrations.
+
+Each function runs once, inside a transaction together with the row that records it in
+`_sqlite_migrations` (sqlite-utils `Migrations`). Never rename or edit an applied migration:
+append a new one. Names sort in the order they were written (`m001_…`, `m002_…`).
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.db import Table
+from sqlite_utils.migrations import Migrations
+
+MIGRATION_SET = "debate_bot"
+MIGRATIONS_TABLE = Migrations.migrations_table  # "_sqlite_migrations"
+
+migrations = Migrations(MIGRATION_SET)
+
+
+def _table(db: Database, name: str) -> Table:
+    table = db[name]
+    assert isinstance(table, Table), f"{name} is a view, expected a table"
+    return table
+
+
+@migrations()
+def m001_core_tables(db: Database) -> None:
+    """debates, seats, turns, verdicts, votes, messages, notices — the CONTRACT.md log."""
+    _table(db, "debates").create(
+        {
+            "id": str,
+            "topic": str,
+            "format": str,
+            "status": str,
+            "created_at": str,
+            "finished_at": str,
+            "platform": str,
+            "channel": str,
+            "thread": str,
+            "requested_by": str,
+            "rounds_planned": int,
+            "rounds_completed": int,
+            "effort": str,
+            "judge": str,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cost_usd": float,
+            "error": str,
+            "warnings": str,  # JSON list
+            "spec": str,  # JSON DebateSpec
+        },
+        pk="id",
+        not_null={"topic", "format", "status", "created_at"},
+        defaults={"rounds_completed": 0, "input_tokens": 0, "output_tokens": 0, "warnings": "[]"},
+    )
+    _table(db, "seats").create(
+        {
+            "debate_id": str,
+            "label": str,
+            "role": str,
+            "provider": str,
+            "model": str,
+            "position": int,
+        },
+        pk=("debate_id", "label"),
+        not_null={"role", "model"},
+    )
+    _table(db, "turns").create(
+        {
+            "id": int,
+            "debate_id": str,
+            "round": int,
+            "seat": str,
+            "role": str,
+            "kind": str,
+            "model": str,
+            "text": str,
+            "started_at": str,
+            "duration_ms": int,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cost_usd": float,
+            "status": str,
+            "error": str,
+        },
+        pk="id",
+        not_null={"debate_id", "round", "seat", "status"},
+    )
+    _table(db, "verdicts").create(
+        {
+            "debate_id": str,
+            "winner": str,
+            "split": int,
+            "reasoning": str,
+            "recommendation": str,
+            "consensus": str,
+            "json": str,  # the whole Verdict
+            "at": str,
+        },
+        pk="debate_id",
+    )
+    _table(db, "votes").create(
+        {"debate_id": str, "user": str, "choice": str, "platform": str, "at": str},
+        pk=("debate_id", "user"),
+        not_null={"choice"},
+    )
+    _table(db, "messages").create(
+        {"debate_id": str, "key": str, "platform": str, "channel": str, "message_id": str},
+        pk=("debate_id", "key"),
+        not_null={"message_id"},
+    )
+    _table(db, "notices").create(
+        {"id": int, "debate_id": str, "at": str, "level": str, "text": str},
+        pk="id",
+        not_null={"debate_id", "text"},
+    )
+
+
+@migrations()
+def m002_indexes(db: Database) -> None:
+    """What history, the per-debate reads and the interrupted-debate sweep look up by."""
+    _table(db, "debates").create_index(["created_at"])
+    _table(db, "debates").create_index(["status"])
+    _table(db, "debates").create_index(["platform", "channel", "created_at"])
+    _table(db, "turns").create_index(["debate_id", "round", "id"])
+    _table(db, "notices").create_index(["debate_id"])
+
+
+@migrations()
+def m003_full_text_search(db: Database) -> None:
+    """FTS5 over topics, turn texts and verdicts, kept in sync by triggers.
+
+    `turns` has an INTEGER PRIMARY KEY, so its FTS rowid is that key. `debates` and `verdicts`
+    have TEXT keys; sqlite-utils indexes content tables by their implicit `rowid`, which SQLite
+    keeps stable for a table's life except through VACUUM: `Store.vacuum()` rebuilds FTS after.
+    """
+    _table(db, "debates").enable_fts(["topic"], create_triggers=True, replace=True)
+    _table(db, "turns").enable_fts(["text"], create_triggers=True, replace=True)
+    _table(db, "verdicts").enable_fts(["recommendation", "reasoning"], create_triggers=True, replace=True)
+
+
+def migration_names() -> list[str]:
+    """Every migration in the order it applies (read from a scratch in-memory database)."""
+    return [m.name for m in migrations.pending(Database(memory=True))]

@@ -1,0 +1,45 @@
+"""Scrubbing secrets out of text before it is stored or shown.
+
+Model output can echo the environment (a CLI tool reads the user's repo; a prompt-injected model
+can print a key it saw). Everything the store writes passes through one redactor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 6  # shorter configured values would redact ordinary words
+
+# Well-known credential shapes, redacted even when they are not one of our configured secrets.
+KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"sk-ant-[A-Za-z0-9_\-]{10,}"),  # Anthropic
+    re.compile(r"sk-(?:proj-|svcacct-|or-v1-)?[A-Za-z0-9_\-]{16,}"),  # OpenAI, OpenRouter
+    re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack bot / user / legacy tokens
+    re.compile(r"xapp-[A-Za-z0-9\-]{10,}"),  # Slack app-level token
+    re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),  # Google / Gemini
+    re.compile(r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"),  # Discord bot
+    re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{20,}"),  # an Authorization header value
+)
+
+
+def make_redactor(secrets: Iterable[str] = ()) -> Callable[[str], str]:
+    """A function replacing each configured secret and each well-known key shape with [redacted]."""
+    literal = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+    patterns = list(KEY_PATTERNS)
+    if literal:
+        patterns.insert(0, re.compile("|".join(re.escape(s) for s in literal)))
+
+    def redact(text: str) -> str:
+        if not text:
+            return text
+        for pattern in patterns:
+            text = pattern.sub(REDACTED, text)
+        return text
+
+    return redact
+
+
+def no_redaction(text: str) -> str:
+    return text

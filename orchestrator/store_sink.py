@@ -1,0 +1,46 @@
+"""The sink that writes a debate's events to the log, before any platform renders them."""
+
+from __future__ import annotations
+
+from orchestrator.events import (
+    DebateCancelled,
+    DebateFailed,
+    DebateFinished,
+    DebateStarted,
+    EventBase,
+    Notice,
+    TurnCompleted,
+    TurnFailed,
+    VerdictReached,
+)
+from orchestrator.store import Store
+
+
+class StoreSink:
+    """Persists what matters and awaits each write, so later sinks only see logged turns.
+
+    Text deltas, round and turn starts are ignored: the finished turn carries the whole text, and
+    one row per delta would cost a transaction per token.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def handle(self, event: EventBase) -> None:
+        match event:
+            case DebateStarted(spec=spec, at=at):
+                await self.store.create_debate(spec, at=at)
+            case TurnCompleted(turn=turn) | TurnFailed(turn=turn):
+                await self.store.add_turn(turn)
+            case Notice(debate_id=debate_id, level=level, text=text, at=at):
+                await self.store.add_notice(debate_id, level, text, at=at)
+            case VerdictReached(debate_id=debate_id, verdict=verdict, at=at):
+                await self.store.set_verdict(debate_id, verdict, at=at)
+            case (
+                DebateFinished(debate_id=debate_id, outcome=outcome, at=at)
+                | DebateFailed(debate_id=debate_id, outcome=outcome, at=at)
+                | DebateCancelled(debate_id=debate_id, outcome=outcome, at=at)
+            ):
+                await self.store.finish_debate(debate_id, outcome, at=at)
+            case _:
+                return
