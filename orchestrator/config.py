@@ -119,4 +119,5 @@ def load_settings(**overrides: object) -> Settings:
         field = str(first["loc"][0]) if first["loc"] else "?"
         alias = Settings.model_fields[field].alias if field in Settings.model_fields else field
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"{alias or field}: {message} (got {first.get('input')!r}); fix it in the environment or .env") from None
+        got = first.get("input")
+        raise ConfigError(f"{alias or field}: {message} (got {got!r}); fix it in the environment or .env") from None

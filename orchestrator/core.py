@@ -41,7 +41,7 @@ class Core:
         await self.close()
 
 
-def _redactor(settings: Settings):  # noqa: ANN202 - the redaction helper's type lives with it
+def _redactor(settings: Settings):
     from orchestrator.redaction import make_redactor
 
     return make_redactor(settings.secrets())

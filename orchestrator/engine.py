@@ -1,0 +1,87 @@
+"""Runs a DebateSpec: the format's rounds, the failure policy, the judge, and the closing events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from orchestrator.config import Settings
+from orchestrator.events import DebateCancelled, DebateFailed, DebateFinished, DebateStarted, EventBus, VerdictReached
+from orchestrator.formats import get_format
+from orchestrator.formats.base import FormatResult
+from orchestrator.judge import judge
+from orchestrator.models import DebateSpec, Outcome
+from orchestrator.pricing import estimate_cost
+from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.run import DebateRun
+
+log = logging.getLogger(__name__)
+
+ALL_TIMED_OUT = "Debate failed: all model calls timed out."
+NOTHING_RECORDED = "Debate failed: no exchanges were recorded."
+
+
+class Engine:
+    def __init__(self, registry: ProviderRegistry, settings: Settings) -> None:
+        self.registry = registry
+        self.settings = settings
+
+    async def run(self, spec: DebateSpec, bus: EventBus) -> Outcome:
+        run = DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus)
+        await bus.emit(DebateStarted(debate_id=spec.id, spec=spec))
+        try:
+            result = await get_format(spec.format).run(run)
+            return await self._conclude(run, result)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            outcome = self._outcome(run, "cancelled", rounds=_rounds_done(run), error="Stopped on request.")
+            await bus.emit(DebateCancelled(debate_id=spec.id, outcome=outcome))
+            return outcome
+        except Exception as exc:
+            log.exception("debate %s crashed", spec.id)
+            return await self._fail(run, f"Debate failed: internal error ({type(exc).__name__}).", _rounds_done(run))
+
+    async def _conclude(self, run: DebateRun, result: FormatResult) -> Outcome:
+        if not run.transcript:
+            if run.stats.attempted and run.stats.timed_out == run.stats.attempted:
+                return await self._fail(run, ALL_TIMED_OUT, 0)
+            return await self._fail(run, result.abort or NOTHING_RECORDED, 0)
+        if result.abort:
+            return await self._fail(run, result.abort, result.rounds_completed)
+        verdict = result.verdict
+        if verdict is None:
+            judged = [t for t in run.transcript if t.round <= max(result.rounds_completed, 1)]
+            verdict = await judge(run, judged, context=result.judge_context, consensus=result.consensus)
+        if verdict is None:
+            await run.notice("The judge could not reach a verdict (its answers were unusable or it failed). "
+                             "The transcript is kept in full.", "warning")
+        else:
+            await run.bus.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict))
+        outcome = self._outcome(run, "completed", rounds=result.rounds_completed)
+        await run.bus.emit(DebateFinished(debate_id=run.debate_id, outcome=outcome))
+        return outcome
+
+    async def _fail(self, run: DebateRun, message: str, rounds: int) -> Outcome:
+        outcome = self._outcome(run, "failed", rounds=rounds, error=message)
+        await run.bus.emit(DebateFailed(debate_id=run.debate_id, outcome=outcome))
+        return outcome
+
+    def _outcome(self, run: DebateRun, status: str, *, rounds: int, error: str | None = None) -> Outcome:
+        costs = [estimate_cost(t.model, t.input_tokens, t.output_tokens) for t in run.transcript]
+        known = [c for c in costs if c is not None]
+        return Outcome(
+            status=status,  # type: ignore[arg-type]
+            rounds_completed=rounds,
+            rounds_planned=run.spec.rounds,
+            input_tokens=run.stats.input_tokens,
+            output_tokens=run.stats.output_tokens,
+            cost_usd=round(sum(known), 6) if known else None,
+            warnings=tuple(run.warnings),
+            error=error,
+        )
+
+
+def _rounds_done(run: DebateRun) -> int:
+    return max((t.round for t in run.transcript), default=0)

@@ -1,0 +1,22 @@
+"""The debate formats, by name. Each one is a round plan the engine runs."""
+
+from __future__ import annotations
+
+from orchestrator.formats.base import DebateFormat, FormatResult
+from orchestrator.formats.challenge import ChallengeFormat
+
+_FORMATS: dict[str, type] = {"challenge": ChallengeFormat}
+
+
+def register_format(name: str, cls: type) -> None:
+    _FORMATS[name] = cls
+
+
+def get_format(name: str) -> DebateFormat:
+    try:
+        return _FORMATS[name]()
+    except KeyError:
+        raise ValueError(f"unknown format {name!r}; choose one of {', '.join(sorted(_FORMATS))}") from None
+
+
+__all__ = ["DebateFormat", "FormatResult", "get_format", "register_format"]

@@ -1,0 +1,35 @@
+"""What every format returns to the engine, and how turns are shown to debaters and the judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from orchestrator.models import Turn, Verdict
+from orchestrator.run import DebateRun
+
+
+@dataclass
+class FormatResult:
+    rounds_completed: int
+    abort: str | None = None  # the debate fails with this message and no verdict
+    verdict: Verdict | None = None  # decided by the format itself (e.g. an uncontested position)
+    judge_context: str = ""  # extra facts for the judge, e.g. the consensus status or the stances
+    consensus: str | None = None  # yes / partial / no, for the consensus format
+
+
+class DebateFormat(Protocol):
+    name: str
+
+    async def run(self, run: DebateRun) -> FormatResult: ...
+
+
+def render_turns(turns: list[Turn], *, relabel: dict[str, str] | None = None) -> str:
+    """Turns as plain text under anonymous labels; no model or vendor names ever appear here."""
+    relabel = relabel or {}
+    blocks = []
+    for turn in turns:
+        label = relabel.get(turn.seat, turn.seat)
+        role = "" if turn.role == "debater" else f" ({turn.role})"
+        blocks.append(f"### Round {turn.round} — Debater {label}{role}, {turn.kind}\n{turn.text.strip()}")
+    return "\n\n".join(blocks)

@@ -1,0 +1,144 @@
+"""One running debate's context: the calls a format makes, each turned into events and a Turn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from orchestrator.config import Settings
+from orchestrator.events import (
+    EventBus,
+    Notice,
+    RoundCompleted,
+    RoundStarted,
+    TextDelta,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
+from orchestrator.models import DebateSpec, Seat, Turn
+from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
+from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.sanitize import sanitize_metadata
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CallStats:
+    attempted: int = 0
+    timed_out: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class DebateRun:
+    """What a format sees: the spec, and `turn()` / `aux()` to call models with events emitted."""
+
+    spec: DebateSpec
+    settings: Settings
+    registry: ProviderRegistry
+    bus: EventBus
+    transcript: list[Turn] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    stats: CallStats = field(default_factory=CallStats)
+
+    @property
+    def debate_id(self) -> str:
+        return self.spec.id
+
+    def model_call(
+        self, model: str, system: str, user: str, max_tokens: int | None = None, continuation: tuple[Message, ...] = ()
+    ) -> ModelCall:
+        return ModelCall(
+            model=model,
+            messages=(Message(role="system", content=system), Message(role="user", content=user), *continuation),
+            effort=self.spec.effort,
+            max_tokens=max_tokens,
+            timeout_s=self.settings.debate_call_timeout,
+        )
+
+    async def _complete(self, model_string: str, call: ModelCall, on_delta=None) -> Completion:
+        provider, model = self.registry.resolve(model_string)
+        call = call.model_copy(update={"model": model})
+        self.stats.attempted += 1
+        try:
+            async with asyncio.timeout(call.timeout_s + 5):  # backstop if a provider ignores its own bound
+                completion = await provider.complete(call, on_delta)
+        except TimeoutError:
+            self.stats.timed_out += 1
+            raise ProviderError(f"{model_string} timed out after {call.timeout_s:.0f} s", kind="timeout") from None
+        except ProviderError as exc:
+            if exc.kind == "timeout":
+                self.stats.timed_out += 1
+            raise
+        self.stats.input_tokens += completion.input_tokens
+        self.stats.output_tokens += completion.output_tokens
+        return completion
+
+    async def turn(self, seat: Seat, round: int, kind: str, system: str, user: str, *, record: bool = True) -> Turn:
+        """Call `seat`'s model, streaming its text as TextDelta events; never raises for model failures:
+        a failed call comes back as a Turn with status "failed" and a user-safe error."""
+        await self.bus.emit(
+            TurnStarted(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role, kind=kind,
+                        model=seat.model)
+        )
+        started = time.time()
+        clock = time.perf_counter()
+
+        async def on_delta(delta: str) -> None:
+            await self.bus.emit(TextDelta(debate_id=self.debate_id, round=round, seat=seat.label, kind=kind,
+                                          delta=delta))
+
+        base = dict(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role, kind=kind,
+                    model=seat.model, started_at=started)
+        try:
+            completion = await self._complete(seat.model, self.model_call(seat.model, system, user), on_delta)
+        except ProviderError as exc:
+            turn = Turn(**base, status="failed", error=sanitize_metadata(str(exc)),
+                        duration_ms=int((time.perf_counter() - clock) * 1000))
+            await self.bus.emit(TurnFailed(debate_id=self.debate_id, turn=turn))
+            return turn
+        except (KeyError, ValueError) as exc:  # unresolvable model string or missing credentials
+            turn = Turn(**base, status="failed", error=sanitize_metadata(str(exc)))
+            await self.bus.emit(TurnFailed(debate_id=self.debate_id, turn=turn))
+            return turn
+        turn = Turn(**base, text=completion.text, duration_ms=completion.duration_ms,
+                    input_tokens=completion.input_tokens, output_tokens=completion.output_tokens)
+        if record:
+            self.transcript.append(turn)
+        await self.bus.emit(TurnCompleted(debate_id=self.debate_id, turn=turn))
+        return turn
+
+    async def aux(
+        self,
+        model: str,
+        system: str,
+        user: str,
+        *,
+        max_tokens: int | None = None,
+        continuation: tuple[Message, ...] = (),
+    ) -> str | None:
+        """A behind-the-scenes call (summaries, distilling, judging): text, or None when it failed.
+        `continuation` adds later turns of the same conversation (a retry after a bad answer)."""
+        try:
+            completion = await self._complete(model, self.model_call(model, system, user, max_tokens, continuation))
+        except (ProviderError, KeyError, ValueError) as exc:
+            log.warning("debate %s: auxiliary call to %s failed: %s", self.debate_id, model,
+                        sanitize_metadata(str(exc)))
+            return None
+        return completion.text
+
+    async def notice(self, text: str, level: str = "info") -> None:
+        if level == "warning":
+            self.warnings.append(text)
+        await self.bus.emit(Notice(debate_id=self.debate_id, level=level, text=text))  # type: ignore[arg-type]
+
+    async def round_started(self, round: int, total: int, title: str = "") -> None:
+        await self.bus.emit(RoundStarted(debate_id=self.debate_id, round=round, total=total, title=title))
+
+    async def round_completed(self, round: int, total: int) -> None:
+        await self.bus.emit(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
