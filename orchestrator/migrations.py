@@ -7,6 +7,8 @@ append a new one. Names sort in the order they were written (`m001_…`, `m002_�
 
 from __future__ import annotations
 
+import sqlite3
+
 from sqlite_utils import Database
 from sqlite_utils.db import Table
 from sqlite_utils.migrations import Migrations
@@ -134,9 +136,28 @@ def m003_full_text_search(db: Database) -> None:
     have TEXT keys; sqlite-utils indexes content tables by their implicit `rowid`, which SQLite
     keeps stable for a table's life except through VACUUM: `Store.vacuum()` rebuilds FTS after.
     """
-    _table(db, "debates").enable_fts(["topic"], create_triggers=True, replace=True)
-    _table(db, "turns").enable_fts(["text"], create_triggers=True, replace=True)
-    _table(db, "verdicts").enable_fts(["recommendation", "reasoning"], create_triggers=True, replace=True)
+    tokenize = FTS_TOKENIZER if _tokenizer_available(db, FTS_TOKENIZER) else None
+    for table, columns in FTS_COLUMNS.items():
+        _table(db, table).enable_fts(columns, create_triggers=True, replace=True, tokenize=tokenize)
+
+
+# unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
+# diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
+FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"
+FTS_COLUMNS: dict[str, list[str]] = {
+    "debates": ["topic"],
+    "turns": ["text"],
+    "verdicts": ["recommendation", "reasoning"],
+}
+
+
+def _tokenizer_available(db: Database, tokenize: str) -> bool:
+    try:
+        db.execute(f"create virtual table temp._fts_probe using fts5(x, tokenize={db.quote(tokenize)})")
+    except sqlite3.OperationalError:
+        return False
+    db.execute("drop table temp._fts_probe")
+    return True
 
 
 def migration_names() -> list[str]:
