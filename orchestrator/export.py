@@ -104,9 +104,7 @@ def to_json(record: DebateRecord) -> dict[str, Any]:
         "requested_by": record.requested_by,
         "created_at": _required_iso(record.created_at),
         "finished_at": to_iso(record.finished_at),
-        "seats": [
-            {"label": s.label, "role": s.role, "model": s.model, "provider": s.provider} for s in record.seats
-        ],
+        "seats": [{"label": s.label, "role": s.role, "model": s.model, "provider": s.provider} for s in record.seats],
         "turns": [
             {
                 "id": t.id,
@@ -182,9 +180,7 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
             spec=DebateSpec.model_validate(data["spec"]) if data.get("spec") else None,
             seats=tuple(Seat(label=s["label"], role=s["role"], model=s["model"]) for s in data["seats"]),
             turns=tuple(
-                TurnRecord.model_validate(
-                    {**t, "debate_id": debate_id, "started_at": from_iso(t["started_at"]) or 0.0}
-                )
+                TurnRecord.model_validate({**t, "debate_id": debate_id, "started_at": from_iso(t["started_at"]) or 0.0})
                 for t in data.get("turns", ())
             ),
             verdict=verdict,

@@ -81,9 +81,7 @@ class AmbiguousIdError(StoreError):
 
     def __init__(self, prefix: str, matches: list[str]) -> None:
         shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
-        super().__init__(
-            f"{prefix!r} matches {len(matches)} debates ({shown}); type more of the id"
-        )
+        super().__init__(f"{prefix!r} matches {len(matches)} debates ({shown}); type more of the id")
         self.prefix = prefix
         self.matches = matches
 
@@ -296,9 +294,7 @@ class Store:
             return
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
-        thread = threading.Thread(
-            target=self._serve, args=(loop, ready), name=f"store:{self.path.name}", daemon=True
-        )
+        thread = threading.Thread(target=self._serve, args=(loop, ready), name=f"store:{self.path.name}", daemon=True)
         thread.start()
         try:
             await ready
@@ -522,9 +518,7 @@ class Store:
 
         return await self.write(fn)
 
-    async def set_message(
-        self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str
-    ) -> None:
+    async def set_message(self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str) -> None:
         """Remember which platform message `key` (e.g. "root", "turn:2:B") became."""
         row = {
             "debate_id": debate_id,

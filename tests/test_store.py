@@ -65,7 +65,13 @@ def make_spec(topic: str = "Should we rewrite the billing service in Rust?", **k
 def make_turn(spec: DebateSpec, round: int, seat: str, text: str, **kw: object) -> Turn:
     s = spec.seat(seat)
     return Turn(
-        debate_id=spec.id, round=round, seat=seat, role=s.role, kind="opening", model=s.model, text=text,
+        debate_id=spec.id,
+        round=round,
+        seat=seat,
+        role=s.role,
+        kind="opening",
+        model=s.model,
+        text=text,
         **kw,  # type: ignore[arg-type]
     )
 
@@ -292,9 +298,7 @@ async def test_unknown_model_cost_is_unknown(store: Store) -> None:
     await store.add_turn(make_turn(spec, 1, "A", "x", input_tokens=10, output_tokens=10))
     await store.add_turn(make_turn(spec, 1, "B", "y").model_copy(update={"model": "acme:mystery-1"}))
     assert (await store.token_totals(spec.id)).cost_usd is not None  # zero tokens on the unknown one
-    await store.add_turn(
-        make_turn(spec, 2, "B", "z", input_tokens=5).model_copy(update={"model": "acme:mystery-1"})
-    )
+    await store.add_turn(make_turn(spec, 2, "B", "z", input_tokens=5).model_copy(update={"model": "acme:mystery-1"}))
     assert (await store.token_totals(spec.id)).cost_usd is None
     assert estimate_cost("ollama:qwen3", 10**6, 10**6) == 0.0
     assert estimate_cost("cli:claude", 10**6, 10**6) == 0.0
