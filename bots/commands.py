@@ -16,7 +16,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from orchestrator.config import Settings
 from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MAX_TOPIC_CHARS, DebateSpec, Effort, Format
-from orchestrator.providers.registry import ModelStringError, ProviderRegistry, UnknownProviderError
+from orchestrator.providers.registry import (
+    ModelStringError,
+    ProviderNotConfiguredError,
+    ProviderRegistry,
+    UnknownProviderError,
+)
 from orchestrator.seating import NoProviderConfigured, choose_seats
 
 SUBCOMMANDS = ("help", "models", "history", "search", "show", "stop", "quote")
@@ -224,7 +229,9 @@ def build_spec(
             thread=thread,
             requested_by=requested_by,
         )
-    except (ModelStringError, UnknownProviderError, NoProviderConfigured) as exc:
+        for model in {*(seat.model for seat in spec.seats), spec.judge}:
+            registry.resolve(model)  # fail now, not in round 1, when a credential or tool is missing
+    except (ModelStringError, UnknownProviderError, ProviderNotConfiguredError, NoProviderConfigured) as exc:
         raise CommandError(str(exc)) from None
     except ValidationError as exc:
         raise CommandError(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.config import Settings
 from orchestrator.models import Format, Seat
-from orchestrator.providers.registry import FAMILIES, ProviderRegistry, parse_model
+from orchestrator.providers.registry import ProviderRegistry, family, parse_model
 
 SETUP_HINT = (
     "No model provider is configured. Set one of these (in the environment or .env), then run again:\n"
@@ -40,7 +40,7 @@ def _default_models(settings: Settings, registry: ProviderRegistry) -> list[str]
         if explicit and explicit not in models:
             models.append(explicit)
     for provider in registry.configured():
-        model = registry.default_model(provider)
+        model = f"{provider}:{registry.default_model(provider)}"
         if model not in models:
             models.append(model)
     models.extend(m for m in registry.configured_cli_tools() if m not in models)
@@ -51,10 +51,10 @@ def _pick_distinct_families(candidates: list[str], count: int) -> list[str]:
     chosen: list[str] = []
     seen: set[str] = set()
     for model in candidates:
-        family = FAMILIES.get(parse_model(model)[0], model)
-        if family not in seen:
+        fam = family(model)
+        if fam not in seen:
             chosen.append(model)
-            seen.add(family)
+            seen.add(fam)
         if len(chosen) == count:
             return chosen
     for model in candidates:  # not enough families: reuse models, in order
@@ -97,7 +97,7 @@ def choose_seats(
             models[0] = first
         if second and wanted > 1:
             models[1] = second
-    if len({FAMILIES.get(parse_model(m)[0], m) for m in models}) == 1 and len(models) > 1:
+    if len({family(m) for m in models}) == 1 and len(models) > 1:
         notes.append(
             f"Only one model family is configured, so every seat uses {models[0]}. "
             "Configure a second provider for a cross-family debate."
@@ -113,8 +113,8 @@ def choose_seats(
 
 def _judge_default(models: list[str], settings: Settings, registry: ProviderRegistry) -> str:
     """Prefer a judge from a family that is not debating; else the first debater's model."""
-    debating = {FAMILIES.get(parse_model(m)[0], m) for m in models}
+    debating = {family(m) for m in models}
     for candidate in _default_models(settings, registry):
-        if FAMILIES.get(parse_model(candidate)[0], candidate) not in debating:
+        if family(candidate) not in debating:
             return candidate
     return models[0]

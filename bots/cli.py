@@ -1,0 +1,254 @@
+"""The `debate` command line. Errors become one readable line on stderr here, and only here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from bots.commands import CommandError, StartDebate, build_spec
+from bots.terminal import Style, TerminalSink, render_history, render_hits, render_record
+from orchestrator.config import ConfigError, Settings, load_settings
+from orchestrator.core import Core
+from orchestrator.export import to_json, to_markdown
+from orchestrator.models import EFFORTS, FORMATS, MAX_TOPIC_CHARS
+from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.seating import SETUP_HINT
+from orchestrator.store import AmbiguousIdError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
+
+
+class UsageError(Exception):
+    """Bad usage: exit status 2 and one line."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="debate", description="Structured debates between LLMs, judged and logged.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a debate in the terminal")
+    run.add_argument("topic", metavar="TOPIC")
+    run.add_argument("--format", choices=FORMATS)
+    run.add_argument("--rounds", type=int)
+    run.add_argument("--proposer", metavar="MODEL")
+    run.add_argument("--challenger", metavar="MODEL")
+    run.add_argument("--debaters", metavar="MODEL,MODEL,…")
+    run.add_argument("--judge", metavar="MODEL")
+    run.add_argument("--effort", choices=EFFORTS)
+    run.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
+
+    sub.add_parser("demo", help="run a sample debate with whatever provider is configured")
+
+    serve = sub.add_parser("serve", help="run the Slack and/or Discord bots")
+    serve.add_argument("--slack", action="store_true")
+    serve.add_argument("--discord", action="store_true")
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=3000)
+
+    history = sub.add_parser("history", help="recent debates")
+    history.add_argument("--limit", type=int, default=20)
+    history.add_argument("--json", action="store_true")
+
+    show = sub.add_parser("show", help="one debate in full")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--json", action="store_true")
+
+    search = sub.add_parser("search", help="full-text search over topics, turns and recommendations")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--limit", type=int, default=20)
+    search.add_argument("--json", action="store_true")
+
+    export = sub.add_parser("export", help="export a debate as markdown or JSON")
+    export.add_argument("id", metavar="ID")
+    export.add_argument("--format", choices=("md", "json"), required=True)
+    export.add_argument("-o", "--output", metavar="FILE")
+
+    sync = sub.add_parser("discord-sync", help="register the Discord slash commands")
+    sync.add_argument("--guild", type=int, metavar="ID")
+    return parser
+
+
+def _start_command(args: argparse.Namespace) -> StartDebate:
+    topic = args.topic.strip()
+    if not topic:
+        raise UsageError("the topic is empty; give the question to debate, e.g. debate run \"Should we use Rust?\"")
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise UsageError(f"the topic is {len(topic):,} characters; the limit is {MAX_TOPIC_CHARS:,}")
+    debaters = tuple(m.strip() for m in args.debaters.split(",") if m.strip()) if args.debaters else None
+    if debaters is not None and not 2 <= len(debaters) <= 4:
+        raise UsageError("--debaters takes 2 to 4 models separated by commas")
+    if args.rounds is not None and not 1 <= args.rounds <= 5:
+        raise UsageError("--rounds must be between 1 and 5")
+    return StartDebate(topic=topic, format=args.format, rounds=args.rounds, debaters=debaters,
+                       proposer=args.proposer, challenger=args.challenger, judge=args.judge, effort=args.effort)
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    command = _start_command(args)
+    registry = ProviderRegistry(settings)
+    try:
+        spec, notes = build_spec(command, settings, registry, platform="cli", requested_by=_user())
+    except CommandError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        await registry.aclose()
+    progress = sys.stderr if args.json else sys.stdout
+    for note in notes:
+        print(f"ℹ {note}", file=progress)
+    async with await Core.open(settings) as core:
+        task = core.jobs.start(spec, [TerminalSink(progress)])
+        _cancel_on_signals(task)
+        outcome = await task
+        if args.json:
+            record = await core.store.get_debate(spec.id)
+            if record is not None:
+                print(json.dumps(to_json(record), ensure_ascii=False, indent=2))
+    if outcome.status == "failed":
+        print(f"debate: {outcome.error}", file=sys.stderr)
+    return EXIT_OK if outcome.status == "completed" else EXIT_FAILED
+
+
+async def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    registry = ProviderRegistry(settings)
+    try:
+        configured = registry.configured() or registry.configured_cli_tools()
+    finally:
+        await registry.aclose()
+    if not configured and not (settings.debate_proposer and settings.debate_challenger):
+        print(SETUP_HINT)
+        print(f"\nThen: make demo   (or: debate run \"{DEMO_TOPIC}\")")
+        return EXIT_OK
+    args.topic, args.json = DEMO_TOPIC, False
+    for name in ("format", "rounds", "proposer", "challenger", "debaters", "judge", "effort"):
+        setattr(args, name, None)
+    args.rounds = 1
+    return await _run(args, settings)
+
+
+def _user() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+def _cancel_on_signals(task: asyncio.Task) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, task.cancel)
+        except (NotImplementedError, RuntimeError):
+            return
+
+
+async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -> int:
+    async with await Core.open(settings) as core:
+        return await fn(core)
+
+
+async def _history(args: argparse.Namespace, settings: Settings) -> int:
+    async def go(core: Core) -> int:
+        rows = await core.store.history(limit=max(1, min(args.limit, 500)))
+        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2) if args.json else render_history(rows))
+        return EXIT_OK
+
+    return await _with_core(settings, go)
+
+
+async def _search(args: argparse.Namespace, settings: Settings) -> int:
+    async def go(core: Core) -> int:
+        hits = await core.store.search(args.query, limit=max(1, min(args.limit, 200)))
+        print(json.dumps([h.model_dump(mode="json") for h in hits], indent=2) if args.json else render_hits(hits))
+        return EXIT_OK
+
+    return await _with_core(settings, go)
+
+
+async def _load(core: Core, debate_id: str):
+    try:
+        record = await core.store.get_debate(debate_id)
+    except AmbiguousIdError as exc:
+        raise UsageError(str(exc)) from None
+    if record is None:
+        raise UsageError(f"no debate with id {debate_id!r}; `debate history` lists them")
+    return record
+
+
+async def _show(args: argparse.Namespace, settings: Settings) -> int:
+    async def go(core: Core) -> int:
+        record = await _load(core, args.id)
+        if args.json:
+            print(json.dumps(to_json(record), ensure_ascii=False, indent=2))
+        else:
+            print(render_record(record, Style(sys.stdout)))
+        return EXIT_OK
+
+    return await _with_core(settings, go)
+
+
+async def _export(args: argparse.Namespace, settings: Settings) -> int:
+    async def go(core: Core) -> int:
+        record = await _load(core, args.id)
+        text = (json.dumps(to_json(record), ensure_ascii=False, indent=2) if args.format == "json"
+                else to_markdown(record))
+        if args.output:
+            await asyncio.to_thread(Path(args.output).write_text, text + "\n", encoding="utf-8")
+            print(f"wrote {args.output}", file=sys.stderr)
+        else:
+            print(text)
+        return EXIT_OK
+
+    return await _with_core(settings, go)
+
+
+async def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from bots.serve import serve
+
+    return await serve(settings, slack=args.slack, discord=args.discord, host=args.host, port=args.port)
+
+
+async def _discord_sync(args: argparse.Namespace, settings: Settings) -> int:
+    from bots.serve import discord_sync
+
+    return await discord_sync(settings, guild=args.guild)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = {
+    "run": _run,
+    "demo": _demo,
+    "serve": _serve,
+    "history": _history,
+    "show": _show,
+    "search": _search,
+    "export": _export,
+    "discord-sync": _discord_sync,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_settings()
+        return asyncio.run(COMMANDS[args.command](args, settings))
+    except (ConfigError, UsageError) as exc:
+        print(f"debate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("debate: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The terminal: a sink that streams a debate as it is written, and plain renderings of the log."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import TextIO
+
+from orchestrator.events import (
+    DebateCancelled,
+    DebateFailed,
+    DebateFinished,
+    DebateStarted,
+    EventBase,
+    Notice,
+    RoundStarted,
+    TextDelta,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    VerdictReached,
+)
+from orchestrator.models import DebateSpec, Outcome, Verdict
+from orchestrator.store import DebateRecord, DebateSummary, SearchHit
+
+_SEAT_COLOURS = {"A": "36", "B": "35", "C": "33", "D": "32"}  # cyan, magenta, yellow, green
+
+
+class Style:
+    def __init__(self, stream: TextIO) -> None:
+        self.enabled = stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.enabled else text
+
+    def seat(self, label: str, text: str) -> str:
+        return self(text, "1;" + _SEAT_COLOURS.get(label, "37"))
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "—"
+
+
+def _tokens(outcome: Outcome) -> str:
+    text = f"{outcome.input_tokens:,} in / {outcome.output_tokens:,} out tokens"
+    if outcome.cost_usd is not None:
+        text += f" · ≈ ${outcome.cost_usd:.4f}"
+    return text
+
+
+def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> list[str]:
+    seat = next((s for s in spec.seats if s.label == verdict.winner), None) if spec else None
+    who = f"{verdict.winner} ({seat.role}, {seat.model})" if seat else verdict.winner
+    lines = [style("Verdict", "1") + f": {style.seat(verdict.winner, who)} wins"]
+    if verdict.split:
+        lines.append(style("⚠ Split verdict: the judge's two passes (order swapped) disagreed.", "33"))
+    if verdict.consensus:
+        lines.append(f"Consensus: {verdict.consensus}")
+    if verdict.ratings:
+        lines.append("Quality: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in verdict.ratings.items()))
+    lines += ["", style("Recommendation", "1"), verdict.recommendation, "", style("Reasoning", "1"), verdict.reasoning]
+    for title, items in (("Agreements", verdict.agreements), ("Disagreements", verdict.disagreements),
+                         ("Unresolved", verdict.unresolved)):
+        if items:
+            lines += ["", style(title, "1"), *(f"  • {item}" for item in items)]
+    if verdict.scores:
+        lines += ["", style("Scores", "1")]
+        lines += [f"  {s.seat}: {s.score:g}/10 — {s.stance} | strongest: {s.strongest_point} | weakest: "
+                  f"{s.fatal_weakness}" for s in verdict.scores]
+    return lines
+
+
+class TerminalSink:
+    """Prints each turn as it streams: round headers, one colour per seat, progress and the verdict."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.style = Style(self.out)
+        self.spec: DebateSpec | None = None
+        self._streaming: tuple[int, str, str] | None = None
+
+    def _print(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    async def handle(self, event: EventBase) -> None:
+        match event:
+            case DebateStarted(spec=spec):
+                self.spec = spec
+                seats = " vs ".join(f"{s.label} {s.role} ({s.model})" for s in spec.seats)
+                self._print(self.style(f"Debate {spec.id} · {spec.format} · {spec.rounds} round(s)", "1"))
+                self._print(f"Topic: {spec.topic}")
+                self._print(f"Seats: {seats} · judge {spec.judge}")
+            case RoundStarted(round=n, total=total, title=title):
+                self._print()
+                self._print(self.style(f"── Round {n} of {total}" + (f" · {title}" if title else "") + " ──", "1"))
+            case TurnStarted(round=n, seat=label, role=role, kind=kind, model=model):
+                self._streaming = (n, label, kind)
+                self._print()
+                self._print(self.style.seat(label, f"[{label}] {role} · {kind} · {model}"))
+            case TextDelta(round=n, seat=label, kind=kind, delta=delta):
+                if self._streaming == (n, label, kind):
+                    self.out.write(delta)
+                    self.out.flush()
+            case TurnCompleted(turn=turn):
+                if self._streaming != (turn.round, turn.seat, turn.kind):
+                    self._print(self.style.seat(turn.seat, f"[{turn.seat}] {turn.role} · {turn.kind}"))
+                    self.out.write(turn.text)
+                self._streaming = None
+                stats = f"({turn.input_tokens:,}+{turn.output_tokens:,} tokens · {turn.duration_ms / 1000:.1f} s)"
+                self._print("\n" + self.style(stats, "2"))
+            case TurnFailed(turn=turn):
+                self._streaming = None
+                self._print(self.style(f"\n✗ {turn.seat} ({turn.model}) failed: {turn.error}", "31"))
+            case Notice(level=level, text=text):
+                warning = level == "warning"
+                self._print(self.style(("⚠ " if warning else "ℹ ") + text, "33" if warning else "2"))
+            case VerdictReached(verdict=verdict):
+                self._print()
+                for line in render_verdict(verdict, self.spec, self.style):
+                    self._print(line)
+            case DebateFinished(outcome=outcome):
+                self._print()
+                self._print(self.style(f"Done: {outcome.rounds_completed}/{outcome.rounds_planned} rounds · "
+                                       f"{_tokens(outcome)} · id {event.debate_id}", "2"))
+            case DebateFailed(outcome=outcome) | DebateCancelled(outcome=outcome):
+                self._print(self.style(outcome.error or "Debate ended.", "31"))
+
+
+def render_history(rows: list[DebateSummary]) -> str:
+    if not rows:
+        return "No debates yet. Start one: debate run \"Should we …?\""
+    lines = []
+    for row in rows:
+        outcome = f"winner {row.winner} ({row.winner_model})" if row.winner else row.status
+        if row.split:
+            outcome += ", split"
+        lines.append(f"{row.id}  {_when(row.created_at)}  {row.format:<9} {outcome:<40.40} "
+                     f"votes {row.votes:<3} {row.topic[:60]}")
+    return "\n".join(lines)
+
+
+def render_hits(hits: list[SearchHit]) -> str:
+    if not hits:
+        return "No matches."
+    return "\n".join(f"{h.debate_id}  {_when(h.created_at)}  [{h.where}] {h.topic[:60]}\n    {h.snippet}" for h in hits)
+
+
+def render_record(record: DebateRecord, style: Style) -> str:
+    lines = [style(f"Debate {record.id}", "1") + f" · {record.format} · {record.status} · {_when(record.created_at)}",
+             f"Topic: {record.topic}",
+             "Seats: " + ", ".join(f"{s.label} {s.role} ({s.model})" for s in record.seats),
+             f"Rounds: {record.rounds_completed}/{record.rounds_planned} · tokens {record.input_tokens:,} in / "
+             f"{record.output_tokens:,} out" + (f" · ≈ ${record.cost_usd:.4f}" if record.cost_usd is not None else "")]
+    if record.error:
+        lines.append(style(f"Error: {record.error}", "31"))
+    lines += [style(f"⚠ {w}", "33") for w in record.warnings]
+    for turn in record.turns:
+        lines += ["", style.seat(turn.seat, f"Round {turn.round} · [{turn.seat}] {turn.role} · {turn.kind}")]
+        lines.append(turn.text if turn.status == "ok" else style(f"failed: {turn.error}", "31"))
+    if record.verdict:
+        lines += ["", *render_verdict(record.verdict, record.spec, style)]
+    if record.tally.total:
+        lines += ["", "Votes: " + ", ".join(f"{k} {v}" for k, v in sorted(record.tally.counts.items()))]
+    return "\n".join(lines)
