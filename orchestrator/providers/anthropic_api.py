@@ -1,0 +1,182 @@
+"""Anthropic's Messages API through the official `anthropic` SDK (2.x).
+
+System messages go to `system=`; the rest must alternate user/assistant and start with a user turn,
+so consecutive same-role messages are merged and a leading assistant turn gets a short user turn
+before it. No temperature/top_p/top_k keywords: SDK 1.0+ removed them.
+
+A stream that ends without a stop_reason broke off: that is an error, not a short answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from http import HTTPStatus
+from typing import Any
+
+import anthropic
+import httpx2
+from anthropic import AsyncAnthropic
+
+from orchestrator.config import Settings
+from orchestrator.providers.base import (
+    Completion,
+    DeltaCallback,
+    Message,
+    ModelCall,
+    ProviderError,
+    ProviderTimeout,
+)
+from orchestrator.providers.effort import budget
+from orchestrator.providers.redact import estimate_tokens, redact, safe_host, seconds
+
+log = logging.getLogger(__name__)
+
+ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+_LEADING_USER = "Continue."
+
+
+def to_anthropic(messages: tuple[Message, ...] | list[Message]) -> tuple[str | None, list[dict[str, str]]]:
+    """Split out the system text and merge turns into the strict alternation the API requires."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content.strip())
+    turns: list[dict[str, str]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if turns and turns[-1]["role"] == m.role:
+            turns[-1]["content"] += "\n\n" + m.content
+        else:
+            turns.append({"role": m.role, "content": m.content})
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": _LEADING_USER})
+    return system or None, turns
+
+
+def _status_line(exc: anthropic.APIStatusError) -> str:
+    try:
+        phrase = HTTPStatus(exc.status_code).phrase
+    except ValueError:
+        phrase = ""
+    kind = exc.type if isinstance(exc.type, str) and exc.type.replace("_", "").isalnum() else None
+    return f"HTTP {exc.status_code} {phrase}".rstrip() + (f" ({kind})" if kind else "")
+
+
+class AnthropicProvider:
+    """One `AsyncAnthropic` client per provider instance, reused for every call."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout_s: float = 240.0,
+        secrets: tuple[str, ...] | list[str] = (),
+    ) -> None:
+        self.base_url = base_url or ANTHROPIC_DEFAULT_BASE_URL
+        self._secrets = tuple(s for s in (*secrets, api_key) if s)
+        self._client = AsyncAnthropic(
+            api_key=api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout_s
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AnthropicProvider:
+        from orchestrator.providers.registry import ProviderNotConfiguredError
+
+        if not settings.anthropic_api_key:
+            raise ProviderNotConfiguredError("ANTHROPIC_API_KEY")
+        return cls(
+            api_key=settings.anthropic_api_key,
+            base_url=settings.anthropic_base_url,
+            max_retries=settings.debate_max_retries,
+            timeout_s=settings.debate_call_timeout,
+            secrets=settings.secrets(),
+        )
+
+    @property
+    def client(self) -> AsyncAnthropic:
+        return self._client
+
+    async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
+        label = f"anthropic:{call.model}"
+        started = time.perf_counter()
+        system, turns = to_anthropic(call.messages)
+        kwargs: dict[str, Any] = {
+            "model": call.model,
+            "max_tokens": call.max_tokens or budget("anthropic", call.effort),
+            "messages": turns,
+        }
+        if system:
+            kwargs["system"] = system
+        parts: list[str] = []
+        streaming = False
+        try:
+            async with asyncio.timeout(call.timeout_s) as deadline:
+                async with self._client.messages.stream(**kwargs) as stream:
+                    streaming = True
+                    async for text in stream.text_stream:
+                        if text:
+                            parts.append(text)
+                            if on_delta is not None:
+                                await on_delta(text)
+                    final = await stream.get_final_message()
+        except TimeoutError:
+            if deadline.expired():
+                raise ProviderTimeout(f"{label} timed out after {seconds(call.timeout_s)} s") from None
+            raise
+        except anthropic.APITimeoutError:
+            raise ProviderTimeout(f"{label} timed out waiting for {safe_host(self.base_url)}") from None
+        except anthropic.APIConnectionError as exc:
+            if not streaming:
+                raise self._error(label, exc, 0) from None
+            log.debug("%s: connection lost mid-stream: %s", label, type(exc.__cause__).__name__)
+            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
+        except anthropic.APIError as exc:
+            raise self._error(label, exc, sum(map(len, parts))) from None
+        except httpx2.TransportError as exc:
+            log.debug("%s: transport error %s", label, type(exc).__name__)
+            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
+        except json.JSONDecodeError:
+            raise ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output") from None
+
+        text = "".join(parts)
+        if not text:
+            raise ProviderError(f"{label} returned no text", kind="bad_output")
+        if final.stop_reason is None:
+            raise ProviderError(f"{label} stream ended early after {len(text)} characters")
+        usage = final.usage
+        input_tokens = usage.input_tokens if usage and usage.input_tokens else 0
+        output_tokens = usage.output_tokens if usage and usage.output_tokens else 0
+        if not input_tokens:
+            input_tokens = estimate_tokens("".join(m.content for m in call.messages))
+        if not output_tokens:
+            output_tokens = estimate_tokens(text)
+        return Completion(
+            text=text,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+        )
+
+    def _error(self, label: str, exc: anthropic.APIError, received: int) -> ProviderError:
+        if isinstance(exc, anthropic.APIStatusError):
+            status = _status_line(exc)
+            log.debug("%s: %s", label, redact(str(exc.message), self._secrets))
+            if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
+                return ProviderError(f"{label}: the API key was rejected ({status})", kind="auth")
+            if isinstance(exc, anthropic.RateLimitError):
+                return ProviderError(f"{label}: rate limited ({status}) after retries", kind="rate_limit")
+            if isinstance(exc, anthropic.NotFoundError):
+                return ProviderError(f"{label}: model or endpoint not found ({status})")
+            return ProviderError(f"{label} failed: {status}")
+        if isinstance(exc, anthropic.APIConnectionError):
+            return ProviderError(f"{label}: could not connect to {safe_host(self.base_url)}")
+        log.debug("%s: stream error after %d chars: %s", label, received, redact(str(exc.message), self._secrets))
+        return ProviderError(f"{label}: the server reported an error mid-stream")
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,228 @@
+"""OpenAI and every OpenAI-compatible server (Gemini, OpenRouter, Ollama, vLLM) through the `openai` SDK.
+
+Presets (provider name → base URL and key):
+
+    openai      OPENAI_BASE_URL or https://api.openai.com/v1, OPENAI_API_KEY
+                (a base URL alone is enough: local servers often want no key)
+    gemini      GEMINI_BASE_URL (Google's OpenAI-compatible endpoint), GEMINI_API_KEY
+    openrouter  OPENROUTER_BASE_URL, OPENROUTER_API_KEY
+    ollama      OLLAMA_BASE_URL (`/v1` appended to a bare root like http://localhost:11434), key "ollama"
+    vllm        VLLM_BASE_URL, VLLM_API_KEY or "EMPTY"
+
+A stream that breaks off before the model finished (no finish_reason) is an error, not a short
+answer: the deltas already delivered stay delivered, and the ProviderError says how far it got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+import openai
+from openai import AsyncOpenAI
+
+from orchestrator.config import Settings
+from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError, ProviderTimeout
+from orchestrator.providers.effort import budget, reasoning_effort
+from orchestrator.providers.redact import estimate_tokens, redact, safe_host, seconds
+
+log = logging.getLogger(__name__)
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PRESETS: tuple[str, ...] = ("openai", "gemini", "openrouter", "ollama", "vllm")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIPreset:
+    name: str
+    base_url: str | None  # None: not configured
+    api_key: str | None  # None: not configured
+    needs: str  # the variable that makes this preset usable
+
+
+def ollama_v1_url(url: str) -> str:
+    """Ollama's OpenAI-compatible API lives under /v1; accept the bare root users usually set."""
+    url = url.strip()
+    if "://" not in url:
+        url = f"http://{url}"
+    parts = urlsplit(url)
+    if parts.path in ("", "/"):
+        return url.rstrip("/") + "/v1"
+    return url
+
+
+def preset_for(name: str, settings: Settings) -> OpenAIPreset:
+    """Base URL and key for an OpenAI-compatible provider; None fields mean "not configured"."""
+    if name == "openai":
+        key = settings.openai_api_key
+        if key is None and settings.openai_base_url:
+            key = "not-needed"  # a local server behind OPENAI_BASE_URL
+        return OpenAIPreset(name, settings.openai_base_url or OPENAI_DEFAULT_BASE_URL, key, "OPENAI_API_KEY")
+    if name == "gemini":
+        return OpenAIPreset(name, settings.gemini_base_url, settings.gemini_api_key, "GEMINI_API_KEY")
+    if name == "openrouter":
+        return OpenAIPreset(name, settings.openrouter_base_url, settings.openrouter_api_key, "OPENROUTER_API_KEY")
+    if name == "ollama":
+        url = ollama_v1_url(settings.ollama_base_url) if settings.ollama_base_url else None
+        return OpenAIPreset(name, url, "ollama" if url else None, "OLLAMA_BASE_URL")
+    if name == "vllm":
+        url = settings.vllm_base_url
+        return OpenAIPreset(name, url, (settings.vllm_api_key or "EMPTY") if url else None, "VLLM_BASE_URL")
+    raise ValueError(f"no OpenAI-compatible preset named {name!r}; presets: {', '.join(PRESETS)}")
+
+
+def _status_line(exc: openai.APIStatusError) -> str:
+    """`HTTP 500 Internal Server Error (server_error)`: the status and a code, never the body text."""
+    try:
+        phrase = HTTPStatus(exc.status_code).phrase
+    except ValueError:
+        phrase = ""
+    code = ""
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            for key in ("code", "type"):
+                value = err.get(key)
+                if isinstance(value, str) and value.replace("_", "").isalnum() and len(value) <= 40:
+                    code = f" ({value})"
+                    break
+    return f"HTTP {exc.status_code} {phrase}".rstrip() + code
+
+
+class OpenAICompatProvider:
+    """One `AsyncOpenAI` client per provider instance, reused for every call."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_key: str,
+        base_url: str,
+        max_retries: int = 2,
+        timeout_s: float = 240.0,
+        secrets: tuple[str, ...] | list[str] = (),
+    ) -> None:
+        self.name = name
+        self.base_url = base_url
+        self._secrets = tuple(s for s in (*secrets, api_key) if s)
+        self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s)
+
+    @classmethod
+    def from_settings(cls, name: str, settings: Settings) -> OpenAICompatProvider:
+        from orchestrator.providers.registry import ProviderNotConfiguredError
+
+        preset = preset_for(name, settings)
+        if not preset.base_url or not preset.api_key:
+            raise ProviderNotConfiguredError(preset.needs)
+        return cls(
+            name,
+            api_key=preset.api_key,
+            base_url=preset.base_url,
+            max_retries=settings.debate_max_retries,
+            timeout_s=settings.debate_call_timeout,
+            secrets=settings.secrets(),
+        )
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        return self._client
+
+    def _request(self, call: ModelCall) -> dict[str, Any]:
+        limit = call.max_tokens or budget(self.name, call.effort)
+        kwargs: dict[str, Any] = {
+            "model": call.model,
+            "messages": [{"role": m.role, "content": m.content} for m in call.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        # OpenAI's reasoning models reject max_tokens; compatible servers all understand max_tokens,
+        # not all of them max_completion_tokens.
+        kwargs["max_completion_tokens" if self.name == "openai" else "max_tokens"] = limit
+        effort = reasoning_effort(self.name, call.effort, call.model)
+        if effort:
+            kwargs["reasoning_effort"] = effort
+        return kwargs
+
+    async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
+        label = f"{self.name}:{call.model}"
+        started = time.perf_counter()
+        parts: list[str] = []
+        usage: Any = None
+        finished = streaming = False
+        try:
+            async with asyncio.timeout(call.timeout_s) as deadline:
+                stream = await self._client.chat.completions.create(**self._request(call))
+                streaming = True
+                async with stream:
+                    async for chunk in stream:
+                        if chunk.usage is not None:
+                            usage = chunk.usage
+                        for choice in chunk.choices:
+                            content = choice.delta.content if choice.delta else None
+                            if content:
+                                parts.append(content)
+                                if on_delta is not None:
+                                    await on_delta(content)
+                            if choice.finish_reason:
+                                finished = True
+        except TimeoutError:
+            if deadline.expired():
+                raise ProviderTimeout(f"{label} timed out after {seconds(call.timeout_s)} s") from None
+            raise
+        except openai.APITimeoutError:
+            raise ProviderTimeout(f"{label} timed out waiting for {safe_host(self.base_url)}") from None
+        except openai.APIConnectionError as exc:
+            if not streaming:
+                raise self._error(label, exc, 0) from None
+            log.debug("%s: connection lost mid-stream: %s", label, type(exc.__cause__).__name__)
+            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
+        except openai.APIError as exc:
+            raise self._error(label, exc, sum(map(len, parts))) from None
+        except httpx2.TransportError as exc:
+            log.debug("%s: transport error %s", label, type(exc).__name__)
+            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
+        except json.JSONDecodeError:
+            raise ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output") from None
+
+        text = "".join(parts)
+        if not text:
+            raise ProviderError(f"{label} returned no text", kind="bad_output")
+        if not finished:
+            raise ProviderError(f"{label} stream ended early after {len(text)} characters", kind="error")
+        duration_ms = int((time.perf_counter() - started) * 1000)
+        if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
+            input_tokens, output_tokens = usage.prompt_tokens or 0, usage.completion_tokens or 0
+        else:
+            input_tokens = estimate_tokens("".join(m.content for m in call.messages))
+            output_tokens = estimate_tokens(text)
+        return Completion(
+            text=text, input_tokens=input_tokens, output_tokens=output_tokens, duration_ms=duration_ms
+        )
+
+    def _error(self, label: str, exc: openai.APIError, received: int) -> ProviderError:
+        if isinstance(exc, openai.APIStatusError):
+            status = _status_line(exc)
+            log.debug("%s: %s", label, redact(str(exc.message), self._secrets))
+            if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+                return ProviderError(f"{label}: the API key was rejected ({status})", kind="auth")
+            if isinstance(exc, openai.RateLimitError):
+                return ProviderError(f"{label}: rate limited ({status}) after retries", kind="rate_limit")
+            if isinstance(exc, openai.NotFoundError):
+                return ProviderError(f"{label}: model or endpoint not found ({status})")
+            return ProviderError(f"{label} failed: {status}")
+        if isinstance(exc, openai.APIConnectionError):
+            return ProviderError(f"{label}: could not connect to {safe_host(self.base_url)}")
+        # An `error` event inside the stream.
+        log.debug("%s: stream error after %d chars: %s", label, received, redact(str(exc.message), self._secrets))
+        return ProviderError(f"{label}: the server reported an error mid-stream")
+
+    async def aclose(self) -> None:
+        await self._client.close()
