@@ -331,7 +331,11 @@ class Store:
     def _serve(self, loop: asyncio.AbstractEventLoop, ready: asyncio.Future[None]) -> None:
         try:
             db = open_database(self.path)
-        except BaseException as error:  # hand the failure to start(); the thread ends
+        except sqlite3.Error as error:  # hand the failure to start(); the thread ends
+            message = f"cannot open the debate log at {self.path}: {error} (check DEBATE_DB)"
+            _hand_back(loop, ready, None, StoreError(message))
+            return
+        except BaseException as error:
             _hand_back(loop, ready, None, error)
             return
         _hand_back(loop, ready, None, None)

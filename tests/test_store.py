@@ -33,6 +33,7 @@ from orchestrator.store import (
     DebateNotFoundError,
     Store,
     StoreClosedError,
+    StoreError,
 )
 from orchestrator.store_sink import StoreSink
 
@@ -123,6 +124,14 @@ async def test_migrates_forward_from_the_oldest_schema(tmp_path: Path) -> None:
 async def test_unopened_store_says_so(tmp_path: Path) -> None:
     with pytest.raises(StoreClosedError, match="start"):
         await Store(tmp_path / "x.db").tally("nope")
+    with pytest.raises(StoreError, match="DEBATE_DB"):
+        await Store(tmp_path / "no" / "such" / "dir.db").start()
+    store = Store(tmp_path / "y.db")
+    await store.start()
+    await store.close()
+    await store.close()  # closing twice is harmless
+    with pytest.raises(StoreClosedError):
+        await store.tally("nope")
 
 
 # -- full-text search ---------------------------------------------------------------------------
