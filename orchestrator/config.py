@@ -15,7 +15,9 @@ class ConfigError(Exception):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True, populate_by_name=True
+    )
 
     # storage
     debate_db: Path = Field(default=Path("./debates.db"), alias="DEBATE_DB")
