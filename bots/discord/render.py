@@ -1,0 +1,163 @@
+"""How a debate looks in Discord: the root message, one embed colour per seat, the verdict, the tally.
+
+Pure functions from core models to `discord.Embed`; every piece of model or user text passes through
+`neutralize_discord` and `truncate`, so no embed breaks Discord's limits (title 256, description 4,096,
+field 1,024, 6,000 in total).
+"""
+
+from __future__ import annotations
+
+from discord import Colour, Embed
+
+from bots.text import neutralize_discord, truncate
+from orchestrator.events import TurnStarted
+from orchestrator.models import DebateSpec, Outcome, Seat, Verdict
+from orchestrator.store import Tally
+
+SEAT_COLOURS = {"A": 0x3B82F6, "B": 0xF97316, "C": 0x22C55E, "D": 0xA855F7}
+VERDICT_COLOUR = 0xEAB308
+FAILED_COLOUR = 0xEF4444
+THREAD_NAME_LIMIT = 100
+EMBED_TOTAL_LIMIT = 6000
+RATING_NAMES = {
+    "disagreement": "Genuine disagreement",
+    "genuine_disagreement": "Genuine disagreement",
+    "evidence": "Evidence quality",
+    "evidence_quality": "Evidence quality",
+    "challenge_depth": "Challenge depth",
+    "depth": "Challenge depth",
+}
+STATUS_LABELS = {
+    "completed": "✅ Finished",
+    "failed": "❌ Failed",
+    "cancelled": "⏹️ Stopped",
+    "running": "⏳ Running",
+    "pending": "⏳ Starting",
+}
+
+
+def safe(text: str, limit: int) -> str:
+    return truncate(neutralize_discord(text), limit)
+
+
+def thread_name(topic: str) -> str:
+    """A thread title from the topic: one line, at most 100 characters."""
+    one_line = " ".join(topic.split())
+    return truncate(neutralize_discord(one_line), THREAD_NAME_LIMIT) or "Debate"
+
+
+def seat_colour(label: str) -> Colour:
+    return Colour(SEAT_COLOURS.get(label, 0x64748B))
+
+
+def seat_title(seat: Seat) -> str:
+    return f"{seat.label} · {seat.role} · {seat.model}"
+
+
+def turn_header(event: TurnStarted) -> str:
+    """The first line of a turn's text (the seat, role and model are in the embed's author line)."""
+    kind = event.kind.replace("-", " ").replace("_", " ")
+    return f"**Round {event.round} · {kind}**"
+
+
+def root_embed(spec: DebateSpec, *, status: str, notes: list[str] | None = None) -> Embed:
+    """The message the slash command answers with; its thread holds the debate."""
+    embed = Embed(title=safe(f"Debate: {spec.topic}", 256), colour=Colour(0x64748B))
+    seats = "\n".join(f"**{s.label}** {s.role}: `{s.model}`" for s in spec.seats)
+    embed.description = safe(f"{seats}\n**Judge:** `{spec.judge}`", 2000)
+    embed.add_field(name="Format", value=f"{spec.format} · {spec.rounds} round(s) · effort {spec.effort}")
+    embed.add_field(name="Status", value=safe(status, 1024), inline=False)
+    if notes:
+        embed.add_field(name="Notes", value=safe("\n".join(notes), 1024), inline=False)
+    embed.set_footer(text=f"Debate {spec.id} · /debate-stop {spec.id} to stop it")
+    return embed
+
+
+def _ratings(verdict: Verdict) -> str:
+    parts = [f"{RATING_NAMES.get(k, k.replace('_', ' ').capitalize())}: **{v}**" for k, v in verdict.ratings.items()]
+    return " · ".join(parts)
+
+
+def _winner(spec: DebateSpec, verdict: Verdict) -> str:
+    try:
+        seat = spec.seat(verdict.winner)
+    except KeyError:
+        return verdict.winner
+    return f"{seat.label} ({seat.role}, {seat.model})"
+
+
+def tally_text(tally: Tally, labels: tuple[str, ...]) -> str:
+    if tally.total == 0:
+        return "No votes yet. Use the buttons below; you can change your vote."
+    parts = [f"👍 Agree {tally.count('agree')}", f"👎 Disagree {tally.count('disagree')}"]
+    parts += [f"{label} {tally.count(f'side:{label}')}" for label in labels if tally.count(f"side:{label}")]
+    return " · ".join(parts) + f" — {tally.total} vote(s)"
+
+
+def verdict_embed(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, tally: Tally) -> Embed:
+    embed = Embed(title=safe(f"🏆 Verdict: {_winner(spec, verdict)} wins", 256), colour=Colour(VERDICT_COLOUR))
+    recommendation = verdict.recommendation or "The judge gave no recommendation."
+    embed.description = safe(f"**Recommendation**\n{recommendation}", 2500)
+    if verdict.reasoning:
+        embed.add_field(name="Why", value=safe(verdict.reasoning, 1024), inline=False)
+    if verdict.ratings:
+        embed.add_field(name="Debate quality", value=safe(_ratings(verdict), 1024), inline=False)
+    if verdict.consensus:
+        embed.add_field(name="Consensus", value=verdict.consensus)
+    if verdict.split:
+        embed.add_field(
+            name="⚠️ Split verdict",
+            value="The judge was asked twice with the debaters' order swapped and disagreed; treat this as contested.",
+            inline=False,
+        )
+    if outcome and outcome.warnings:
+        embed.add_field(name="Warnings", value=safe("\n".join(outcome.warnings), 1024), inline=False)
+    embed.add_field(name="Votes", value=tally_text(tally, tuple(s.label for s in spec.seats)), inline=False)
+    embed.set_footer(text=_footer(spec, outcome))
+    return embed
+
+
+def _footer(spec: DebateSpec, outcome: Outcome | None) -> str:
+    text = f"Debate {spec.id}"
+    if outcome is not None:
+        text += f" · {outcome.rounds_completed}/{outcome.rounds_planned} rounds"
+        text += f" · tokens {outcome.input_tokens:,} in / {outcome.output_tokens:,} out"
+        if outcome.cost_usd is not None:
+            text += f" · ${outcome.cost_usd:.4f}"
+    return text
+
+
+def with_tally(embed: Embed, tally: Tally, labels: tuple[str, ...]) -> Embed:
+    """The verdict embed as it is on the message, with its Votes field replaced."""
+    updated = embed.copy()
+    text = tally_text(tally, labels)
+    for index, embed_field in enumerate(updated.fields):
+        if embed_field.name == "Votes":
+            updated.set_field_at(index, name="Votes", value=text, inline=False)
+            return updated
+    return updated.add_field(name="Votes", value=text, inline=False)
+
+
+def ended_embed(outcome: Outcome) -> Embed:
+    """Shown in the thread when a debate ends without a verdict."""
+    title = STATUS_LABELS.get(outcome.status, outcome.status)
+    embed = Embed(title=f"{title}: no verdict", colour=Colour(FAILED_COLOUR))
+    embed.description = safe(outcome.error or "The debate ended before the judge could decide.", 2000)
+    if outcome.warnings:
+        embed.add_field(name="Warnings", value=safe("\n".join(outcome.warnings), 1024), inline=False)
+    embed.set_footer(text=f"{outcome.rounds_completed}/{outcome.rounds_planned} rounds completed")
+    return embed
+
+
+def quote_embed(topic: str, recommendation: str, winner: str, link: str, quoted_by: str | None) -> Embed:
+    embed = Embed(title=safe(f"💬 {topic}", 256), colour=Colour(VERDICT_COLOUR), url=link)
+    embed.description = safe(recommendation or "The judge gave no recommendation.", 3500)
+    embed.add_field(name="Winner", value=safe(winner, 256))
+    embed.add_field(name="Full debate", value=f"[Open the thread]({link})")
+    if quoted_by:
+        embed.set_footer(text=safe(f"Quoted by {quoted_by}", 200))
+    return embed
+
+
+def embeds_size(embeds: list[Embed]) -> int:
+    return sum(len(e) for e in embeds)

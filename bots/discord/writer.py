@@ -1,0 +1,106 @@
+"""Writing into one Discord channel with the bot token: paced, mention-proof, and 429-tolerant.
+
+Discord allows about 5 writes per 5 s per channel, edits included. `ChannelPacer` spaces every write
+to one channel (all the turns streaming into a thread share it), so parallel turns coalesce instead of
+queueing 429s. discord.py retries a 429 that carries `Via`; `with_retry` covers the rest, so no text is
+lost to a rate limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import discord
+
+from bots.discord.render import seat_colour, seat_title
+from orchestrator.models import Seat
+
+log = logging.getLogger(__name__)
+
+NO_MENTIONS = discord.AllowedMentions.none()
+CONTENT_LIMIT = 2000
+EMBED_TEXT_LIMIT = 4000  # embed description is 4,096; keep room for the author line within 6,000
+T = TypeVar("T")
+
+
+class ChannelPacer:
+    """At most `writes` writes per `per` seconds to one channel (Discord: about 5 per 5 s)."""
+
+    def __init__(self, writes: int = 5, per: float = 5.0) -> None:
+        self.writes = writes
+        self.per = per
+        self._times: deque[float] = deque()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            while len(self._times) >= self.writes:
+                wait = self.per - (loop.time() - self._times[0])
+                if wait <= 0:
+                    self._times.popleft()
+                    continue
+                await asyncio.sleep(wait)
+            self._times.append(loop.time())
+
+
+async def with_retry(action: Callable[[], Awaitable[T]], attempts: int = 4) -> T:
+    """Run a write; on a 429 discord.py gave up on (no `Via`, or too long), wait and try again."""
+    for attempt in range(attempts):
+        last = attempt == attempts - 1
+        try:
+            return await action()
+        except discord.RateLimited as exc:
+            if last:
+                raise
+            delay = exc.retry_after
+        except discord.HTTPException as exc:
+            if exc.status != 429 or last:
+                raise
+            delay = float(exc.response.headers.get("Retry-After", 1.0))
+        log.warning("Discord rate limit; retrying in %.2fs (attempt %d)", delay, attempt + 1)
+        await asyncio.sleep(delay)
+    raise RuntimeError("unreachable: the last attempt returns or raises")
+
+
+class ChannelWriter:
+    """Posts and edits plain messages in one channel, paced and without mentions."""
+
+    def __init__(self, channel: discord.abc.Messageable, pacer: ChannelPacer) -> None:
+        self.channel = channel
+        self.pacer = pacer
+
+    async def send(self, **kwargs: object) -> discord.Message:
+        await self.pacer.acquire()
+        return await with_retry(lambda: self.channel.send(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
+
+    async def edit(self, message: discord.PartialMessage, **kwargs: object) -> None:
+        await self.pacer.acquire()
+        await with_retry(lambda: message.edit(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
+
+
+class SeatWriter:
+    """A `bots.live.ThreadWriter` for one seat: each message is an embed in the seat's colour."""
+
+    limit = EMBED_TEXT_LIMIT
+
+    def __init__(self, thread: discord.Thread, seat: Seat, pacer: ChannelPacer, min_edit_interval: float = 1.2):
+        self.thread = thread
+        self.seat = seat
+        self.out = ChannelWriter(thread, pacer)
+        self.min_edit_interval = min_edit_interval
+
+    def _embed(self, text: str) -> discord.Embed:
+        embed = discord.Embed(description=text, colour=seat_colour(self.seat.label))
+        return embed.set_author(name=seat_title(self.seat)[:256])
+
+    async def post(self, text: str) -> str:
+        message = await self.out.send(embed=self._embed(text))
+        return str(message.id)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        await self.out.edit(self.thread.get_partial_message(int(message_id)), embed=self._embed(text))
