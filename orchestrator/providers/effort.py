@@ -41,7 +41,7 @@ _REASONING_EFFORT: dict[str, str] = {"low": "low", "medium": "medium", "high": "
 _OPENAI_REASONING_MODEL = re.compile(r"^(gpt-5|o[1-9])(\b|[-.])")
 
 DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "claude-sonnet-4-5",
+    "anthropic": "claude-sonnet-4-6",
     "openai": "gpt-5",
     "gemini": "gemini-2.5-pro",
     "openrouter": "openai/gpt-5",

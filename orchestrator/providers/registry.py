@@ -169,7 +169,7 @@ def parse_model(s: str) -> tuple[str, str]:
     provider, model = provider.strip().lower(), model.strip()
     if not sep or not provider or not model:
         raise ModelStringError(
-            f"model {s!r} is not provider:model — e.g. anthropic:claude-sonnet-4-5, openai:gpt-5 or cli:claude"
+            f"model {s!r} is not provider:model — e.g. anthropic:claude-sonnet-4-6, openai:gpt-5 or cli:claude"
         )
     _entry(provider)
     return provider, model

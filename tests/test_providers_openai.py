@@ -1,0 +1,243 @@
+"""The OpenAI-compatible provider through the real `openai` SDK against the loopback peer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from orchestrator.config import Settings
+from orchestrator.providers.base import Message, ModelCall, ProviderError, ProviderTimeout
+from orchestrator.providers.effort import budget
+from orchestrator.providers.openai_compat import OpenAICompatProvider, ollama_v1_url, preset_for
+from tests.fakes.llm_server import FakeLLMServer, Reply
+
+KEY = "sk-test-KEY-0123456789"
+
+
+def make(server: FakeLLMServer, *, name: str = "openai", retries: int = 0) -> OpenAICompatProvider:
+    return OpenAICompatProvider(name, api_key=KEY, base_url=server.openai_base_url, max_retries=retries)
+
+
+def call(text: str = "Is Rust better than Go for CLIs?", *, model: str = "gpt-5", **kw: object) -> ModelCall:
+    messages = (Message(role="system", content="You are a careful debater."), Message(role="user", content=text))
+    return ModelCall(model=model, messages=messages, **kw)  # type: ignore[arg-type]
+
+
+async def test_streams_deltas_in_order_and_reports_usage(llm_server: FakeLLMServer) -> None:
+    reply = "Go compiles fast; Rust catches more bugs at compile time. Evidence: both ecosystems."
+    llm_server.add_rule(Reply(text=reply))
+    provider = make(llm_server)
+    deltas: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+
+    result = await provider.complete(call(), on_delta)
+    await provider.aclose()
+
+    assert len(deltas) > 5
+    assert "".join(deltas) == result.text == reply
+    record = llm_server.requests[0]
+    # usage comes from the include_usage chunk: the peer counts ceil(chars / 4)
+    assert result.input_tokens == -(-len(record.prompt_text) // 4)
+    assert result.output_tokens == -(-len(reply) // 4)
+    assert result.duration_ms >= 0
+    assert record.api == "openai" and record.model == "gpt-5" and record.stream
+    assert record.messages == [
+        {"role": "system", "content": "You are a careful debater."},
+        {"role": "user", "content": "Is Rust better than Go for CLIs?"},
+    ]
+    assert record.body["stream_options"] == {"include_usage": True}
+    assert record.body["max_completion_tokens"] == budget("openai", "medium")
+    assert record.body["reasoning_effort"] == "medium"
+    assert record.headers["Authorization"] == f"Bearer {KEY}"
+
+
+async def test_compatible_presets_send_max_tokens_and_no_reasoning_effort(llm_server: FakeLLMServer) -> None:
+    provider = make(llm_server, name="ollama")
+    result = await provider.complete(call(model="qwen3", effort="low", max_tokens=300))
+    await provider.aclose()
+    body = llm_server.requests[0].body
+    assert result.text.startswith("As qwen3")
+    assert body["max_tokens"] == 300 and "max_completion_tokens" not in body
+    assert "reasoning_effort" not in body
+
+
+async def test_client_is_created_once_and_reused(llm_server: FakeLLMServer) -> None:
+    provider = make(llm_server)
+    client = provider.client
+    await asyncio.gather(*(provider.complete(call(f"question {i}")) for i in range(5)))
+    assert provider.client is client
+    assert len(llm_server.requests) == 5
+    await provider.aclose()
+
+
+async def test_rate_limit_then_success_is_retried_by_the_sdk(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(status=429), times=2)
+    llm_server.add_rule(Reply(text="Third time lucky."))
+    provider = make(llm_server, retries=2)
+    result = await provider.complete(call())
+    await provider.aclose()
+    assert result.text == "Third time lucky."
+    assert [r.status for r in llm_server.requests] == [429, 429, 200]
+
+
+async def test_server_error_past_retries_hides_the_body_and_the_key(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(status=500, retry_after=0.01))
+    provider = make(llm_server, retries=1)
+    with pytest.raises(ProviderError) as info:
+        await provider.complete(call())
+    await provider.aclose()
+    assert len(llm_server.requests) == 2
+    message = str(info.value)
+    assert "HTTP 500" in message and "openai:gpt-5" in message
+    assert KEY not in message and "processing your request" not in message
+    assert info.value.kind == "error"
+
+
+async def test_rate_limit_past_retries_is_kind_rate_limit(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(status=429))
+    provider = make(llm_server, retries=1)
+    with pytest.raises(ProviderError) as info:
+        await provider.complete(call())
+    await provider.aclose()
+    assert info.value.kind == "rate_limit"
+    assert KEY not in str(info.value)
+
+
+async def test_bad_key_is_kind_auth_without_the_key(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(status=401))
+    provider = make(llm_server, retries=2)
+    with pytest.raises(ProviderError) as info:
+        await provider.complete(call())
+    await provider.aclose()
+    assert info.value.kind == "auth"
+    assert len(llm_server.requests) == 1  # 401 is not retried
+    assert KEY not in str(info.value) and "Incorrect API key" not in str(info.value)
+
+
+async def test_hang_times_out_promptly_and_the_server_sees_the_disconnect(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(hang=True))
+    provider = make(llm_server)
+    with pytest.raises(ProviderTimeout) as info:
+        await provider.complete(call(timeout_s=0.3))
+    assert info.value.kind == "timeout"
+    assert str(info.value) == "openai:gpt-5 timed out after 0.3 s"
+    record = llm_server.requests[0]
+    await asyncio.wait_for(record.done.wait(), 5)
+    assert record.cancelled
+    await provider.aclose()
+
+
+async def test_cancelling_the_task_cancels_the_request(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(hang=True))
+    provider = make(llm_server)
+    task = asyncio.create_task(provider.complete(call()))
+    record = await asyncio.wait_for(llm_server.wait_for_requests(1), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(record.done.wait(), 5)
+    assert record.cancelled
+    await provider.aclose()
+
+
+async def test_stream_cut_mid_way_is_an_error_after_the_partial_deltas(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(text="The first part arrives, the rest never does.", cut_after_chars=14))
+    provider = make(llm_server)
+    deltas: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+
+    with pytest.raises(ProviderError) as info:
+        await provider.complete(call(), on_delta)
+    await provider.aclose()
+    assert "".join(deltas) == "The first part"
+    assert "broke off after 14 characters" in str(info.value)
+    assert info.value.kind == "error"
+
+
+async def test_garbage_stream_is_bad_output(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(garbage=True))
+    provider = make(llm_server)
+    with pytest.raises(ProviderError) as info:
+        await provider.complete(call())
+    await provider.aclose()
+    assert info.value.kind == "bad_output"
+
+
+async def test_empty_reply_is_bad_output(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(text=""))
+    provider = make(llm_server)
+    with pytest.raises(ProviderError, match="returned no text") as info:
+        await provider.complete(call())
+    await provider.aclose()
+    assert info.value.kind == "bad_output"
+
+
+async def test_connection_refused_names_the_host_only() -> None:
+    async with FakeLLMServer() as server:
+        url = server.openai_base_url
+    provider = OpenAICompatProvider("vllm", api_key=KEY, base_url=url.replace("http://", "http://u:pw@"))
+    with pytest.raises(ProviderError) as info:
+        await provider.complete(call(model="m"))
+    await provider.aclose()
+    assert "could not connect to http://127.0.0.1" in str(info.value)
+    assert "pw" not in str(info.value)
+
+
+async def test_parallel_calls_overlap(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(text="one two three four five six", tokens_per_s=60))
+    provider = make(llm_server)
+    await asyncio.gather(*(provider.complete(call(f"q{i}")) for i in range(4)))
+    await provider.aclose()
+    records = llm_server.requests
+    assert max(r.started_at for r in records) < min(r.finished_at or 0 for r in records)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("http://localhost:11434", "http://localhost:11434/v1"),
+        ("http://localhost:11434/", "http://localhost:11434/v1"),
+        ("localhost:11434", "http://localhost:11434/v1"),
+        ("http://gpu-box:11434/v1", "http://gpu-box:11434/v1"),
+        ("https://proxy.example/ollama/v1", "https://proxy.example/ollama/v1"),
+    ],
+)
+def test_ollama_url_gets_v1(raw: str, expected: str) -> None:
+    assert ollama_v1_url(raw) == expected
+
+
+def test_presets_resolve_base_urls_and_keys() -> None:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        OPENAI_API_KEY="sk-o",
+        GEMINI_API_KEY="g-key",
+        OPENROUTER_API_KEY="or-key",
+        OLLAMA_BASE_URL="http://localhost:11434",
+        VLLM_BASE_URL="http://gpu:8000/v1",
+    )
+    openai = preset_for("openai", settings)
+    assert (openai.base_url, openai.api_key) == ("https://api.openai.com/v1", "sk-o")
+    gemini = preset_for("gemini", settings)
+    assert gemini.base_url == "https://generativelanguage.googleapis.com/v1beta/openai/"
+    assert gemini.api_key == "g-key"
+    assert preset_for("openrouter", settings).base_url == "https://openrouter.ai/api/v1"
+    assert (preset_for("ollama", settings).base_url, preset_for("ollama", settings).api_key) == (
+        "http://localhost:11434/v1",
+        "ollama",
+    )
+    assert (preset_for("vllm", settings).base_url, preset_for("vllm", settings).api_key) == (
+        "http://gpu:8000/v1",
+        "EMPTY",
+    )
+
+
+def test_openai_base_url_alone_is_enough_for_local_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = Settings(_env_file=None, OPENAI_BASE_URL="http://127.0.0.1:9/v1")  # type: ignore[call-arg]
+    preset = preset_for("openai", settings)
+    assert preset.base_url == "http://127.0.0.1:9/v1" and preset.api_key
