@@ -229,7 +229,7 @@ def build_spec(
             thread=thread,
             requested_by=requested_by,
         )
-        for model in {*(seat.model for seat in spec.seats), spec.judge}:
+        for model in dict.fromkeys([*(seat.model for seat in spec.seats), spec.judge]):
             registry.resolve(model)  # fail now, not in round 1, when a credential or tool is missing
     except (ModelStringError, UnknownProviderError, ProviderNotConfiguredError, NoProviderConfigured) as exc:
         raise CommandError(str(exc)) from None

@@ -1,0 +1,31 @@
+"""Scripted replies for the fake LLM server that several test modules share."""
+
+from __future__ import annotations
+
+import json
+
+from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+
+
+def is_judge(record: RequestRecord) -> bool:
+    return bool(record.messages) and "impartial judge" in record.messages[0]["content"]
+
+
+def verdict_json(winner: str = "A", recommendation: str = "Adopt it behind a feature flag for one quarter.") -> str:
+    body = {
+        "winner": winner,
+        "reasoning": f"Debater {winner} backed its claims with specific evidence in round 1.",
+        "ratings": {"genuine_disagreement": "high", "evidence_quality": "medium", "challenge_depth": "high"},
+        "agreements": ["Both accept the migration cost — the benchmark numbers cited in round 1"],
+        "disagreements": ["Whether the team can staff it"],
+        "unresolved": ["What the on-call load will be"],
+        "recommendation": recommendation,
+        "scores": [{"seat": "A", "stance": "for", "strongest_point": "cost", "fatal_weakness": "staffing",
+                    "score": 7}, {"seat": "B", "stance": "against", "strongest_point": "risk",
+                                  "fatal_weakness": "no data", "score": 5}],
+    }
+    return "Here is my verdict.\n```json\n" + json.dumps(body) + "\n```"
+
+
+def script_judge(srv: FakeLLMServer, winner: str = "A", **kwargs: str) -> None:
+    srv.add_rule(Reply(text=verdict_json(winner, **kwargs)), match=is_judge)
