@@ -30,12 +30,12 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-async def debate(tmp_path: Path, *args: str, env: dict[str, str], timeout: float = 120) -> tuple[int, str, str]:
+async def debate(tmp_path: Path, *args: str, env: dict[str, str], limit_s: float = 120) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", *args, cwd=tmp_path, env=env,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    out, err = await asyncio.wait_for(proc.communicate(), limit_s)
     return proc.returncode or 0, out.decode(), err.decode()
 
 
@@ -47,7 +47,8 @@ def two_providers(tmp_path: Path, srv: FakeLLMServer) -> dict[str, str]:
 async def test_run_streams_a_cross_family_debate_and_logs_it(tmp_path: Path) -> None:
     async with FakeLLMServer() as srv:
         script_judge(srv, "B", recommendation="Pilot Go on the ingest path only.")
-        code, out, err = await debate(tmp_path, "run", "Should we rewrite ingest in Go?", env=two_providers(tmp_path, srv))
+        env = two_providers(tmp_path, srv)
+        code, out, err = await debate(tmp_path, "run", "Should we rewrite ingest in Go?", env=env)
         assert code == 0, err
         assert "Round 1 of 2" in out and "Round 2 of 2" in out
         assert "Pilot Go on the ingest path only." in out
@@ -130,7 +131,7 @@ async def test_no_provider_configured_says_what_to_set(tmp_path: Path) -> None:
 
 
 async def test_demo_without_credentials_explains_and_exits(tmp_path: Path) -> None:
-    code, out, err = await debate(tmp_path, "demo", env=clean_env(tmp_path), timeout=60)
+    code, out, err = await debate(tmp_path, "demo", env=clean_env(tmp_path), limit_s=60)
     assert code == 0, err
     assert "ANTHROPIC_API_KEY" in out and "make demo" in out
 
