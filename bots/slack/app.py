@@ -1,0 +1,75 @@
+"""The bolt AsyncApp: token mode for one workspace, OAuth with a SQLite installation store for many."""
+
+from __future__ import annotations
+
+import logging
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.slack.listeners import register_listeners
+from bots.slack.oauth import oauth_settings
+from bots.slack.pacing import PacingLimits
+from bots.slack.runtime import SlackRuntime
+from orchestrator.config import ConfigError, Settings
+from orchestrator.core import Core
+
+log = logging.getLogger("bots.slack")
+
+RATE_LIMIT_RETRIES = 6
+
+
+def web_client(settings: Settings, token: str | None = None) -> AsyncWebClient:
+    """A client for SLACK_API_BASE_URL that waits out 429s (Retry-After) instead of failing."""
+    return AsyncWebClient(
+        token=token,
+        base_url=settings.slack_api_base_url,
+        retry_handlers=[
+            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        ],
+    )
+
+
+def is_multi_workspace(settings: Settings) -> bool:
+    return bool(settings.slack_client_id and settings.slack_client_secret)
+
+
+def check_settings(settings: Settings, *, socket_mode: bool) -> None:
+    """Raise ConfigError naming the missing variable, so `debate serve` fails in one readable line."""
+    if not is_multi_workspace(settings) and not settings.slack_bot_token:
+        raise ConfigError("SLACK_BOT_TOKEN is not set (or set SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install "
+                          "into several workspaces)")
+    if socket_mode and not settings.slack_app_token:
+        raise ConfigError("SLACK_APP_TOKEN (xapp-…) is needed for Socket Mode")
+    if not socket_mode and not settings.slack_signing_secret:
+        raise ConfigError("SLACK_SIGNING_SECRET is needed for HTTP mode (Basic Information → App Credentials)")
+
+
+def build_app(
+    core: Core, *, limits: PacingLimits | None = None, redirect_uri: str | None = None
+) -> tuple[AsyncApp, SlackRuntime]:
+    """The app with every listener registered, and the runtime its listeners share."""
+    settings = core.settings
+    multi = is_multi_workspace(settings)
+    runtime = SlackRuntime.create(core, limits, multi_workspace=multi)
+    if multi:
+        app = AsyncApp(
+            signing_secret=settings.slack_signing_secret,
+            client=web_client(settings),
+            oauth_settings=oauth_settings(settings, redirect_uri=redirect_uri),
+            logger=log,
+        )
+    else:
+        app = AsyncApp(
+            token=settings.slack_bot_token,
+            signing_secret=settings.slack_signing_secret,
+            client=web_client(settings, settings.slack_bot_token),
+            logger=log,
+        )
+    register_listeners(app, runtime)
+    return app, runtime

@@ -1,0 +1,195 @@
+"""Block Kit and mrkdwn for a debate's messages: root, turn headers, progress, verdict, quote.
+
+Every piece of user or model text passes through `safe()` (neutralized, then cut to the limit of
+the block it lands in); fixed labels are ours. Limits: section text 3,000, button text 75,
+context element 2,000 (we keep far under), 50 blocks a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bots.text import neutralize_slack, truncate
+from orchestrator.events import Notice, RoundStarted, TurnStarted
+from orchestrator.models import DebateSpec, Outcome, Verdict
+from orchestrator.store import Tally
+
+Block = dict[str, Any]
+
+SECTION_LIMIT = 3000
+BUTTON_LIMIT = 75
+CONTEXT_LIMIT = 1900
+VOTE_ACTION = "debate_vote"
+QUOTE_ACTION = "quote_recommendation"
+STATUS_ICON = {"running": ":hourglass_flowing_sand:", "completed": ":white_check_mark:",
+               "failed": ":x:", "cancelled": ":no_entry_sign:", "pending": ":hourglass:"}
+
+
+def safe(text: str, limit: int = SECTION_LIMIT) -> str:
+    """Model or user text, made harmless and short enough for `limit`."""
+    return truncate(neutralize_slack(text), limit)
+
+
+def section(text: str, block_id: str | None = None) -> Block:
+    block: Block = {"type": "section", "text": {"type": "mrkdwn", "text": truncate(text, SECTION_LIMIT)}}
+    if block_id:
+        block["block_id"] = block_id
+    return block
+
+
+def context(text: str, block_id: str | None = None) -> Block:
+    block: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": truncate(text, CONTEXT_LIMIT)}]}
+    if block_id:
+        block["block_id"] = block_id
+    return block
+
+
+def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:
+    element: Block = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": truncate(label, BUTTON_LIMIT), "emoji": True},
+        "action_id": action_id,
+        "value": value,
+    }
+    if style:
+        element["style"] = style
+    return element
+
+
+def seat_line(spec: DebateSpec) -> str:
+    seats = " · ".join(f"*{s.label}* {s.role} `{safe(s.model, 80)}`" for s in spec.seats)
+    return f"{seats} · judge `{safe(spec.judge, 80)}`"
+
+
+def debate_block_id(debate_id: str, part: str) -> str:
+    """Block ids carry the debate id, so a shortcut on any of our messages finds its debate."""
+    return f"debate:{debate_id}:{part}"
+
+
+def root_message(spec: DebateSpec, status: str, detail: str = "") -> tuple[str, list[Block]]:
+    """The channel message every turn is threaded under."""
+    icon = STATUS_ICON.get(status, "")
+    status_text = f"{icon} *{status}*" + (f" — {safe(detail, 600)}" if detail else "")
+    blocks = [
+        section(f":speech_balloon: *Debate:* {safe(spec.topic, 2500)}", debate_block_id(spec.id, "root")),
+        context(f"{spec.format} · {spec.rounds} round{'s' if spec.rounds != 1 else ''} · effort {spec.effort}"
+                f" · id `{spec.id}`"),
+        context(seat_line(spec)),
+        section(status_text, debate_block_id(spec.id, "status")),
+    ]
+    text = f"Debate ({status}): {safe(spec.topic, 300)}"
+    return text, blocks
+
+
+def outcome_detail(outcome: Outcome, winner: str | None = None) -> str:
+    parts = [f"{outcome.rounds_completed}/{outcome.rounds_planned} rounds"]
+    if winner:
+        parts.append(f"winner {winner}")
+    parts.append(f"{outcome.input_tokens + outcome.output_tokens:,} tokens")
+    if outcome.cost_usd is not None:
+        parts.append(f"${outcome.cost_usd:.4f}")
+    if outcome.error:
+        parts.append(outcome.error)
+    if outcome.warnings:
+        parts.append(f"{len(outcome.warnings)} warning{'s' if len(outcome.warnings) != 1 else ''}")
+    return " · ".join(parts)
+
+
+def turn_header(event: TurnStarted) -> str:
+    return (f"*{safe(event.seat, 20)} · {safe(event.role, 20)}* — {safe(event.kind, 40)}, round {event.round}"
+            f" · `{safe(event.model, 80)}`")
+
+
+def round_line(event: RoundStarted) -> str:
+    title = f" — {safe(event.title, 200)}" if event.title else ""
+    return f":arrow_forward: *Round {event.round} of {event.total}*{title}"
+
+
+def notice_line(event: Notice) -> tuple[str, list[Block]]:
+    icon = ":warning:" if event.level == "warning" else ":information_source:"
+    text = f"{icon} {safe(event.text, CONTEXT_LIMIT - 20)}"
+    return text, [context(text)]
+
+
+def _rating_label(key: str) -> str:
+    return key.replace("_", " ").replace("-", " ").capitalize()
+
+
+def _bullets(title: str, items: tuple[str, ...], limit: int = 900) -> str | None:
+    if not items:
+        return None
+    body = "\n".join(f"• {safe(item, 300)}" for item in items[:8])
+    return truncate(f"*{title}*\n{body}", limit)
+
+
+def winner_text(spec: DebateSpec, verdict: Verdict) -> str:
+    try:
+        seat = spec.seat(verdict.winner)
+    except KeyError:
+        return safe(verdict.winner, 40)
+    return f"{seat.label} ({seat.role}, `{safe(seat.model, 80)}`)"
+
+
+def tally_text(spec: DebateSpec, tally: Tally | None) -> str:
+    if tally is None or tally.total == 0:
+        return ":ballot_box_with_ballot: No votes yet — agree or disagree with the recommendation below."
+    parts = [f":+1: agree {tally.count('agree')}", f":-1: disagree {tally.count('disagree')}"]
+    parts += [f"convinced by {s.label}: {tally.count(f'side:{s.label}')}" for s in spec.seats]
+    return f":ballot_box_with_ballot: {tally.total} vote{'s' if tally.total != 1 else ''} · " + " · ".join(parts)
+
+
+def vote_buttons(spec: DebateSpec) -> Block:
+    elements = [
+        button("Agree", f"{VOTE_ACTION}_agree", f"{spec.id}|agree", "primary"),
+        button("Disagree", f"{VOTE_ACTION}_disagree", f"{spec.id}|disagree", "danger"),
+    ]
+    for seat in spec.seats:
+        elements.append(button(f"Convinced by {seat.label} ({seat.role})", f"{VOTE_ACTION}_side_{seat.label}",
+                               f"{spec.id}|side:{seat.label}"))
+    elements.append(button("Quote", QUOTE_ACTION, spec.id))
+    return {"type": "actions", "block_id": debate_block_id(spec.id, "actions"), "elements": elements}
+
+
+def verdict_message(
+    spec: DebateSpec, verdict: Verdict, tally: Tally | None = None, tokens: tuple[int, int] | None = None
+) -> tuple[str, list[Block]]:
+    """The judge's verdict with vote and quote buttons; re-rendered whenever the tally changes."""
+    winner = winner_text(spec, verdict)
+    blocks: list[Block] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "Verdict", "emoji": True}},
+        section(f":trophy: *Winner:* {winner}", debate_block_id(spec.id, "verdict")),
+    ]
+    if verdict.split:
+        blocks.append(section(":warning: *Split verdict:* the two judge passes (debaters in swapped order) "
+                              "disagreed, so treat this result with care."))
+    if verdict.consensus:
+        blocks.append(section(f"*Consensus:* {verdict.consensus}"))
+    if verdict.recommendation:
+        blocks.append(section(f"*Recommendation*\n{safe(verdict.recommendation, 2800)}"))
+    if verdict.reasoning:
+        blocks.append(section(f"*Reasoning*\n{safe(verdict.reasoning, 2800)}"))
+    if verdict.ratings:
+        fields = [{"type": "mrkdwn", "text": f"*{_rating_label(k)}*\n{safe(str(v), 20)}"}
+                  for k, v in list(verdict.ratings.items())[:10]]
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "*Debate quality*"}, "fields": fields})
+    for title, items in (("Agreements", verdict.agreements), ("Disagreements", verdict.disagreements),
+                         ("Unresolved", verdict.unresolved)):
+        text = _bullets(title, items)
+        if text:
+            blocks.append(section(text))
+    for score in verdict.scores[:4]:
+        blocks.append(context(f"*{safe(score.seat, 10)}* {score.score:g} — {safe(score.stance, 300)}"))
+    if tokens is not None:
+        blocks.append(context(f"Tokens: {tokens[0]:,} in · {tokens[1]:,} out · debate `{spec.id}`"))
+    blocks.append(context(tally_text(spec, tally), debate_block_id(spec.id, "tally")))
+    blocks.append(vote_buttons(spec))
+    text = f"Verdict: {winner} wins. {safe(verdict.recommendation, 2000)}"
+    return truncate(text, 3000), blocks[:50]
+
+
+def quote_text(spec: DebateSpec, verdict: Verdict, link: str | None) -> str:
+    """The recommendation as a quote, for the channel, with where it came from."""
+    body = safe(verdict.recommendation or verdict.reasoning or "(no recommendation)", 3000)
+    quoted = "\n".join(f"> {line}" if line else ">" for line in body.splitlines())
+    where = f"<{link}|the debate thread>" if link else f"debate `{spec.id}`"
+    return truncate(f"{quoted}\n— recommendation from {where} on _{safe(spec.topic, 300)}_", 3900)

@@ -1,0 +1,53 @@
+"""Every Slack listener, wired in one place; each lives in its own small module."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+
+from bots.slack.blocks import QUOTE_ACTION, VOTE_ACTION
+from bots.slack.listeners.command import debate_command
+from bots.slack.listeners.home import home_opened
+from bots.slack.listeners.quote import quote_button, quote_shortcut
+from bots.slack.listeners.votes import vote_button
+from bots.slack.runtime import SlackRuntime
+
+log = logging.getLogger(__name__)
+
+
+def _attach(runtime: SlackRuntime) -> Callable[..., Awaitable[None]]:
+    async def attach_runtime(context: dict[str, Any], next_: Callable[[], Awaitable[None]]) -> None:
+        context["runtime"] = runtime
+        context["received_at"] = time.monotonic()
+        await next_()
+
+    return attach_runtime
+
+
+async def _log_error(error: Exception, body: dict[str, Any]) -> None:
+    log.error("slack: unhandled %s in a %s request", type(error).__name__, body.get("type") or "command",
+              exc_info=error)
+
+
+async def _noted(event: dict[str, Any]) -> None:
+    log.info("slack: %s", event.get("type"))
+
+
+def register_listeners(app: AsyncApp, runtime: SlackRuntime) -> None:
+    app.use(_attach(runtime))
+    app.command("/debate")(debate_command)
+    app.action(re.compile(f"^{VOTE_ACTION}_"))(vote_button)
+    app.action(QUOTE_ACTION)(quote_button)
+    app.shortcut(QUOTE_ACTION)(quote_shortcut)
+    app.event("app_home_opened")(home_opened)
+    if runtime.multi_workspace:
+        app.enable_token_revocation_listeners()  # deletes installations on app_uninstalled / tokens_revoked
+    else:
+        app.event("app_uninstalled")(_noted)
+        app.event("tokens_revoked")(_noted)
+    app.error(_log_error)

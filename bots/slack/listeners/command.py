@@ -1,0 +1,89 @@
+"""`/debate …`: ack at once, drop Slack's retries of a request already taken, then run it as a task."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.commands import (
+    HELP_TEXT,
+    CommandError,
+    Help,
+    History,
+    Models,
+    Quote,
+    Search,
+    Show,
+    StartDebate,
+    Stop,
+    parse_command,
+)
+from bots.slack.listeners.invocation import Invocation
+from bots.slack.listeners.quote import post_quote
+from bots.slack.listeners.recall import search_debates, show_debate, show_history, show_models, stop_debate
+from bots.slack.listeners.start import start_debate
+from bots.slack.runtime import SlackRuntime
+from orchestrator.store import StoreError
+
+log = logging.getLogger(__name__)
+
+
+def request_key(command: dict[str, Any]) -> str:
+    """trigger_id is unique per invocation and repeated on retries; without one, who said what where."""
+    if command.get("trigger_id"):
+        return f"trigger:{command['trigger_id']}"
+    return ":".join(str(command.get(k, "")) for k in ("team_id", "channel_id", "user_id", "text"))
+
+
+def retry_number(request: AsyncBoltRequest) -> int:
+    values = request.headers.get("x-slack-retry-num") or ["0"]
+    return int(values[0]) if values[0].isdigit() else 0
+
+
+async def run_command(text: str, inv: Invocation) -> None:
+    """Parse and run one command; every failure becomes one ephemeral line for the user."""
+    try:
+        command = parse_command(text)
+        match command:
+            case StartDebate():
+                await start_debate(command, inv)
+            case Help():
+                await inv.tell(HELP_TEXT)
+            case Models():
+                await show_models(inv)
+            case History():
+                await show_history(command, inv)
+            case Search():
+                await search_debates(command, inv)
+            case Show():
+                await show_debate(command, inv)
+            case Stop():
+                await stop_debate(command, inv)
+            case Quote():
+                await post_quote(command.debate_id, inv)
+    except (CommandError, StoreError) as exc:
+        await inv.tell(str(exc))
+    except SlackApiError as exc:
+        log.warning("slack: /debate %r failed: %s", text[:80], exc.response.get("error"))
+        await inv.tell(f"Slack refused a request (`{exc.response.get('error')}`); please try again.")
+
+
+async def debate_command(
+    ack: AsyncAck, command: dict[str, Any], request: AsyncBoltRequest, runtime: SlackRuntime,
+    client: AsyncWebClient, respond: AsyncRespond, context: dict[str, Any],
+) -> None:
+    await ack()
+    runtime.record_ack(time.monotonic() - context.get("received_at", time.monotonic()))
+    if not runtime.requests.first_time(request_key(command)):
+        log.info("slack: dropped retry %d of /debate from %s", retry_number(request), command.get("user_id"))
+        return
+    inv = Invocation(runtime=runtime, client=client, respond=respond, team_id=command.get("team_id"),
+                     channel_id=command["channel_id"], user_id=command["user_id"])
+    runtime.spawn(run_command(str(command.get("text", "")), inv), name="slack-command")

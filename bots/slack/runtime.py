@@ -1,0 +1,75 @@
+"""What the Slack listeners share: the core, per-workspace pacers, background tasks, retry dedupe."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from bots.slack.pacing import Pacers, PacingLimits
+from orchestrator.core import Core
+
+log = logging.getLogger(__name__)
+
+
+class RecentKeys:
+    """Remembers request keys for `window` seconds: a Slack retry of a seen request is dropped."""
+
+    def __init__(self, window: float = 600.0, capacity: int = 10_000) -> None:
+        self.window = window
+        self.capacity = capacity
+        self._seen: OrderedDict[str, float] = OrderedDict()
+
+    def first_time(self, key: str) -> bool:
+        """True the first time `key` is offered within the window; False for repeats."""
+        now = time.monotonic()
+        while self._seen and (next(iter(self._seen.values())) < now - self.window or len(self._seen) > self.capacity):
+            self._seen.popitem(last=False)
+        if key in self._seen:
+            return False
+        self._seen[key] = now
+        return True
+
+
+@dataclass
+class SlackRuntime:
+    core: Core
+    multi_workspace: bool = False
+    pacers: Pacers = field(default_factory=Pacers)
+    requests: RecentKeys = field(default_factory=RecentKeys)
+    ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
+    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    @classmethod
+    def create(cls, core: Core, limits: PacingLimits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
+        return cls(core=core, multi_workspace=multi_workspace, pacers=Pacers(limits))
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run `coro` after the ack; the set keeps the task referenced until it ends."""
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("slack task %s failed", task.get_name(), exc_info=task.exception())
+
+    def record_ack(self, seconds: float) -> None:
+        self.ack_times.append(seconds)
+        del self.ack_times[:-100]
+
+    async def idle(self) -> None:
+        """Wait for every background task (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,0 +1,108 @@
+"""Recall as Slack text and the App Home view: models, history, search results, one debate's summary."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bots.slack.blocks import STATUS_ICON, Block, context, safe, section, tally_text, winner_text
+from orchestrator.config import Settings
+from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.store import DebateRecord, DebateSummary, SearchHit, Tally
+
+HOME_LIMIT = 15
+
+
+def _when(at: float) -> str:
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _link(text: str, url: str | None) -> str:
+    return f"<{url}|{text}>" if url else text
+
+
+def models_text(settings: Settings, registry: ProviderRegistry) -> str:
+    providers = registry.configured()
+    if not providers and not registry.configured_cli_tools():
+        return "No model provider is configured on the server yet (set e.g. `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`)."
+    lines = ["*Configured models*"]
+    lines += [f"• `{p}` — default `{safe(registry.default_model(p), 100)}`" for p in providers]
+    lines += [f"• `{safe(tool, 60)}` (command-line tool)" for tool in registry.configured_cli_tools()]
+    defaults = [f"{name} `{value}`" for name, value in (
+        ("proposer", settings.debate_proposer), ("challenger", settings.debate_challenger),
+        ("judge", settings.debate_judge)) if value]
+    if defaults:
+        lines.append("Defaults: " + " · ".join(defaults))
+    lines.append("Pick seats with `--vs provider:model,provider:model` and the judge with `--judge provider:model`.")
+    return "\n".join(lines)
+
+
+def summary_line(summary: DebateSummary, url: str | None = None) -> str:
+    icon = STATUS_ICON.get(summary.status, "")
+    outcome = f"winner {summary.winner}" if summary.winner else summary.status
+    if summary.split:
+        outcome += " (split)"
+    votes = f" · {summary.votes} vote{'s' if summary.votes != 1 else ''}" if summary.votes else ""
+    topic = _link(safe(summary.topic, 120), url)
+    return f"{icon} {topic} — {outcome}{votes} · `{summary.id}` · {_when(summary.created_at)}"
+
+
+def history_text(summaries: list[DebateSummary], links: dict[str, str | None]) -> str:
+    if not summaries:
+        return "No debates here yet. Start one with `/debate <topic>`."
+    return "*Recent debates*\n" + "\n".join(summary_line(s, links.get(s.id)) for s in summaries)
+
+
+def search_text(query: str, hits: list[SearchHit], links: dict[str, str | None]) -> str:
+    if not hits:
+        return f"Nothing found for “{safe(query, 200)}”."
+    lines = [f"*{len(hits)} result{'s' if len(hits) != 1 else ''} for “{safe(query, 200)}”*"]
+    for hit in hits:
+        snippet = safe(hit.snippet, 300).replace("[", "*").replace("]", "*")
+        topic = _link(safe(hit.topic, 120), links.get(hit.debate_id))
+        lines.append(f"• {topic} (`{hit.debate_id}`, {hit.where}): {snippet}")
+    return "\n".join(lines)
+
+
+def show_text(record: DebateRecord, url: str | None) -> str:
+    lines = [
+        f"{STATUS_ICON.get(record.status, '')} *{_link(safe(record.topic, 500), url)}*",
+        f"`{record.id}` · {record.format} · {record.rounds_completed}/{record.rounds_planned} rounds · "
+        f"{record.status} · {_when(record.created_at)}",
+    ]
+    if record.seats:
+        lines.append(" · ".join(f"*{s.label}* {s.role} `{safe(s.model, 80)}`" for s in record.seats))
+    if record.verdict is not None and record.spec is not None:
+        lines.append(f"*Winner:* {winner_text(record.spec, record.verdict)}"
+                     + (" — :warning: split verdict" if record.verdict.split else ""))
+        if record.verdict.recommendation:
+            lines.append(f"*Recommendation:* {safe(record.verdict.recommendation, 1500)}")
+        lines.append(tally_text(record.spec, record.tally))
+    elif record.error:
+        lines.append(f"*Error:* {safe(record.error, 500)}")
+    tokens = record.input_tokens + record.output_tokens
+    if tokens:
+        lines.append(f"Tokens: {record.input_tokens:,} in · {record.output_tokens:,} out"
+                     + (f" · ${record.cost_usd:.4f}" if record.cost_usd is not None else ""))
+    return "\n".join(lines)
+
+
+def home_view(items: list[tuple[DebateSummary, Tally | None]], links: dict[str, str | None]) -> dict[str, Any]:
+    blocks: list[Block] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "Recent debates", "emoji": True}},
+        context("Start one in any channel with `/debate <topic>` · `/debate help` for options."),
+        {"type": "divider"},
+    ]
+    if not items:
+        blocks.append(section("No debates yet."))
+    for summary, tally in items[:HOME_LIMIT]:
+        blocks.append(section(summary_line(summary, links.get(summary.id))))
+        details = []
+        if summary.recommendation:
+            details.append(f"_{safe(summary.recommendation, 400)}_")
+        if tally is not None and tally.total:
+            counts = ", ".join(f"{k.removeprefix('side:')} {v}" for k, v in sorted(tally.counts.items()))
+            details.append(f":ballot_box_with_ballot: {counts}")
+        if details:
+            blocks.append(context(" · ".join(details)))
+    return {"type": "home", "blocks": blocks[:50]}

@@ -1,0 +1,487 @@
+"""A Slack Web API peer on loopback: answers like Slack, enforces its limits on demand, records calls.
+
+    async with SlackAPIPeer() as peer:
+        client = AsyncWebClient(token="xoxb-test", base_url=peer.base_url)
+
+It speaks the methods debate-bot uses (form, JSON and query bodies alike), serves response_url
+posts at `/response/<key>`, a Socket Mode websocket at `/socket` (returned by apps.connections.open),
+and can answer 429 with Retry-After, either on demand (`rate_limit`) or by enforcing Slack's own
+limits (`enforce`: chat.postMessage per channel, chat.update per workspace), scaled for fast tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import WSMsgType, web
+
+TEXT_LIMIT = 4000
+SECTION_LIMIT = 3000
+HEADER_LIMIT = 150
+BUTTON_LIMIT = 75
+BLOCKS_LIMIT = 50
+
+
+def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    """Headers Slack sends with a request: `v0=` HMAC-SHA256 of `v0:{timestamp}:{body}`."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float
+    status: int = 200
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and self.error is None
+
+
+@dataclass
+class Message:
+    channel: str
+    ts: str
+    text: str
+    blocks: list[dict[str, Any]] | None
+    thread_ts: str | None
+    edits: int = 0
+
+
+@dataclass
+class Limits:
+    """Slack's limits, scalable: `post_interval` seconds between posts per channel, at most
+    `updates` chat.update calls per `window` seconds per workspace (a token bucket)."""
+
+    post_interval: float | None = None
+    updates: int | None = None
+    window: float = 60.0
+    retry_after: int = 0
+
+
+@dataclass
+class _Bucket:
+    capacity: int
+    window: float
+    tokens: float = 0.0
+    at: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.tokens = float(self.capacity)
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.capacity / self.window)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+def _block_problem(blocks: list[dict[str, Any]]) -> str | None:
+    if len(blocks) > BLOCKS_LIMIT:
+        return f"more than {BLOCKS_LIMIT} blocks"
+    for block in blocks:
+        kind = block.get("type")
+        text = (block.get("text") or {}).get("text", "")
+        if kind == "section" and len(text) > SECTION_LIMIT:
+            return f"section text over {SECTION_LIMIT}"
+        if kind == "header" and len(text) > HEADER_LIMIT:
+            return f"header text over {HEADER_LIMIT}"
+        for field_ in block.get("fields", []) or []:
+            if len(field_.get("text", "")) > 2000:
+                return "field text over 2000"
+        for element in block.get("elements", []) or []:
+            label = (element.get("text") or {}).get("text", "") if isinstance(element.get("text"), dict) else ""
+            if element.get("type") == "button" and len(label) > BUTTON_LIMIT:
+                return f"button text over {BUTTON_LIMIT}"
+            if element.get("type") == "button" and len(element.get("value", "")) > 2000:
+                return "button value over 2000"
+    return None
+
+
+class SlackAPIPeer:
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self.calls: list[Call] = []
+        self.messages: dict[tuple[str, str], Message] = {}
+        self.views: dict[str, dict[str, Any]] = {}
+        self.socket_acks: list[dict[str, Any]] = []
+        self._forced: dict[str, deque[int]] = {}
+        self._last_post: dict[str, float] = {}
+        self._bucket: _Bucket | None = None
+        self._counter = 0
+        self._changed = asyncio.Condition()
+        self._sockets: list[web.WebSocketResponse] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def __aenter__(self) -> SlackAPIPeer:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/response/{key}", self._response_url)
+        app.router.add_get("/socket", self._socket)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, key: str = "r1") -> str:
+        return f"http://127.0.0.1:{self.port}/response/{key}"
+
+    # -- test controls ----------------------------------------------------------------------
+    def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
+        """Answer the next `times` calls of `method` with 429 and `Retry-After: retry_after`."""
+        self._forced.setdefault(method, deque()).extend([retry_after] * times)
+
+    def enforce(self, limits: Limits) -> None:
+        self.limits = limits
+        self._bucket = None
+
+    def of(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def thread(self, channel: str, root_ts: str) -> list[Message]:
+        """The replies under `root_ts`, oldest first."""
+        found = [m for m in self.messages.values() if m.channel == channel and m.thread_ts == root_ts]
+        return sorted(found, key=lambda m: float(m.ts))
+
+    def message(self, channel: str, ts: str) -> Message:
+        return self.messages[(channel, ts)]
+
+    async def wait_for(self, predicate: Callable[[SlackAPIPeer], object], within: float = 20.0) -> None:
+        async def _wait() -> None:
+            async with self._changed:
+                await self._changed.wait_for(lambda: bool(predicate(self)))
+
+        await asyncio.wait_for(_wait(), within)
+
+    # -- socket mode ------------------------------------------------------------------------
+    async def socket_send(self, envelope: dict[str, Any]) -> None:
+        """Push an envelope (slash_commands, interactive, events_api) to every connected client."""
+        await self.wait_for(lambda p: p._sockets)
+        for ws in list(self._sockets):
+            await ws.send_str(json.dumps(envelope))
+
+    async def drop_sockets(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+
+    @property
+    def socket_connections(self) -> int:
+        return len(self._sockets)
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self._sockets.append(ws)
+        await self._record(Call(method="socket.connect", params={}, at=time.monotonic()))
+        await ws.send_str(json.dumps({"type": "hello", "num_connections": 1}))
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    self.socket_acks.append(json.loads(msg.data))
+                    await self._record(Call(method="socket.ack", params=json.loads(msg.data), at=time.monotonic()))
+        finally:
+            self._sockets.remove(ws)
+            await self._notify()
+        return ws
+
+    # -- HTTP -------------------------------------------------------------------------------
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _record(self, call: Call) -> None:
+        self.calls.append(call)
+        await self._notify()
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        params = await request.json()
+        params["key"] = request.match_info["key"]
+        await self._record(Call(method="response_url", params=params, at=time.monotonic()))
+        return web.Response(text="ok")
+
+    @staticmethod
+    async def _params(request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query)
+        if request.can_read_body:
+            raw = await request.text()
+            if request.content_type == "application/json":
+                params.update(json.loads(raw or "{}"))
+            else:
+                params.update(dict(parse_qsl(raw)))
+        for key in ("blocks", "view", "attachments"):
+            if isinstance(params.get(key), str):
+                params[key] = json.loads(params[key])
+        auth = request.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            params.setdefault("token", auth.removeprefix("Bearer "))
+        return params
+
+    def _limited(self, method: str, params: dict[str, Any]) -> int | None:
+        forced = self._forced.get(method)
+        if forced:
+            return forced.popleft()
+        limits = self.limits
+        if method == "chat.postMessage" and limits.post_interval:
+            channel = str(params.get("channel"))
+            now = time.monotonic()
+            last = self._last_post.get(channel)
+            if last is not None and now - last < limits.post_interval:
+                return limits.retry_after
+            self._last_post[channel] = now
+        if method == "chat.update" and limits.updates:
+            if self._bucket is None:
+                self._bucket = _Bucket(limits.updates, limits.window)
+            if not self._bucket.take():
+                return limits.retry_after
+        return None
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        call = Call(method=method, params=params, at=time.monotonic())
+        retry_after = self._limited(method, params)
+        if retry_after is not None:
+            call.status, call.error = 429, "ratelimited"
+            await self._record(call)
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": str(retry_after)}
+            )
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        body = handler(params) if handler else {"ok": False, "error": "unknown_method"}
+        call.error = None if body.get("ok") else body.get("error")
+        await self._record(call)
+        return web.json_response(body)
+
+    def _content_problem(self, params: dict[str, Any]) -> str | None:
+        if len(str(params.get("text") or "")) > TEXT_LIMIT:
+            return "msg_too_long"
+        blocks = params.get("blocks")
+        if blocks and _block_problem(blocks):
+            return "invalid_blocks"
+        if not params.get("text") and not blocks:
+            return "no_text"
+        return None
+
+    def _next_ts(self) -> str:
+        self._counter += 1
+        return f"{1_700_000_000 + self._counter}.{self._counter:06d}"
+
+    # -- methods ----------------------------------------------------------------------------
+    def _m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True, "url": "https://peer.example/", "team": "Peer", "user": "debatebot",
+            "team_id": "T1", "user_id": "UBOT", "bot_id": "BBOT",
+        }
+
+    def _m_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        if problem := self._content_problem(params):
+            return {"ok": False, "error": problem}
+        channel = str(params["channel"])
+        ts = self._next_ts()
+        message = Message(channel, ts, str(params.get("text") or ""), params.get("blocks"), params.get("thread_ts"))
+        self.messages[(channel, ts)] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": {"text": message.text, "ts": ts}}
+
+    def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (str(params.get("channel")), str(params.get("ts")))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        if problem := self._content_problem(params):
+            return {"ok": False, "error": problem}
+        message = self.messages[key]
+        message.text = str(params.get("text") or "")
+        if "blocks" in params:
+            message.blocks = params["blocks"]
+        message.edits += 1
+        return {"ok": True, "channel": key[0], "ts": key[1], "text": message.text}
+
+    def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        if problem := self._content_problem(params):
+            return {"ok": False, "error": problem}
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def _m_chat_getPermalink(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (str(params.get("channel")), str(params.get("message_ts")))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        link = f"https://peer.slack/archives/{key[0]}/p{key[1].replace('.', '')}"
+        return {"ok": True, "channel": key[0], "permalink": link}
+
+    def _m_views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
+        view = params.get("view") or {}
+        if problem := _block_problem(view.get("blocks", [])):
+            return {"ok": False, "error": "invalid_arguments", "detail": problem}
+        self.views[str(params.get("user_id"))] = view
+        return {"ok": True, "view": view}
+
+    def _m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
+
+    def _m_oauth_v2_access(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("code") != "good-code":
+            return {"ok": False, "error": "invalid_code"}
+        return {
+            "ok": True, "app_id": "A1", "access_token": "xoxb-installed", "token_type": "bot",
+            "scope": "commands,chat:write", "bot_user_id": "UBOT",
+            "team": {"id": "T9", "name": "Installed"}, "enterprise": None, "is_enterprise_install": False,
+            "authed_user": {"id": "U9"},
+        }
+
+
+# -------------------------------------------------------------------------------------------------
+# Payloads Slack sends to the bot, signed like Slack signs them.
+
+SIGNING_SECRET = "test-signing-secret-0123456789"
+
+
+def slash_body(text: str, *, user: str = "U1", channel: str = "C1", team: str = "T1", trigger: str | None = None,
+               response_url: str = "http://127.0.0.1:9/response/none") -> str:
+    """The form body of a `/debate` slash command request."""
+    from urllib.parse import urlencode
+
+    fields = {
+        "token": "legacy-verification-token", "team_id": team, "team_domain": "peer", "channel_id": channel,
+        "channel_name": "general", "user_id": user, "user_name": "ada", "command": "/debate", "text": text,
+        "api_app_id": "A1", "response_url": response_url,
+        "trigger_id": trigger or f"trigger-{time.monotonic_ns()}",
+    }
+    return urlencode(fields)
+
+
+def interactive_body(payload: dict[str, Any]) -> str:
+    """Block actions and shortcuts arrive as a form field `payload` holding JSON."""
+    from urllib.parse import urlencode
+
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def action_payload(message: Message, action_id: str, value: str, *, user: str = "U1", team: str = "T1",
+                   response_url: str = "http://127.0.0.1:9/response/none") -> dict[str, Any]:
+    return {
+        "type": "block_actions", "team": {"id": team, "domain": "peer"}, "user": {"id": user, "team_id": team},
+        "api_app_id": "A1", "token": "legacy", "trigger_id": f"trigger-{time.monotonic_ns()}",
+        "channel": {"id": message.channel, "name": "general"}, "response_url": response_url,
+        "container": {"type": "message", "message_ts": message.ts, "channel_id": message.channel},
+        "message": {"type": "message", "ts": message.ts, "text": message.text, "blocks": message.blocks or [],
+                    **({"thread_ts": message.thread_ts} if message.thread_ts else {})},
+        "actions": [{"type": "button", "action_id": action_id, "block_id": "b", "value": value,
+                     "action_ts": str(time.time())}],
+    }
+
+
+def shortcut_payload(message: Message, callback_id: str, *, user: str = "U1", team: str = "T1",
+                     response_url: str = "http://127.0.0.1:9/response/none") -> dict[str, Any]:
+    return {
+        "type": "message_action", "callback_id": callback_id, "team": {"id": team, "domain": "peer"},
+        "user": {"id": user, "team_id": team}, "channel": {"id": message.channel, "name": "general"},
+        "api_app_id": "A1", "token": "legacy", "trigger_id": f"trigger-{time.monotonic_ns()}",
+        "response_url": response_url, "message_ts": message.ts,
+        "message": {"type": "message", "ts": message.ts, "text": message.text, "blocks": message.blocks or [],
+                    **({"thread_ts": message.thread_ts} if message.thread_ts else {})},
+    }
+
+
+# -------------------------------------------------------------------------------------------------
+# The bot under test: Core + bolt app + our aiohttp server on a random port, talking to the peer.
+
+
+def slack_settings(db: str, peer: SlackAPIPeer, llm_openai: str, llm_anthropic: str, **extra: Any) -> Any:
+    from orchestrator.config import load_settings
+
+    values: dict[str, Any] = {
+        "DEBATE_DB": db, "DEBATE_MAX_RETRIES": 0,
+        "OPENAI_API_KEY": "sk-test-openai-key", "OPENAI_BASE_URL": llm_openai,
+        "ANTHROPIC_API_KEY": "sk-ant-test-key-123456", "ANTHROPIC_BASE_URL": llm_anthropic,
+        "SLACK_BOT_TOKEN": "xoxb-test-token", "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_API_BASE_URL": peer.base_url,
+    }
+    values.update(extra)
+    return load_settings(**values)
+
+
+class SlackBot:
+    """`async with SlackBot(settings) as bot: await bot.command("topic")` — signed HTTP into our server."""
+
+    def __init__(self, settings: Any, limits: Any = None) -> None:
+        self.settings = settings
+        self.limits = limits
+        self.port = 0
+        self.ack_seconds: list[float] = []
+
+    async def __aenter__(self) -> SlackBot:
+        from bots.slack.app import build_app
+        from bots.slack.serve import serve_http
+        from orchestrator.core import Core
+
+        self.core = await Core.open(self.settings)
+        self.app, self.runtime = build_app(self.core, limits=self.limits)
+        self._stop = asyncio.Event()
+        started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._server = asyncio.create_task(serve_http(self.app, "127.0.0.1", 0, self._stop, started.set_result))
+        self.port = await started
+        import aiohttp
+
+        self.http = aiohttp.ClientSession()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.http.close()
+        self._stop.set()
+        await self._server
+        await self.runtime.shutdown()
+        await self.core.close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def post(self, body: str, *, headers: dict[str, str] | None = None, secret: str = SIGNING_SECRET,
+                   timestamp: int | None = None) -> tuple[int, str]:
+        """POST a signed body to /slack/events; records how long the ack took."""
+        sent = {"Content-Type": "application/x-www-form-urlencoded", **sign(secret, body, timestamp), **(headers or {})}
+        started = time.monotonic()
+        async with self.http.post(f"{self.url}/slack/events", data=body.encode(), headers=sent) as response:
+            text = await response.text()
+        self.ack_seconds.append(time.monotonic() - started)
+        return response.status, text
+
+    async def command(self, text: str, peer: SlackAPIPeer, **kwargs: Any) -> tuple[int, str]:
+        kwargs.setdefault("response_url", peer.response_url())
+        return await self.post(slash_body(text, **kwargs))
+
+    async def interact(self, payload: dict[str, Any]) -> tuple[int, str]:
+        return await self.post(interactive_body(payload))
+
+    async def settle(self) -> None:
+        """Until every listener task has finished, debate threads included (their sinks are tasks too)."""
+        await self.runtime.idle()
