@@ -271,11 +271,16 @@ class CLIToolProvider:
     name = "cli"
 
     def __init__(
-        self, *, secrets: tuple[str, ...] | list[str] = (), max_output_bytes: int = MAX_OUTPUT_BYTES
+        self,
+        *,
+        secrets: tuple[str, ...] | list[str] = (),
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
+        on_spawn: Callable[[int], None] | None = None,
     ) -> None:
         self._secrets = tuple(secrets)
         self._max_output = max_output_bytes
-        self.last_pid: int | None = None  # the most recent subprocess, for diagnostics and tests
+        self._on_spawn = on_spawn  # called with each subprocess's pid, e.g. to track what is running
+        self.last_pid: int | None = None
 
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
         tool, _, model = call.model.partition("/")
@@ -329,6 +334,8 @@ class CLIToolProvider:
             start_new_session=True,
         )
         self.last_pid = proc.pid
+        if self._on_spawn is not None:
+            self._on_spawn(proc.pid)
         try:
             async with asyncio.timeout(call.timeout_s) as deadline:
                 (out, too_big), (err, _), _ = await asyncio.gather(
