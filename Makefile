@@ -17,11 +17,11 @@ demo: $(STAMP)
 	$(BIN)/debate demo
 
 test: $(STAMP)
-	$(BIN)/ruff check orchestrator bots tests bench
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check orchestrator bots tests bench
+	$(BIN)/ruff check .
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
