@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,7 +24,11 @@ async def llm_server() -> AsyncIterator[FakeLLMServer]:
 @pytest.fixture
 def fake_cli_path(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Put the fake claude/gemini/codex/opencode/copilot executables first on PATH."""
-    monkeypatch.setenv("PATH", f"{CLI_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    # The fakes start with `#!/usr/bin/env python3`: let that find this interpreter directly
+    # rather than through a slow version-manager shim.
+    python_bin = Path(sys.executable).parent
+    path = os.pathsep.join([str(CLI_BIN), str(python_bin), os.environ.get("PATH", "")])
+    monkeypatch.setenv("PATH", path)
     for name in list(os.environ):
         if name.startswith(("DEBATE_CLI_", "FAKE_CLI_")):
             monkeypatch.delenv(name)

@@ -180,7 +180,9 @@ async def test_empty_reply_is_bad_output(llm_server: FakeLLMServer) -> None:
 async def test_connection_refused_names_the_host_only() -> None:
     async with FakeLLMServer() as server:
         url = server.openai_base_url
-    provider = OpenAICompatProvider("vllm", api_key=KEY, base_url=url.replace("http://", "http://u:pw@"))
+    provider = OpenAICompatProvider(
+        "vllm", api_key=KEY, base_url=url.replace("http://", "http://u:pw@"), max_retries=0
+    )
     with pytest.raises(ProviderError) as info:
         await provider.complete(call(model="m"))
     await provider.aclose()
