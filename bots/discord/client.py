@@ -7,6 +7,7 @@ tree is never synced here (Discord allows 200 creates per guild per day): `debat
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from typing import Any
 
@@ -21,6 +22,17 @@ from orchestrator.config import ConfigError, Settings
 from orchestrator.core import Core
 
 log = logging.getLogger(__name__)
+
+# Importing the model SDKs takes seconds; a first `/debate` must still be answered within Discord's 3 s.
+PROVIDER_MODULES = ("orchestrator.providers.openai_compat", "orchestrator.providers.anthropic_api")
+
+
+def _import_provider_modules() -> None:
+    for name in PROVIDER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            log.warning("discord: could not preload %s", name, exc_info=True)
 
 
 def point_discord_at(settings: Settings) -> None:
@@ -41,8 +53,10 @@ class DebateBot(discord.Client):
         self._sinks: set[ThreadSink] = set()
 
     async def setup_hook(self) -> None:
+        """Runs once, before the gateway connects: commands, persistent buttons, slow imports."""
         register_commands(self.tree)
         self.add_dynamic_items(VoteButton, QuoteButton)
+        await asyncio.to_thread(_import_provider_modules)
 
     async def on_ready(self) -> None:
         log.info("discord: connected as %s to %d guild(s)", self.user, len(self.guilds))

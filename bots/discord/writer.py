@@ -93,6 +93,7 @@ class SeatWriter:
         self.seat = seat
         self.out = ChannelWriter(thread, pacer)
         self.min_edit_interval = min_edit_interval
+        self._last_write: dict[str, float] = {}
 
     def _embed(self, text: str) -> discord.Embed:
         embed = discord.Embed(description=text, colour=seat_colour(self.seat.label))
@@ -100,7 +101,14 @@ class SeatWriter:
 
     async def post(self, text: str) -> str:
         message = await self.out.send(embed=self._embed(text))
+        self._last_write[str(message.id)] = asyncio.get_running_loop().time()
         return str(message.id)
 
     async def edit(self, message_id: str, text: str) -> None:
+        """Edit, never sooner than `min_edit_interval` after this message's last write (finals included)."""
+        loop = asyncio.get_running_loop()
+        wait = self._last_write.get(message_id, 0.0) + self.min_edit_interval - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
         await self.out.edit(self.thread.get_partial_message(int(message_id)), embed=self._embed(text))
+        self._last_write[message_id] = loop.time()

@@ -250,6 +250,7 @@ class DiscordPeer:
             "channels": [c for c in self.channels.values() if c["type"] == 0],
             "threads": self.threads(), "joined_at": _iso(), "preferred_locale": "en-US",
         })
+        await self._notify()
 
     # ---------------------------------------------------------------- REST
     async def _rest(self, request: web.Request) -> web.StreamResponse:
@@ -331,7 +332,8 @@ class DiscordPeer:
     def _commands(self, method: str, scope: str, body: Any) -> web.Response:
         if method == "PUT":
             self.commands[scope] = [
-                {**c, "id": str(next(self._ids)), "application_id": APP_ID, "version": "1",
+                {"description": "", "options": [], **c, "id": str(next(self._ids)), "application_id": APP_ID,
+                 "version": "1", "guild_id": None if scope == "global" else scope,
                  "default_member_permissions": c.get("default_member_permissions")} for c in body
             ]
         return _json(self.commands.get(scope, []))
@@ -365,7 +367,11 @@ class DiscordPeer:
         if kind in (4, 5):
             loading = {"flags": (data.get("flags") or 0) | 128} if kind == 5 else {}
             message = self._new_message(record.channel_id, {**data, **loading},
-                                        interaction_metadata={"id": interaction_id, "type": 2})
+                                        interaction_metadata={
+                                            "id": interaction_id, "type": record.payload["type"],
+                                            "user": record.payload["member"]["user"],
+                                            "authorizing_integration_owners": {"0": GUILD_ID},
+                                        })
             record.original = message["id"]
         elif kind == 7:
             message = self._edit(record.payload["message"]["id"], data)
