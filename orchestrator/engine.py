@@ -53,13 +53,16 @@ class Engine:
         verdict = result.verdict
         if verdict is None:
             judged = [t for t in run.transcript if t.round <= max(result.rounds_completed, 1)]
-            verdict = await judge(run, judged, context=result.judge_context, consensus=result.consensus)
+            verdict = await judge(run, judged, context=result.judge_context, consensus=result.consensus,
+                                  descriptions=result.descriptions)
         if verdict is None:
             await run.notice("The judge could not reach a verdict (its answers were unusable or it failed). "
                              "The transcript is kept in full.", "warning")
         else:
             await run.bus.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict))
         outcome = self._outcome(run, "completed", rounds=result.rounds_completed)
+        if result.rounds_planned:
+            outcome = outcome.model_copy(update={"rounds_planned": result.rounds_planned})
         await run.bus.emit(DebateFinished(debate_id=run.debate_id, outcome=outcome))
         return outcome
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from orchestrator.formats.base import DebateFormat, FormatResult
 from orchestrator.formats.challenge import ChallengeFormat
+from orchestrator.formats.consensus import ConsensusFormat
+from orchestrator.formats.stances import StancesFormat
 
-_FORMATS: dict[str, type] = {"challenge": ChallengeFormat}
+_FORMATS: dict[str, type] = {"challenge": ChallengeFormat, "consensus": ConsensusFormat, "stances": StancesFormat}
 
 
 def register_format(name: str, cls: type) -> None:

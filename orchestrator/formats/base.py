@@ -16,6 +16,8 @@ class FormatResult:
     verdict: Verdict | None = None  # decided by the format itself (e.g. an uncontested position)
     judge_context: str = ""  # extra facts for the judge, e.g. the consensus status or the stances
     consensus: str | None = None  # yes / partial / no, for the consensus format
+    descriptions: dict[str, str] | None = None  # seat label → what the judge shows beside it (a stance)
+    rounds_planned: int | None = None  # the format's own plan when it is not spec.rounds (consensus, stances)
 
 
 class DebateFormat(Protocol):

@@ -1,0 +1,386 @@
+"""stances: the topic split into 2–4 mutually exclusive stances, one anonymous debater per stance.
+
+Round plan (from the seed; `spec.rounds` is challenge's setting and is not used here):
+1. one call to the judge model splits the topic into stances, as JSON; when it finds no two meaningful
+   stances the debate is not run and the user is told to ask a question instead;
+2. openings in parallel, then up to 2 rebuttal rounds in parallel, each debater seeing its own
+   previous turn and the others' under their letters; the debate stops early once every debater
+   reports `no_new_points` in a rebuttal round.
+
+Debaters are known only by their letters: no model or vendor name is ever put in a prompt. Each turn
+is a JSON envelope (stance, arguments, rebuttals, no_new_points). The raw reply is never shown: turns
+run on a silent copy of the run (no streaming), and users get the envelope rendered as markdown. An
+unreadable reply is asked for once more with a JSON-only reminder, else logged as an empty turn with a
+warning (and only `PARSE_ERROR:…` metadata in the log). A round in which nobody gave a readable turn is
+retried once and never counts as convergence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+
+from orchestrator.events import EventBus, TurnCompleted, TurnFailed, TurnStarted
+from orchestrator.formats.base import FormatResult
+from orchestrator.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
+from orchestrator.models import Seat, Turn, TurnStatus
+from orchestrator.prompts import render
+from orchestrator.providers.base import Message
+from orchestrator.run import DebateRun
+from orchestrator.sanitize import sanitize_metadata
+
+log = logging.getLogger(__name__)
+
+REBUTTAL_ROUNDS = 2
+TOTAL_ROUNDS = 1 + REBUTTAL_ROUNDS
+MIN_STANCES, MAX_STANCES = 2, 4
+SPLIT_MAX_TOKENS = 800
+_TRUE = {"true", "yes", "1"}
+
+
+class EnvelopeError(ValueError):
+    """A reply that is not a usable JSON answer; `code` is the only part that may be logged."""
+
+    def __init__(self, code: str, problem: str) -> None:
+        super().__init__(problem)
+        self.code = code
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Envelope:
+    stance: str
+    arguments: tuple[str, ...]
+    rebuttals: tuple[str, ...]
+    no_new_points: bool
+
+
+@dataclass(frozen=True)
+class Split:
+    debatable: bool
+    stances: tuple[str, ...]
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class EnvelopeTurn:
+    """One debater's turn in a round: the logged Turn, and the envelope when it was readable."""
+
+    seat: Seat
+    turn: Turn
+    envelope: Envelope | None
+
+    @property
+    def readable(self) -> bool:
+        return self.envelope is not None
+
+
+def _flag(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in _TRUE)
+
+
+def _rebuttal_text(item: dict) -> str:
+    target = str(item.get("target") or item.get("debater") or "").strip()
+    point = str(item.get("point") or item.get("rebuttal") or item.get("text") or "").strip()
+    if not point:
+        point = " — ".join(str(v).strip() for k, v in item.items() if k not in ("target", "debater") and v)
+    letter = re.fullmatch(r"(?:debater\s+)?([A-Da-d])", target)
+    if letter:
+        target = f"Debater {letter.group(1).upper()}"
+    return f"{target}: {point}" if target and point else point
+
+
+def _items(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for item in value:
+        text = _rebuttal_text(item) if isinstance(item, dict) else str(item).strip() if item is not None else ""
+        if text:
+            out.append(" ".join(text.split()))
+    return tuple(out)
+
+
+def parse_envelope(text: str) -> Envelope:
+    """The debater's JSON envelope, from a ```json block or the outermost braces."""
+    try:
+        data = extract_json_object(text)
+    except JSONExtractError as exc:
+        raise EnvelopeError(exc.code, "it did not contain a JSON object") from None
+    if "arguments" not in data and "rebuttals" not in data:
+        raise EnvelopeError("missing_keys", 'the keys "arguments" and "rebuttals" were missing')
+    envelope = Envelope(
+        stance=" ".join(str(data.get("stance") or "").split()),
+        arguments=_items(data.get("arguments")),
+        rebuttals=_items(data.get("rebuttals")),
+        no_new_points=_flag(data.get("no_new_points")),
+    )
+    if not (envelope.arguments or envelope.rebuttals or envelope.no_new_points):
+        raise EnvelopeError("empty_envelope", "it had no arguments and no rebuttals")
+    return envelope
+
+
+def render_envelope(envelope: Envelope) -> str:
+    """The envelope as readable markdown: what users see and the judge reads."""
+    parts = []
+    if envelope.stance:
+        parts.append(f"**Stance:** {envelope.stance}")
+    if envelope.arguments:
+        parts.append("**Arguments**\n" + "\n".join(f"{i}. {a}" for i, a in enumerate(envelope.arguments, 1)))
+    if envelope.rebuttals:
+        parts.append("**Rebuttals**\n" + "\n".join(f"- {r}" for r in envelope.rebuttals))
+    if envelope.no_new_points:
+        parts.append("_No new points: this debater considers its case complete._")
+    return "\n\n".join(parts)
+
+
+def parse_split(text: str) -> Split:
+    """The stance split: 2–4 distinct claims, or not debatable (fewer than two, or the model says so)."""
+    try:
+        data = extract_json_object(text)
+    except JSONExtractError as exc:
+        raise EnvelopeError(exc.code, "it did not contain a JSON object") from None
+    raw = data.get("stances")
+    if raw is None and "debatable" not in data:
+        raise EnvelopeError("missing_keys", 'the keys "debatable" and "stances" were missing')
+    stances: list[str] = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, dict):
+            item = item.get("claim") or item.get("stance") or ""
+        claim = " ".join(str(item).split())
+        if claim and claim.lower() not in {s.lower() for s in stances}:
+            stances.append(claim)
+    reason = " ".join(str(data.get("reason") or "").split())
+    debatable = data.get("debatable", True) is not False and str(data.get("debatable")).lower() != "false"
+    if not debatable or len(stances) < MIN_STANCES:
+        return Split(False, (), reason)
+    return Split(True, tuple(stances[:MAX_STANCES]), reason)
+
+
+def converged(results: list[EnvelopeTurn]) -> bool:
+    """Every debater gave a readable turn saying it has no new points (an empty turn never converges)."""
+    return bool(results) and all(r.envelope is not None and r.envelope.no_new_points for r in results)
+
+
+def not_debatable_message(reason: str) -> str:
+    why = f" {sanitize_metadata(reason, 300).rstrip('.')}." if reason else ""
+    return (
+        f"This is not a debatable topic: there are no two meaningful, opposing stances to argue.{why} "
+        "No debate was run. Ask it as a plain question instead, or rephrase it as a choice between positions "
+        '(for example "Should we … or …?").'
+    )
+
+
+class StancesFormat:
+    name = "stances"
+
+    async def run(self, run: DebateRun) -> FormatResult:
+        split = await _split(run)
+        if isinstance(split, str):
+            return FormatResult(0, abort=split)
+        seats, stances = await _assign(run, split.stances)
+        self.stance_of = dict(zip((s.label for s in seats), stances, strict=True))
+        self.envelopes: dict[str, list[Envelope]] = {s.label: [] for s in seats}
+        self.latest: dict[str, Turn] = {}
+        self.silent = DebateRun(
+            spec=run.spec,
+            settings=run.settings,
+            registry=run.registry,
+            bus=EventBus(),
+            stats=run.stats,
+            warnings=run.warnings,
+        )  # same counters, no events: the raw JSON never reaches users
+        completed = await self._rounds(run, seats)
+        return FormatResult(
+            completed,
+            judge_context=render("stances_judge_context"),
+            descriptions=self.stance_of,
+            rounds_planned=TOTAL_ROUNDS,
+        )
+
+    async def _rounds(self, run: DebateRun, seats: list[Seat]) -> int:
+        active = list(seats)
+        completed = 0
+        for round_no in range(1, TOTAL_ROUNDS + 1):
+            title = "Openings" if round_no == 1 else f"Rebuttals {round_no - 1} of {REBUTTAL_ROUNDS}"
+            await run.round_started(round_no, TOTAL_ROUNDS, title)
+            results = await self._play_round(run, active, round_no)
+            for failed in (r for r in results if r.turn.status == "failed"):
+                await run.notice(
+                    f"Debater {failed.seat.label} ({failed.seat.model}) failed in round {round_no}: "
+                    f"{failed.turn.error}. It leaves the debate.",
+                    "warning",
+                )
+            active = [r.seat for r in results if r.turn.status != "failed"]
+            if not any(r.readable for r in results):
+                if round_no > 1:
+                    await run.notice(
+                        f"Round {round_no} produced no readable turn, even when run again: the debate stops and "
+                        f"the verdict covers rounds 1–{round_no - 1}.",
+                        "warning",
+                    )
+                break
+            completed = round_no
+            await run.round_completed(round_no, TOTAL_ROUNDS)
+            if len(active) < 2:
+                if active and round_no < TOTAL_ROUNDS:
+                    await run.notice(
+                        f"Only Debater {active[0].label} is left: its stance stands uncontested from here.", "warning"
+                    )
+                break
+            if round_no > 1 and converged(results):
+                await run.notice(f"Every debater reports no new points: the debate ends after round {round_no}.")
+                break
+        return completed
+
+    async def _play_round(self, run: DebateRun, active: list[Seat], round_no: int) -> list[EnvelopeTurn]:
+        """All active debaters at once; a round with no readable turn (but some unreadable) runs once more."""
+        results = await self._gather(run, active, round_no)
+        if not any(r.readable for r in results) and any(r.turn.status == "empty" for r in results):
+            await run.notice(
+                f"No debater gave a readable answer in round {round_no}: running the round once more.", "warning"
+            )
+            failed = [r for r in results if r.turn.status == "failed"]
+            results = failed + await self._gather(run, [r.seat for r in results if r not in failed], round_no)
+        return results
+
+    async def _gather(self, run: DebateRun, seats: list[Seat], round_no: int) -> list[EnvelopeTurn]:
+        prompts = [self._prompt(run, seat, seats, round_no) for seat in seats]
+        return list(
+            await asyncio.gather(
+                *(self._envelope_turn(run, seat, round_no, prompt) for seat, prompt in zip(seats, prompts, strict=True))
+            )
+        )
+
+    def _prompt(self, run: DebateRun, seat: Seat, active: list[Seat], round_no: int) -> str:
+        stances = "\n".join(f"- Debater {label}: {stance}" for label, stance in self.stance_of.items())
+        if round_no == 1:
+            return render("stances_opening", topic=run.spec.topic, stances=stances, rounds=TOTAL_ROUNDS)
+        own = self.latest.get(seat.label)
+        others = [
+            f"Debater {s.label}:\n" + (self.latest[s.label].text if s.label in self.latest else "(no readable turn)")
+            for s in active
+            if s.label != seat.label
+        ]
+        return render(
+            "stances_rebuttal",
+            topic=run.spec.topic,
+            stances=stances,
+            round=round_no,
+            rounds=TOTAL_ROUNDS,
+            own=own.text if own else "(none of your earlier answers could be read)",
+            others="\n\n".join(others) or "(none)",
+        )
+
+    def _system(self, seat: Seat) -> str:
+        return render("stances_system", label=seat.label, count=len(self.stance_of), stance=self.stance_of[seat.label])
+
+    async def _envelope_turn(self, run: DebateRun, seat: Seat, round_no: int, user: str) -> EnvelopeTurn:
+        """One debater's turn: call, parse, one JSON-only retry, then a rendered, an empty or a failed turn."""
+        kind = "opening" if round_no == 1 else "rebuttal"
+        await run.bus.emit(
+            TurnStarted(
+                debate_id=run.debate_id, round=round_no, seat=seat.label, role=seat.role, kind=kind, model=seat.model
+            )
+        )
+        system = self._system(seat)
+        attempts = [await self.silent.turn(seat, round_no, kind, system, user, record=False)]
+        envelope: Envelope | None = None
+        for attempt in range(2):
+            last = attempts[-1]
+            if last.status == "failed":
+                turn = _combine(attempts, status="failed", error=last.error)
+                await run.bus.emit(TurnFailed(debate_id=run.debate_id, turn=turn))
+                return EnvelopeTurn(seat, turn, None)
+            try:
+                envelope = parse_envelope(last.text)
+                break
+            except EnvelopeError as exc:
+                log.warning("debate %s: %s", run.debate_id, parse_error_metadata("stances_envelope", exc.code))
+                if attempt == 0:
+                    await run.notice(
+                        f"Debater {seat.label}'s round {round_no} answer was not in the required "
+                        "JSON format; asking once more."
+                    )
+                    reminder = render("stances_json_reminder", problem=exc.problem)
+                    attempts.append(
+                        await self.silent.turn(seat, round_no, kind, system, f"{user}\n\n{reminder}", record=False)
+                    )
+        if envelope is None:
+            turn = _combine(attempts, status="empty", error="no readable JSON answer, even after a reminder")
+            await run.bus.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))
+            await run.notice(
+                f"Debater {seat.label}'s round {round_no} turn is recorded empty: its answer was not "
+                "in the required JSON format, even after a reminder.",
+                "warning",
+            )
+            return EnvelopeTurn(seat, turn, None)
+        turn = _combine(attempts, text=render_envelope(envelope))
+        run.transcript.append(turn)
+        self.latest[seat.label] = turn
+        self.envelopes[seat.label].append(envelope)
+        await run.bus.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))
+        return EnvelopeTurn(seat, turn, envelope)
+
+
+def _combine(attempts: list[Turn], *, status: TurnStatus = "ok", text: str = "", error: str | None = None) -> Turn:
+    """One logged turn for one or two calls: their tokens and durations added up."""
+    return attempts[0].model_copy(
+        update={
+            "text": text,
+            "status": status,
+            "error": error,
+            "duration_ms": sum(t.duration_ms for t in attempts),
+            "input_tokens": sum(t.input_tokens for t in attempts),
+            "output_tokens": sum(t.output_tokens for t in attempts),
+        }
+    )
+
+
+async def _split(run: DebateRun) -> Split | str:
+    """The stances, or the message to abort with."""
+    system, user = render("stances_split_system"), render("stances_split", topic=run.spec.topic)
+    continuation: tuple[Message, ...] = ()
+    for attempt in range(2):
+        text = await run.aux(run.spec.judge, system, user, max_tokens=SPLIT_MAX_TOKENS, continuation=continuation)
+        if text is None:
+            return "Debate failed: the topic could not be split into stances (the call to the judge model failed)."
+        try:
+            split = parse_split(text)
+        except EnvelopeError as exc:
+            log.warning("debate %s: %s", run.debate_id, parse_error_metadata("stances_split", exc.code))
+            if attempt == 0:
+                retry = render("stances_split_retry", problem=exc.problem)
+                continuation = (Message(role="assistant", content=text[:8000]), Message(role="user", content=retry))
+            continue
+        return split if split.debatable else not_debatable_message(split.reason)
+    return (
+        "Debate failed: the topic could not be split into stances (the judge model's answer was unreadable "
+        "twice). Try again, or rephrase the topic as a choice between positions."
+    )
+
+
+async def _assign(run: DebateRun, stances: tuple[str, ...]) -> tuple[list[Seat], list[str]]:
+    """One stance per debater, in seating order; a mismatch uses the smaller number and says so."""
+    seats = list(run.spec.seats)
+    count = min(len(stances), len(seats))
+    if len(stances) < len(seats):
+        out = ", ".join(s.label for s in seats[count:])
+        await run.notice(
+            f"The topic splits into {len(stances)} stances for {len(seats)} debaters: "
+            f"{count} debate, and {out} sit(s) this one out."
+        )
+    elif len(stances) > len(seats):
+        dropped = "; ".join(stances[count:])
+        await run.notice(
+            f"The topic splits into {len(stances)} stances but only {len(seats)} debaters are seated: "
+            f"the first {count} are debated, and these are not: {dropped}"
+        )
+    seats, chosen = seats[:count], list(stances[:count])
+    listing = "\n".join(f"- Debater {s.label}: {stance}" for s, stance in zip(seats, chosen, strict=True))
+    await run.notice(f"Stances:\n{listing}")
+    return seats, chosen
