@@ -66,7 +66,6 @@ def build_app(
         )
     else:
         app = AsyncApp(
-            token=settings.slack_bot_token,
             signing_secret=settings.slack_signing_secret,
             client=web_client(settings, settings.slack_bot_token),
             logger=log,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 
@@ -39,15 +41,20 @@ class Pacer:
     def _now() -> float:
         return asyncio.get_running_loop().time()
 
-    async def before_post(self, channel: str) -> None:
-        """Wait until `channel` may take another post, and claim the slot."""
+    @asynccontextmanager
+    async def posting(self, channel: str) -> AsyncIterator[None]:
+        """Hold `channel`'s turn for one post: wait `post_interval` after the previous post was
+        answered (so network jitter can never bunch two posts together at Slack's end), post, release."""
         async with self._channel_locks[channel]:
             last = self._last_post.get(channel)
             if last is not None:
                 wait = last + self.limits.post_interval - self._now()
                 if wait > 0:
                     await asyncio.sleep(wait)
-            self._last_post[channel] = self._now()
+            try:
+                yield
+            finally:
+                self._last_post[channel] = self._now()
 
     async def before_update(self, message_key: str) -> None:
         """Wait until `message_key` may be edited again and the workspace has an update to spend."""

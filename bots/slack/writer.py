@@ -32,13 +32,13 @@ class SlackThreadWriter:
 
     async def post(self, text: str, blocks: list[dict[str, Any]] | None = None, *, in_thread: bool = True) -> str:
         """Post a message (a thread reply unless `in_thread` is False); returns its ts."""
-        await self.pacer.before_post(self.channel)
         kwargs: dict[str, Any] = {"channel": self.channel, "text": truncate(text, TEXT_LIMIT)}
         if blocks is not None:
             kwargs["blocks"] = blocks
         if in_thread and self.thread_ts:
             kwargs["thread_ts"] = self.thread_ts
-        response = await self.client.chat_postMessage(**kwargs, unfurl_links=False, unfurl_media=False)
+        async with self.pacer.posting(self.channel):
+            response = await self.client.chat_postMessage(**kwargs, unfurl_links=False, unfurl_media=False)
         return str(response["ts"])
 
     async def edit(self, message_id: str, text: str, blocks: list[dict[str, Any]] | None = None) -> None:

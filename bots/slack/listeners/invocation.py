@@ -25,5 +25,5 @@ class Invocation:
 
     async def announce(self, text: str) -> None:
         """A message in the channel, for everyone (used for quotes), paced like every post."""
-        await self.runtime.pacers.for_team(self.team_id).before_post(self.channel_id)
-        await self.client.chat_postMessage(channel=self.channel_id, text=text, unfurl_links=False)
+        async with self.runtime.pacers.for_team(self.team_id).posting(self.channel_id):
+            await self.client.chat_postMessage(channel=self.channel_id, text=text, unfurl_links=False)
