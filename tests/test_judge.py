@@ -62,7 +62,7 @@ async def test_agreeing_passes_are_not_split(llm_server: FakeLLMServer) -> None:
 async def test_a_tie_is_refused_and_retried_once(llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture) -> None:
     srv = llm_server
     script_debaters(srv)
-    srv.add_rule(Reply(text=verdict_json("both have merit")), judging, times=2)
+    srv.add_rule(Reply(text=verdict_json("both have merit")), lambda r: judging(r) and len(r.messages) == 2)
     srv.add_rule(Reply(text=verdict_json("B")), proposer_first)
     srv.add_rule(Reply(text=verdict_json("A")), challenger_first)
     caplog.set_level(logging.WARNING)
