@@ -8,8 +8,9 @@ and returns once `stop` is set and everything is closed. Neither transport takes
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
@@ -25,7 +26,18 @@ log = logging.getLogger("bots.slack")
 EVENTS_PATH = "/slack/events"
 WATCHDOG_INTERVAL_S = 10.0
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+PROVIDER_MODULES = ("orchestrator.providers.openai_compat", "orchestrator.providers.anthropic_api")
+
+
+def _import_providers() -> None:
+    for name in PROVIDER_MODULES:
+        importlib.import_module(name)
+
+
+async def warm_up() -> None:
+    """Import the model SDKs in a worker thread before serving: imported lazily by the first
+    `/debate`, they would stall the event loop (and every other listener) for seconds."""
+    await asyncio.to_thread(_import_providers)
 
 
 def web_app(app: AsyncApp) -> web.Application:
@@ -100,6 +112,7 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
     settings = core.settings
     use_socket = bool(settings.slack_app_token) if socket_mode is None else socket_mode
     check_settings(settings, socket_mode=use_socket)
+    await warm_up()
     app, runtime = build_app(core)
     if runtime_ready is not None:
         runtime_ready(runtime)

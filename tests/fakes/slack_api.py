@@ -440,8 +440,10 @@ class SlackBot:
 
     async def __aenter__(self) -> SlackBot:
         from bots.slack.app import build_app
-        from bots.slack.serve import serve_http
+        from bots.slack.serve import serve_http, warm_up
         from orchestrator.core import Core
+
+        await warm_up()
 
         self.core = await Core.open(self.settings)
         self.app, self.runtime = build_app(self.core, limits=self.limits)

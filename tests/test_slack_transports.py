@@ -1,0 +1,90 @@
+"""Socket Mode against the peer's websocket (with a reconnect), and the multi-workspace OAuth install."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+from bots.slack.serve import run_slack
+from orchestrator.core import Core
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
+from tests.llm_scripts import script_judge
+
+
+def envelope(envelope_id: str, text: str, peer: SlackAPIPeer, trigger: str, retry: int | None = None) -> dict:
+    payload = dict(parse_qsl(slash_body(text, trigger=trigger, response_url=peer.response_url())))
+    message = {"envelope_id": envelope_id, "type": "slash_commands", "accepts_response_payload": True,
+               "payload": payload}
+    if retry is not None:
+        message |= {"retry_attempt": retry, "retry_reason": "timeout"}
+    return message
+
+
+async def test_socket_mode_takes_commands_survives_a_drop_and_drops_retries(tmp_path: Path) -> None:
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
+        script_judge(llm)
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  SLACK_APP_TOKEN="xapp-test-token")
+        core = await Core.open(settings)
+        stop = asyncio.Event()
+        runtimes: list = []
+        serving = asyncio.create_task(run_slack(core, "127.0.0.1", 0, stop, runtime_ready=runtimes.append))
+        try:
+            await peer.socket_send(envelope("e1", "help", peer, "t1"))
+            await peer.wait_for(lambda p: any(a.get("envelope_id") == "e1" for a in p.socket_acks))
+            await peer.wait_for(lambda p: any("/debate <topic>" in c.params.get("text", "")
+                                              for c in p.of("response_url")))
+
+            await peer.drop_sockets()  # Slack closes connections now and then; the client must come back
+            await peer.wait_for(lambda p: len(p.of("socket.connect")) >= 2 and p.socket_connections)
+
+            await peer.socket_send(envelope("e2", "Event sourcing for billing? --rounds 1", peer, "t2"))
+            await peer.socket_send(envelope("e3", "Event sourcing for billing? --rounds 1", peer, "t2", retry=1))
+            await peer.wait_for(lambda p: {"e2", "e3"} <= {a.get("envelope_id") for a in p.socket_acks})
+            await runtimes[0].idle()
+            assert len(await core.store.history(5)) == 1
+            assert len(peer.of("apps.connections.open")) >= 2
+        finally:
+            stop.set()
+            await serving
+            await core.close()
+
+
+async def test_oauth_install_then_commands_use_the_installed_token_and_uninstall_forgets(tmp_path: Path) -> None:
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
+        script_judge(llm)
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  SLACK_BOT_TOKEN=None, SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="shh-secret")
+        async with SlackBot(settings) as bot:
+            async with bot.http.get(f"{bot.url}/slack/install") as page:
+                assert page.status == 200
+                state = re.search(r"state=([\w-]+)", await page.text())
+                cookie = page.headers["Set-Cookie"].split(";")[0]  # Secure: a browser sends it back on https
+            assert state is not None
+            async with bot.http.get(f"{bot.url}/slack/oauth_redirect", headers={"Cookie": cookie},
+                                    params={"code": "good-code", "state": state.group(1)}) as done:
+                assert done.status == 200, await done.text()
+            store = bot.app.oauth_flow.settings.installation_store  # type: ignore[union-attr]
+            installation = await store.async_find_installation(enterprise_id=None, team_id="T9")
+            assert installation is not None and installation.bot_token == "xoxb-installed"
+
+            await bot.command("help", peer, team="T9")
+            await bot.command("Feature flags or branches? --rounds 1", peer, team="T9", channel="C7")
+            await bot.settle()
+            posts = peer.of("chat.postMessage")
+            assert posts and {c.params["token"] for c in posts} == {"xoxb-installed"}
+            assert (await bot.core.store.history(5))[0].status == "completed"
+
+            uninstalled = {"token": "legacy", "team_id": "T9", "api_app_id": "A1", "type": "event_callback",
+                           "event_id": "Ev9", "event_time": 1, "event": {"type": "app_uninstalled"}}
+            status, _ = await bot.post(json.dumps(uninstalled), headers={"Content-Type": "application/json"})
+            assert status == 200
+            for _ in range(100):
+                if await store.async_find_installation(enterprise_id=None, team_id="T9") is None:
+                    break
+                await asyncio.sleep(0.05)
+            assert await store.async_find_installation(enterprise_id=None, team_id="T9") is None
