@@ -195,6 +195,11 @@ def parse_command(text: str) -> Command:
     return _start(rest, options)
 
 
+def _default_rounds(fmt: Format, settings: Settings) -> int:
+    """Consensus runs until agreement (at most 4 rounds); stances runs openings and 2 rebuttals."""
+    return {"consensus": 4, "stances": 3}.get(fmt, settings.debate_rounds)
+
+
 def build_spec(
     command: StartDebate,
     settings: Settings,
@@ -220,7 +225,7 @@ def build_spec(
         spec = DebateSpec(
             topic=command.topic,
             format=fmt,
-            rounds=command.rounds or settings.debate_rounds,
+            rounds=command.rounds or _default_rounds(fmt, settings),
             seats=seating.seats,
             judge=seating.judge,
             effort=command.effort or settings.debate_effort,  # type: ignore[arg-type]

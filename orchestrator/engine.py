@@ -11,7 +11,6 @@ from orchestrator.formats import get_format
 from orchestrator.formats.base import FormatResult
 from orchestrator.judge import judge
 from orchestrator.models import DebateSpec, Outcome
-from orchestrator.pricing import estimate_cost
 from orchestrator.providers.registry import ProviderRegistry
 from orchestrator.run import DebateRun
 
@@ -72,15 +71,13 @@ class Engine:
         return outcome
 
     def _outcome(self, run: DebateRun, status: str, *, rounds: int, error: str | None = None) -> Outcome:
-        costs = [estimate_cost(t.model, t.input_tokens, t.output_tokens) for t in run.transcript]
-        known = [c for c in costs if c is not None]
         return Outcome(
             status=status,  # type: ignore[arg-type]
             rounds_completed=rounds,
             rounds_planned=run.spec.rounds,
             input_tokens=run.stats.input_tokens,
             output_tokens=run.stats.output_tokens,
-            cost_usd=round(sum(known), 6) if known else None,
+            cost_usd=round(run.stats.cost_usd, 6) if run.stats.cost_known else None,
             warnings=tuple(run.warnings),
             error=error,
         )

@@ -12,7 +12,7 @@ import re
 
 from pydantic import ValidationError
 
-from orchestrator.formats.base import render_turns
+from orchestrator.formats.base import relabel_text, render_turns
 from orchestrator.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
 from orchestrator.models import Seat, StanceScore, Turn, Verdict
 from orchestrator.prompts import render
@@ -149,7 +149,5 @@ def _parse_verdict(text: str, to_real: dict[str, str]) -> Verdict:
 
 
 def _unletter(text: str, to_real: dict[str, str]) -> str:
-    """Map 'Debater B' in a swapped pass back to the real seat label, in one pass over the text."""
-    if all(k == v for k, v in to_real.items()):
-        return text
-    return re.sub(r"\b(Debater) ([A-D])\b", lambda m: f"{m.group(1)} {to_real.get(m.group(2), m.group(2))}", text)
+    """Map 'Debater B' in a swapped pass back to the real seat label."""
+    return relabel_text(text, to_real)

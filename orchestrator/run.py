@@ -19,6 +19,7 @@ from orchestrator.events import (
     TurnStarted,
 )
 from orchestrator.models import DebateSpec, Seat, Turn
+from orchestrator.pricing import estimate_cost
 from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.registry import ProviderRegistry
 from orchestrator.sanitize import sanitize_metadata
@@ -32,6 +33,8 @@ class CallStats:
     timed_out: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True  # False once any call used a model with no known price
 
 
 @dataclass
@@ -77,6 +80,11 @@ class DebateRun:
             raise
         self.stats.input_tokens += completion.input_tokens
         self.stats.output_tokens += completion.output_tokens
+        cost = estimate_cost(model_string, completion.input_tokens, completion.output_tokens)
+        if cost is None:
+            self.stats.cost_known = False
+        else:
+            self.stats.cost_usd += cost
         return completion
 
     async def turn(self, seat: Seat, round: int, kind: str, system: str, user: str, *, record: bool = True) -> Turn:

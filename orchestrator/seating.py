@@ -97,11 +97,14 @@ def choose_seats(
             models[0] = first
         if second and wanted > 1:
             models[1] = second
-    if len({family(m) for m in models}) == 1 and len(models) > 1:
+    if len(models) > 1 and len(set(models)) == 1:
         notes.append(
-            f"Only one model family is configured, so every seat uses {models[0]}. "
+            f"Only one model is available, so every seat uses {models[0]}. "
             "Configure a second provider for a cross-family debate."
         )
+    elif len(models) > 1 and len({family(m) for m in models}) == 1:
+        notes.append(f"Every seat is from one model family ({family(models[0])}); a second provider would "
+                     "make this a cross-family debate.")
     roles = ("proposer", "challenger") if format == "challenge" else ("debater",) * len(models)
     seats = tuple(
         Seat(label=LABELS[i], role=roles[i] if i < len(roles) else "debater", model=model)

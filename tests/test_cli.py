@@ -142,7 +142,7 @@ async def test_demo_with_one_provider_says_both_seats_use_it(tmp_path: Path) -> 
         env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL=srv.openai_base_url)
         code, out, err = await debate(tmp_path, "demo", env=env)
     assert code == 0, err
-    assert "every seat uses openai:gpt-5" in out
+    assert "every seat uses openai:gpt-5" in out  # one provider: both seats share its default model
     assert "Verdict" in out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,12 +27,24 @@ class DebateFormat(Protocol):
     async def run(self, run: DebateRun) -> FormatResult: ...
 
 
+_DEBATER_REF = re.compile(r"\b(Debater) ([A-D])\b")
+
+
+def relabel_text(text: str, relabel: dict[str, str]) -> str:
+    """Rename 'Debater X' references in one pass, so A→B and B→A do not undo each other."""
+    if all(k == v for k, v in relabel.items()):
+        return text
+    return _DEBATER_REF.sub(lambda m: f"{m.group(1)} {relabel.get(m.group(2), m.group(2))}", text)
+
+
 def render_turns(turns: list[Turn], *, relabel: dict[str, str] | None = None) -> str:
-    """Turns as plain text under anonymous labels; no model or vendor names ever appear here."""
+    """Turns as plain text under anonymous labels; no model or vendor names ever appear here. With
+    `relabel`, the headers and every 'Debater X' inside the text use the new letters."""
     relabel = relabel or {}
     blocks = []
     for turn in turns:
         label = relabel.get(turn.seat, turn.seat)
         role = "" if turn.role == "debater" else f" ({turn.role})"
-        blocks.append(f"### Round {turn.round} — Debater {label}{role}, {turn.kind}\n{turn.text.strip()}")
+        body = relabel_text(turn.text.strip(), relabel) if relabel else turn.text.strip()
+        blocks.append(f"### Round {turn.round} — Debater {label}{role}, {turn.kind}\n{body}")
     return "\n\n".join(blocks)
