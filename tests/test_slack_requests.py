@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
+from bots.slack.pacing import PacingLimits
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, sign, slack_settings, slash_body
 from tests.llm_scripts import script_judge
@@ -31,7 +32,7 @@ async def peer() -> AsyncIterator[SlackAPIPeer]:
 async def bot(tmp_path: Path, peer: SlackAPIPeer, llm_server: FakeLLMServer) -> AsyncIterator[SlackBot]:
     script_judge(llm_server)
     settings = slack_settings(str(tmp_path / "d.db"), peer, llm_server.openai_base_url, llm_server.anthropic_base_url)
-    async with SlackBot(settings) as b:
+    async with SlackBot(settings, PacingLimits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)) as b:
         yield b
 
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+from bots.slack.pacing import PacingLimits
 from bots.slack.serve import run_slack
 from orchestrator.core import Core
 from tests.fakes.llm_server import FakeLLMServer
@@ -59,7 +60,7 @@ async def test_oauth_install_then_commands_use_the_installed_token_and_uninstall
         script_judge(llm)
         settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
                                   SLACK_BOT_TOKEN=None, SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="shh-secret")
-        async with SlackBot(settings) as bot:
+        async with SlackBot(settings, PacingLimits(post_interval=0.02, updates=1000, window=1.0)) as bot:
             async with bot.http.get(f"{bot.url}/slack/install") as page:
                 assert page.status == 200
                 state = re.search(r"state=([\w-]+)", await page.text())
