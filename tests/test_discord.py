@@ -57,7 +57,7 @@ async def peer() -> AsyncIterator[DiscordPeer]:
 def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Settings:
     llm_server.add_rule(Reply(text=json.dumps(VERDICT)), match="judge-1")
     llm_server.add_rule(Reply(text=PROPOSER_TEXT, tokens_per_s=400), match="gpt-5")
-    llm_server.add_rule(Reply(text="I challenge that: " + "weakness, " * 150, tokens_per_s=250),
+    llm_server.add_rule(Reply(text="I challenge that: " + "weakness, " * 150, tokens_per_s=40),
                         match="claude-sonnet-4-5")
     return _settings(tmp_path, llm_server, peer)
 
@@ -121,7 +121,7 @@ async def _click(peer: DiscordPeer, message_id: str, custom_id: str, user_id: st
 async def test_a_whole_debate_in_a_thread_then_votes_quotes_and_a_restart(
     settings: Settings, peer: DiscordPeer, llm_server: FakeLLMServer
 ) -> None:
-    peer.fail_next("PATCH", r"^/channels/\d+/messages/\d+$", count=1, retry_after=0.2)  # with Via: retried
+    peer.fail_next("PATCH", r"^/channels/\d+/messages/\d+$", count=3, retry_after=0.2)  # with Via: retried
     core = await Core.open(settings)
     async with connected(core, peer):
         options = {"topic": "Should we adopt Rust for ingest? @everyone " + "x" * 150, "rounds": 1,
@@ -215,6 +215,20 @@ async def test_a_whole_debate_in_a_thread_then_votes_quotes_and_a_restart(
         assert "Agree 1" in _votes_field(peer.messages[verdict["id"]])
     await core.close()
     assert peer.identifies == 2
+
+
+async def test_a_failed_debate_says_so_in_the_thread_and_on_the_root_message(
+    tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer
+) -> None:
+    llm_server.add_rule(Reply(status=500), match="gpt-5")
+    async with await Core.open(_settings(tmp_path, llm_server, peer)) as core, connected(core, peer):
+        options = {"topic": "Monorepo?", "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-5",
+                   "judge": "openai:judge-1", "rounds": 1}
+        record = await peer.dispatch_interaction(peer.slash_command("debate", options))
+        await peer.wait_for(lambda: "Failed" in json.dumps(peer.messages.get(record.original or "", {})), within=20)
+        thread_id = peer.threads()[0]["id"]
+        shown = json.dumps([m["embeds"] for m in peer.channel_messages(thread_id)])
+        assert "no verdict" in shown and "This turn failed" in shown
 
 
 async def test_discord_sync_sends_the_tree_once_and_skips_it_while_unchanged(settings: Settings,
