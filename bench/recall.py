@@ -1,0 +1,154 @@
+"""5. Recall: `Store.search` p50 / p99 over a generated log of 100k turns; write cost of `add_turn` per turn.
+
+The log is generated through `Store.write` with one bulk-insert function (debates, seats, turns and
+verdicts, the FTS triggers doing their work as in production). Turn text is drawn from a Zipf-shaped
+vocabulary (a few hundred common words, a long tail of rare ones), so the query mix can hit rare,
+mid-frequency and common words the way users do. Searches and writes go through the store's one
+writer thread, awaited from the event loop, exactly as the bots call them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import time
+from itertools import accumulate
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from bench.common import Table, median, percentile
+from bench.llm_peer import VOCABULARY
+from orchestrator.models import Turn
+from orchestrator.store import Store, to_iso
+
+NAME = "recall"
+TARGET_P99_MS = 20.0
+TURNS_PER_DEBATE = 6
+SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "den", "bar", "qui", "zel", "por", "tin", "gra", "fen")
+
+
+def _vocabulary(rng: random.Random, size: int) -> list[str]:
+    words = list(dict.fromkeys(VOCABULARY))
+    while len(words) < size:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in words:
+            words.append(word)
+    return words
+
+
+class Prose:
+    """Text drawn word by word from a Zipf distribution (s = 1) over the vocabulary."""
+
+    def __init__(self, rng: random.Random, vocabulary: list[str]) -> None:
+        self.rng = rng
+        self.vocabulary = vocabulary
+        self.cum_weights = list(accumulate(1 / (rank + 1) for rank in range(len(vocabulary))))
+
+    def text(self, words: int) -> str:
+        picked = self.rng.choices(self.vocabulary, cum_weights=self.cum_weights, k=words)
+        for at in range(0, words, 14):  # sentences, so snippets read like text
+            picked[at] = picked[at].capitalize()
+        return " ".join(picked) + "."
+
+
+def _generate(db: Database, prose: Prose, turns: int, words_per_turn: int) -> None:
+    """Insert `turns` turns in debates of TURNS_PER_DEBATE, with seats and verdicts, in one transaction."""
+    debates = turns // TURNS_PER_DEBATE
+    base = time.time() - 86400 * 365
+    debate_rows, seat_rows, turn_rows, verdict_rows = [], [], [], []
+    for d in range(debates):
+        debate_id = f"g{d:09d}"
+        created = to_iso(base + d * 600)
+        debate_rows.append({
+            "id": debate_id, "topic": prose.text(12), "format": "challenge", "status": "completed",
+            "created_at": created, "finished_at": created, "platform": "slack", "channel": "C1",
+            "rounds_planned": 3, "rounds_completed": 3, "input_tokens": 0, "output_tokens": 0, "warnings": "[]",
+        })
+        for position, (label, role) in enumerate((("A", "proposer"), ("B", "challenger"))):
+            seat_rows.append({"debate_id": debate_id, "label": label, "role": role, "provider": "openai",
+                              "model": "openai:gpt-5", "position": position})
+        for t in range(TURNS_PER_DEBATE):
+            turn_rows.append({
+                "debate_id": debate_id, "round": t // 2 + 1, "seat": "AB"[t % 2],
+                "role": ("proposer", "challenger")[t % 2], "kind": "defense", "model": "openai:gpt-5",
+                "text": prose.text(words_per_turn), "started_at": created, "duration_ms": 1000,
+                "input_tokens": 900, "output_tokens": 600, "status": "ok",
+            })
+        verdict_rows.append({"debate_id": debate_id, "winner": "A", "split": 0,
+                             "reasoning": prose.text(50),
+                             "recommendation": prose.text(20), "json": "{}", "at": created})
+    db["debates"].insert_all(debate_rows, batch_size=2000)  # type: ignore[union-attr]
+    db["seats"].insert_all(seat_rows, batch_size=2000)  # type: ignore[union-attr]
+    db["turns"].insert_all(turn_rows, batch_size=2000)  # type: ignore[union-attr]
+    db["verdicts"].insert_all(verdict_rows, batch_size=2000)  # type: ignore[union-attr]
+
+
+def _checkpoint(db: Database) -> None:
+    """Checkpoint the bulk load out of the WAL, so the write figures do not pay for it."""
+    if db.conn.in_transaction:
+        db.conn.execute("COMMIT")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _queries(rng: random.Random, vocabulary: list[str], per_class: int) -> dict[str, list[str]]:
+    """Query words by Zipf rank: rare (the tail), mid-frequency, common (the top 20), and two-word queries."""
+    common = vocabulary[:20]
+    mid = vocabulary[100:600]
+    rare = vocabulary[3000:]
+    return {
+        "rare word": [rng.choice(rare) for _ in range(per_class)],
+        "mid word": [rng.choice(mid) for _ in range(per_class)],
+        "common word": [rng.choice(common) for _ in range(per_class)],
+        "two words": [f"{rng.choice(mid)} {rng.choice(mid)}" for _ in range(per_class)],
+    }
+
+
+async def run(smoke: bool) -> Table:
+    turns, per_class, writes, words_per_turn = (6_000, 10, 200, 150) if smoke else (100_000, 40, 2_000, 150)
+    rng = random.Random(20240607)
+    vocabulary = _vocabulary(rng, 6000)
+    prose = Prose(rng, vocabulary)
+    table = Table(f"recall — Store.search over {turns:,} turns (~{words_per_turn} words each, Zipf vocabulary of "
+                  f"{len(vocabulary):,} words), through the writer thread")
+    with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
+        async with Store(Path(tmp) / "recall.db") as store:
+            began = time.perf_counter()
+            await store.write(lambda db: _generate(db, prose, turns, words_per_turn))
+            generated = time.perf_counter() - began
+            await store.write(_checkpoint)
+            size_mb = (Path(tmp) / "recall.db").stat().st_size / 1e6
+            queries = _queries(rng, vocabulary, per_class)
+            await store.search("warm up the page cache", 20)
+            timings: dict[str, list[float]] = {}
+            hits: list[int] = []
+            for kind, texts in queries.items():
+                for text in texts:
+                    began = time.perf_counter()
+                    found = await store.search(text, 20)
+                    timings.setdefault(kind, []).append((time.perf_counter() - began) * 1000)
+                    hits.append(len(found))
+            debate_id = "g000000000"
+            turn = Turn(debate_id=debate_id, round=9, seat="A", role="proposer", kind="defense", model="openai:gpt-5",
+                        text=prose.text(words_per_turn), input_tokens=900,
+                        output_tokens=600)
+            write_us: list[float] = []
+            for _ in range(writes):
+                began = time.perf_counter()
+                await store.add_turn(turn)
+                write_us.append((time.perf_counter() - began) * 1e6)
+    everything = [t for ts in timings.values() for t in ts]
+    table.add("log generated (one bulk write)", f"{generated:.1f} s, {size_mb:.0f} MB")
+    table.add(f"search p50 ({len(everything)} queries, {median(hits):.0f} hits median)",
+              f"{percentile(everything, 50):.1f} ms")
+    table.check("search p99", percentile(everything, 99), ".1f", TARGET_P99_MS, " ms")
+    for kind, ts in timings.items():
+        table.add(f"  {kind}: p50 / p99", f"{percentile(ts, 50):.1f} / {percentile(ts, 99):.1f} ms")
+    table.add(f"add_turn through the writer thread ({writes:,} sequential): p50 / mean",
+              f"{percentile(write_us, 50):.0f} / {sum(write_us) / writes:.0f} µs/turn")
+    return table
+
+
+if __name__ == "__main__":
+    print(asyncio.run(run(False)).render())
