@@ -165,7 +165,7 @@ class OpenAICompatProvider:
                     async for chunk in stream:
                         if chunk.usage is not None:
                             usage = chunk.usage
-                        for choice in chunk.choices:
+                        for choice in chunk.choices or ():
                             content = choice.delta.content if choice.delta else None
                             if content:
                                 parts.append(content)

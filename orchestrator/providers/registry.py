@@ -126,6 +126,8 @@ def register_provider(
 
 def unregister_provider(name: str) -> None:
     _REGISTRY.pop(name, None)
+    if name not in BUILTIN_PROVIDERS:
+        FAMILIES.pop(name, None)
 
 
 def _load_entry_points() -> None:
