@@ -9,9 +9,11 @@ lost to a rate limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import TypeVar
 
 import discord
@@ -28,24 +30,41 @@ T = TypeVar("T")
 
 
 class ChannelPacer:
-    """At most `writes` writes per `per` seconds to one channel (Discord: about 5 per 5 s)."""
+    """At most `writes` writes per `per` seconds to one channel (Discord: about 5 per 5 s).
+
+    A write's time is taken when it completes, and writes in flight count against the window, so
+    requests that queue up on the way never arrive closer together than Discord allows.
+    """
 
     def __init__(self, writes: int = 5, per: float = 5.0) -> None:
         self.writes = writes
         self.per = per
         self._times: deque[float] = deque()
-        self._lock = asyncio.Lock()
+        self._inflight = 0
+        self._changed = asyncio.Condition()
 
-    async def acquire(self) -> None:
-        async with self._lock:
-            loop = asyncio.get_running_loop()
-            while len(self._times) >= self.writes:
-                wait = self.per - (loop.time() - self._times[0])
-                if wait <= 0:
-                    self._times.popleft()
-                    continue
-                await asyncio.sleep(wait)
-            self._times.append(loop.time())
+    def _wait_needed(self, now: float) -> float:
+        while self._times and now - self._times[0] >= self.per:
+            self._times.popleft()
+        if len(self._times) + self._inflight < self.writes:
+            return 0.0
+        return self.per - (now - self._times[0]) if self._times else self.per
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        async with self._changed:
+            while (wait := self._wait_needed(loop.time())) > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), wait)
+            self._inflight += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._inflight -= 1
+                self._times.append(loop.time())
+                self._changed.notify_all()
 
 
 async def with_retry(action: Callable[[], Awaitable[T]], attempts: int = 4) -> T:
@@ -75,12 +94,12 @@ class ChannelWriter:
         self.pacer = pacer
 
     async def send(self, **kwargs: object) -> discord.Message:
-        await self.pacer.acquire()
-        return await with_retry(lambda: self.channel.send(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
+        async with self.pacer.slot():
+            return await with_retry(lambda: self.channel.send(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
 
     async def edit(self, message: discord.PartialMessage, **kwargs: object) -> None:
-        await self.pacer.acquire()
-        await with_retry(lambda: message.edit(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
+        async with self.pacer.slot():
+            await with_retry(lambda: message.edit(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
 
 
 class SeatWriter:
