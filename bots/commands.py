@@ -32,7 +32,7 @@ HELP_TEXT = (
     "`/debate <topic>` runs a challenge debate (proposer vs challenger, 2 rounds) and a judge's verdict.\n"
     "Options: `--format challenge|consensus|stances`  `--rounds 1-5`  `--vs MODEL,MODEL`  "
     "`--judge MODEL`  `--effort low|medium|high|max`\n"
-    "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-5`, `openai:gpt-5`, `ollama:qwen3`.\n"
+    "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
     "`/debate quote <id>` · `/debate stop <id>` · `/debate models`"
@@ -132,7 +132,7 @@ def _models(value: str) -> tuple[str, ...]:
     models = tuple(m.strip() for m in value.split(",") if m.strip())
     if not 2 <= len(models) <= 4:
         raise CommandError(
-            "`--vs` takes 2 to 4 models separated by commas, e.g. `--vs openai:gpt-5,anthropic:claude-sonnet-4-5`."
+            "`--vs` takes 2 to 4 models separated by commas, e.g. `--vs openai:gpt-5,anthropic:claude-sonnet-4-6`."
         )
     return models
 

@@ -22,6 +22,7 @@ class Price(BaseModel):
 PRICES: dict[str, Price] = {
     "claude-opus-4-1": Price(input_per_mtok=15.0, output_per_mtok=75.0),
     "claude-opus-4": Price(input_per_mtok=15.0, output_per_mtok=75.0),
+    "claude-sonnet-4-6": Price(input_per_mtok=3.0, output_per_mtok=15.0),
     "claude-sonnet-4-5": Price(input_per_mtok=3.0, output_per_mtok=15.0),
     "claude-sonnet-4": Price(input_per_mtok=3.0, output_per_mtok=15.0),
     "claude-haiku-4-5": Price(input_per_mtok=1.0, output_per_mtok=5.0),

@@ -21,6 +21,8 @@ KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),  # Google / Gemini
     re.compile(r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"),  # Discord bot
     re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{20,}"),  # an Authorization header value
+    re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens (CLI tools run beside repositories)
+    re.compile(r"(?i)api[_-]?key[\"']?\s*[:=]\s*[\"']?[^\s\"',;]{6,}"),  # api_key=… in tool output
 )
 
 

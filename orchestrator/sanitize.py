@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from orchestrator.redaction import make_redactor
 
@@ -10,7 +11,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _redact_known_shapes = make_redactor()
 
 
-def sanitize_metadata(text: str, limit: int = 200) -> str:
-    text = _redact_known_shapes(_CONTROL.sub(" ", text))
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def sanitize_metadata(text: str, limit: int | None = 200, secrets: Iterable[str] = ()) -> str:
+    """One line: configured `secrets` and well-known key shapes redacted, at most `limit` characters."""
+    redact = make_redactor(secrets) if secrets else _redact_known_shapes
+    text = " ".join(redact(_CONTROL.sub(" ", text)).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text

@@ -10,7 +10,7 @@ from orchestrator.providers.registry import ProviderRegistry, family, parse_mode
 
 SETUP_HINT = (
     "No model provider is configured. Set one of these (in the environment or .env), then run again:\n"
-    "  ANTHROPIC_API_KEY=...    Claude   (anthropic:claude-sonnet-4-5)\n"
+    "  ANTHROPIC_API_KEY=...    Claude   (anthropic:claude-sonnet-4-6)\n"
     "  OPENAI_API_KEY=...       GPT      (openai:gpt-5)\n"
     "  GEMINI_API_KEY=...       Gemini   (gemini:gemini-2.5-pro)\n"
     "  OPENROUTER_API_KEY=...   any model on OpenRouter\n"
