@@ -102,7 +102,8 @@ def install_replies(srv: FakeLLMServer, plan: ReplyPlan) -> None:
 
 
 def call_rows(srv: FakeLLMServer, plan: ReplyPlan) -> list[list[Any]]:
-    """[tag, kind, duration_s, ideal_s, status, prompt_tokens] for every finished request."""
+    """[tag, kind, duration_s, ideal_s, status, prompt_tokens, started_at, model] for every finished request
+    (started_at is perf_counter, CLOCK_MONOTONIC on Linux, so it compares with time.monotonic() elsewhere)."""
     from tests.fakes.llm_server import count_tokens
 
     rows: list[list[Any]] = []
@@ -117,6 +118,8 @@ def call_rows(srv: FakeLLMServer, plan: ReplyPlan) -> list[list[Any]]:
             plan.ideal_s(plan.text_for(record)),
             record.status,
             count_tokens(record.prompt_text),
+            record.started_at,
+            record.model,
         ])
     return rows
 

@@ -1,0 +1,229 @@
+"""4. Pacing: 20 debates streaming at once into one Slack channel, and into one Discord channel, against
+peers that enforce the platforms' write limits: 429s received, turn text lost, and the delay from the
+model's first token to the first visible text of that turn.
+
+Slack: 20 signed `/debate` POSTs into channel C1 through the real HTTP-mode app; the Slack peer enforces
+one chat.postMessage per second per channel and 50 chat.update per minute per workspace. Discord: 20
+INTERACTION_CREATE `/debate` commands in one channel through the real discord.py client; each debate
+gets its own thread on its root message (the product's design), the parent channel carries the 20
+root messages' status edits, and the Discord peer enforces 5 writes per 5 s per channel (threads too).
+
+Time is scaled by SCALE (limits, pacer settings and the LLM's latency and rate all run SCALE× faster),
+so a run fits the 2-minute budget; delays are reported both measured and in platform seconds (× SCALE).
+"Text lost" compares every turn's text in the store with what the peer finally shows in its message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from bench.common import CHALLENGER, JUDGE, PROPOSER, Table, bench_settings, percentile
+from bench.llm_peer import PeerProcess, PeerStats, ReplyPlan
+from bots.slack.pacing import PacingLimits
+from bots.text import neutralize_discord, neutralize_slack
+from orchestrator.core import Core
+from orchestrator.store import DebateRecord, Store
+from tests.fakes.discord_api import TOKEN, DiscordPeer
+from tests.fakes.slack_api import SIGNING_SECRET, Limits, SlackAPIPeer, SlackBot, slash_body
+
+NAME = "pacing"
+TARGET_DELAY_S = 1.0
+SETTLE_S = 110.0
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _first_words(text: str, n: int = 6) -> str:
+    return " ".join(text.split()[:n])
+
+
+def _first_token_times(stats: PeerStats, latency_s: float) -> dict[tuple[int, str], float]:
+    """(debate tag, model) → when the peer sent that debater call's first token (CLOCK_MONOTONIC)."""
+    out: dict[tuple[int, str], float] = {}
+    for call in stats.calls:
+        tag, kind, started, model = call[0], call[1], call[6], call[7]
+        if kind == "debater":
+            out[(tag, model)] = started + latency_s
+    return out
+
+
+def _tag(record: DebateRecord) -> int:
+    return int(record.topic.split("#", 1)[1][:6])
+
+
+async def _records(store: Store) -> list[DebateRecord]:
+    records = []
+    for summary in await store.history(1000):
+        record = await store.get_debate(summary.id)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+async def _messages(store: Store, debate_id: str) -> dict[str, str]:
+    def fn(db: Any) -> dict[str, str]:
+        rows = db.execute("select key, message_id from messages where debate_id = ?", [debate_id]).fetchall()
+        return {key: message_id for key, message_id in rows}
+
+    return await store.read(fn)
+
+
+async def _wait(done: Callable[[], Awaitable[bool]], within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if await done():
+            return True
+        await asyncio.sleep(0.25)
+    return False
+
+
+async def bench_slack(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dict[str, Any]:
+    limits = PacingLimits(post_interval=1.05 / scale, updates=45, window=60.0 / scale, edit_interval=1.0 / scale,
+                          active_horizon=5.0 / scale)
+    async with PeerProcess(plan) as llm, SlackAPIPeer(Limits(post_interval=1.0 / scale, updates=50,
+                                                              window=60.0 / scale)) as slack:
+        settings = bench_settings(tmp / "slack.db", llm.openai_base_url, llm.anthropic_base_url,
+                                  SLACK_BOT_TOKEN="xoxb-bench-token", SLACK_SIGNING_SECRET=SIGNING_SECRET,
+                                  SLACK_API_BASE_URL=slack.base_url)
+        async with SlackBot(settings, limits=limits) as bot:
+            bodies = [slash_body(f"Bench debate #{i:06d}: Kafka or RabbitMQ for the audit log? --rounds 1 "
+                                 f"--vs {PROPOSER},{CHALLENGER} --judge {JUDGE}", channel="C1", user=f"U{i}",
+                                 response_url=slack.response_url(f"r{i}"), trigger=f"pace-{i}") for i in range(n)]
+            await asyncio.gather(*(bot.post(b) for b in bodies))
+            finished = await _wait(lambda: _all_done(bot.core, n), SETTLE_S)
+            await asyncio.wait_for(bot.settle(), 30) if finished else await bot.runtime.shutdown()
+            records = await _records(bot.core.store)
+            keys = {r.id: await _messages(bot.core.store, r.id) for r in records}
+        stats = await llm.stop()
+    first_token = _first_token_times(stats, plan.latency_s)
+    ok_calls = [c for c in slack.calls if c.ok and c.method in ("chat.postMessage", "chat.update")]
+    lost, delays, turns = 0, [], 0
+    for record in records:
+        root_ts = keys[record.id].get("root")
+        for turn in record.turns:
+            turns += 1
+            want = _words(neutralize_slack(turn.text))
+            prefix = f"turn:{turn.round}:{turn.seat}:{turn.kind}"
+            ts_list = [ts for key, ts in sorted(keys[record.id].items())
+                       if key == prefix or key.startswith(prefix + ":")]
+            shown = _words(" ".join(slack.messages[("C1", ts)].text for ts in ts_list
+                                    if ("C1", ts) in slack.messages))
+            if not want or want not in shown:
+                lost += 1
+            probe = _first_words(neutralize_slack(turn.text))
+            seen = [c.at for c in ok_calls if probe in str(c.params.get("text", "")) and (
+                c.params.get("ts") in ts_list
+                or (c.method == "chat.postMessage" and c.params.get("thread_ts") == root_ts))]
+            started = first_token.get((_tag(record), turn.model.split(":", 1)[1]))
+            if seen and started is not None:
+                delays.append(min(seen) - started)
+    return {"debates": len(records), "completed": sum(r.status == "completed" for r in records),
+            "finished": finished, "turns": turns, "lost": lost, "delays": delays,
+            "429": sum(1 for c in slack.calls if c.status == 429),
+            "writes": sum(1 for c in slack.calls if c.method in ("chat.postMessage", "chat.update"))}
+
+
+async def _all_done(core: Core, n: int) -> bool:
+    rows = await core.store.history(1000)
+    return len(rows) >= n and all(r.status != "running" for r in rows) and not core.jobs.running()
+
+
+async def bench_discord(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dict[str, Any]:
+    from bots.discord import DebateBot, point_discord_at
+    from bots.discord.sink import Pacing
+
+    pacing = Pacing(min_edit_interval=1.2 / scale, channel_writes=5, channel_window=5.0 / scale)
+    async with PeerProcess(plan) as llm, DiscordPeer(rate_limit=(5, 5.0 / scale)) as peer:
+        settings = bench_settings(tmp / "discord.db", llm.openai_base_url, llm.anthropic_base_url,
+                                  DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url,
+                                  DISCORD_GATEWAY_URL=peer.gateway_url)
+        core = await Core.open(settings)
+        point_discord_at(settings)
+        bot = DebateBot(core, pacing=pacing, guild_ready_timeout=0.05)
+        finished = False
+        try:
+            async with bot:
+                runner = asyncio.create_task(bot.start(TOKEN))
+                await asyncio.wait_for(bot.wait_until_ready(), 20)
+                options = {"rounds": 1, "proposer": PROPOSER, "challenger": CHALLENGER, "judge": JUDGE}
+                for i in range(n):
+                    topic = f"Bench debate #{i:06d}: Kafka or RabbitMQ for the audit log?"
+                    await peer.dispatch_interaction(peer.slash_command("debate", {"topic": topic, **options},
+                                                                       user_id=f"7400000000000{i:05d}"))
+                finished = await _wait(lambda: _discord_done(core, bot, n), SETTLE_S)
+                records = await _records(core.store)
+                keys = {r.id: await _messages(core.store, r.id) for r in records}
+                await bot.close()
+                await asyncio.gather(runner, return_exceptions=True)
+        finally:
+            await core.close()
+        stats = await llm.stop()
+    first_token = _first_token_times(stats, plan.latency_s)
+    lost, delays, turns = 0, [], 0
+    for record in records:
+        thread = record.thread or ""
+        for turn in record.turns:
+            turns += 1
+            message_id = keys[record.id].get(f"turn:{turn.round}:{turn.seat}:{turn.kind}")
+            message = peer.messages.get(message_id or "", {})
+            shown = _words(" ".join(e.get("description", "") for e in message.get("embeds", [])))
+            want = _words(neutralize_discord(turn.text))
+            if not want or want not in shown:
+                lost += 1
+            probe = _first_words(neutralize_discord(turn.text))
+            seen = [c.at for c in peer.calls if c.status < 300 and c.method in ("POST", "PATCH")
+                    and c.path.startswith(f"/channels/{thread}/messages") and isinstance(c.body, dict)
+                    and any(probe in e.get("description", "") for e in c.body.get("embeds") or [])]
+            started = first_token.get((_tag(record), turn.model.split(":", 1)[1]))
+            if seen and started is not None:
+                delays.append(min(seen) - started)
+    return {"debates": len(records), "completed": sum(r.status == "completed" for r in records),
+            "finished": finished, "turns": turns, "lost": lost, "delays": delays,
+            "429": sum(1 for c in peer.calls if c.status == 429),
+            "writes": sum(1 for c in peer.calls if c.is_write)}
+
+
+async def _discord_done(core: Core, bot: Any, n: int) -> bool:
+    return await _all_done(core, n) and not bot._sinks
+
+
+def _rows(table: Table, platform: str, result: dict[str, Any], n: int, scale: float) -> None:
+    table.add(f"{platform}: debates completed", f"{result['completed']}/{n}", f"{n}",
+              "pass" if result["completed"] == n and result["finished"] else "miss")
+    table.add(f"{platform}: 429s received ({result['writes']} writes)", f"{result['429']}")
+    table.add(f"{platform}: turns whose text is lost", f"{result['lost']} of {result['turns']}", "0",
+              "pass" if result["lost"] == 0 and result["turns"] else "miss")
+    delays = result["delays"]
+    if not delays:
+        table.add(f"{platform}: first token → first visible text", "not measured", f"≤ {TARGET_DELAY_S:g} s", "miss")
+        return
+    p50, p99 = percentile(delays, 50) * scale, percentile(delays, 99) * scale
+    table.add(f"{platform}: first token → first visible text p50 (platform s)", f"{p50:.1f} s")
+    table.check(f"{platform}: first token → first visible text p99 (platform s)", p99, ".1f", TARGET_DELAY_S, " s")
+
+
+async def run(smoke: bool) -> Table:
+    n, scale = (4, 10.0) if smoke else (20, 4.0)
+    # An LLM at about 1 s to first token and 50 tokens/s, 100-word turns, run `scale`× faster.
+    plan = ReplyPlan(latency_s=1.0 / scale, tokens_per_s=50.0 * scale, debater_words=100, judge_words=100)
+    table = Table(f"pacing — {n} debates (1 round) at once into one Slack channel / one Discord channel, "
+                  f"peers enforcing the limits, time ×{scale:g}")
+    with tempfile.TemporaryDirectory(prefix="bench-pacing-") as tmp:
+        slack = await bench_slack(n, scale, plan, Path(tmp))
+        _rows(table, "slack", slack, n, scale)
+        discord = await bench_discord(n, scale, plan, Path(tmp))
+        _rows(table, "discord", discord, n, scale)
+    table.note("Discord: each debate streams into its own thread (threads are channels: 5 writes / 5 s each); "
+               "the 20 root-message status edits share the parent channel")
+    return table
+
+
+if __name__ == "__main__":
+    print(asyncio.run(run(False)).render())
