@@ -58,7 +58,7 @@ def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Se
     llm_server.add_rule(Reply(text=json.dumps(VERDICT)), match="judge-1")
     llm_server.add_rule(Reply(text=PROPOSER_TEXT, tokens_per_s=400), match="gpt-5")
     llm_server.add_rule(Reply(text="I challenge that: " + "weakness, " * 150, tokens_per_s=40),
-                        match="claude-sonnet-4-5")
+                        match="claude-sonnet-4-6")
     return _settings(tmp_path, llm_server, peer)
 
 
@@ -125,7 +125,7 @@ async def test_a_whole_debate_in_a_thread_then_votes_quotes_and_a_restart(
     core = await Core.open(settings)
     async with connected(core, peer):
         options = {"topic": "Should we adopt Rust for ingest? @everyone " + "x" * 150, "rounds": 1,
-                   "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-5", "judge": "openai:judge-1"}
+                   "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-6", "judge": "openai:judge-1"}
         record = await peer.dispatch_interaction(peer.slash_command("debate", options, user_id=USER_1))
         thread = await peer.wait_for(lambda: peer.threads() and peer.threads()[0], within=5)
         thread_id = thread["id"]
@@ -222,7 +222,7 @@ async def test_a_failed_debate_says_so_in_the_thread_and_on_the_root_message(
 ) -> None:
     llm_server.add_rule(Reply(status=500), match="gpt-5")
     async with await Core.open(_settings(tmp_path, llm_server, peer)) as core, connected(core, peer):
-        options = {"topic": "Monorepo?", "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-5",
+        options = {"topic": "Monorepo?", "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-6",
                    "judge": "openai:judge-1", "rounds": 1}
         record = await peer.dispatch_interaction(peer.slash_command("debate", options))
         await peer.wait_for(lambda: "Failed" in json.dumps(peer.messages.get(record.original or "", {})), within=20)

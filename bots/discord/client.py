@@ -7,7 +7,6 @@ tree is never synced here (Discord allows 200 creates per guild per day): `debat
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from typing import Any
 
@@ -20,20 +19,9 @@ from bots.discord.sink import Pacing, ThreadSink
 from bots.discord.writer import NO_MENTIONS
 from orchestrator.config import ConfigError, Settings
 from orchestrator.core import Core
+from orchestrator.providers.registry import preload_sdks
 
 log = logging.getLogger(__name__)
-
-# Importing the model SDKs takes seconds; a first `/debate` must still be answered within Discord's 3 s.
-PROVIDER_MODULES = ("orchestrator.providers.openai_compat", "orchestrator.providers.anthropic_api")
-
-
-def _import_provider_modules() -> None:
-    for name in PROVIDER_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            log.warning("discord: could not preload %s", name, exc_info=True)
-
 
 def point_discord_at(settings: Settings) -> None:
     """Send discord.py's REST and gateway traffic to the configured URLs (Discord, or a local peer)."""
@@ -56,7 +44,7 @@ class DebateBot(discord.Client):
         """Runs once, before the gateway connects: commands, persistent buttons, slow imports."""
         register_commands(self.tree)
         self.add_dynamic_items(VoteButton, QuoteButton)
-        await asyncio.to_thread(_import_provider_modules)
+        await preload_sdks()  # a first `/debate` must still be answered within Discord's 3 s
 
     async def on_ready(self) -> None:
         log.info("discord: connected as %s to %d guild(s)", self.user, len(self.guilds))

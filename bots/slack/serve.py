@@ -8,7 +8,6 @@ and returns once `stop` is set and everything is closed. Neither transport takes
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from collections.abc import Callable
 
@@ -20,24 +19,16 @@ from slack_bolt.async_app import AsyncApp
 from bots.slack.app import build_app, check_settings
 from bots.slack.runtime import SlackRuntime
 from orchestrator.core import Core
+from orchestrator.providers.registry import preload_sdks
 
 log = logging.getLogger("bots.slack")
 
 EVENTS_PATH = "/slack/events"
 WATCHDOG_INTERVAL_S = 10.0
 
-PROVIDER_MODULES = ("orchestrator.providers.openai_compat", "orchestrator.providers.anthropic_api")
-
-
-def _import_providers() -> None:
-    for name in PROVIDER_MODULES:
-        importlib.import_module(name)
-
-
 async def warm_up() -> None:
-    """Import the model SDKs in a worker thread before serving: imported lazily by the first
-    `/debate`, they would stall the event loop (and every other listener) for seconds."""
-    await asyncio.to_thread(_import_providers)
+    """Before serving: a first `/debate` must not wait seconds for the model SDKs to import."""
+    await preload_sdks()
 
 
 def web_app(app: AsyncApp) -> web.Application:

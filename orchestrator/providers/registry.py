@@ -314,3 +314,24 @@ def _register_builtins() -> None:
 
 
 _register_builtins()
+
+
+SDK_MODULES = ("orchestrator.providers.openai_compat", "orchestrator.providers.anthropic_api")
+
+
+def _import_sdks() -> None:
+    import importlib
+
+    for name in SDK_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            log.warning("could not preload %s", name, exc_info=True)
+
+
+async def preload_sdks() -> None:
+    """Import the model SDKs in a worker thread. Imported lazily by the first debate, they would stall
+    the event loop for seconds, and a chat platform's 3 s acknowledgement deadline with it."""
+    import asyncio
+
+    await asyncio.to_thread(_import_sdks)
