@@ -1,0 +1,117 @@
+"""`debate serve` as an operator runs it: one subprocess serving Slack (HTTP mode) and Discord at once,
+configured only through the environment names in CONTRACT.md, against the loopback peers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+import sqlite_utils
+
+from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer, sign, slash_body
+from tests.llm_scripts import script_judge
+from tests.test_cli import clean_env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def wait_healthy(url: str, proc: asyncio.subprocess.Process) -> None:
+    """Poll /healthz until the server answers: a subprocess offers no event to await for readiness."""
+    async with aiohttp.ClientSession() as http:
+        for _ in range(300):
+            if proc.returncode is not None:
+                raise AssertionError("debate serve exited early")
+            with contextlib.suppress(aiohttp.ClientError):
+                async with http.get(url) as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(0.1)
+    raise AssertionError("debate serve never became healthy")
+
+
+def slack_verdict_posted(peer: SlackAPIPeer) -> bool:
+    return any(m.thread_ts and m.blocks and any(b["type"] == "actions" for b in m.blocks)
+               for m in peer.messages.values())
+
+
+def discord_verdict_posted(peer: DiscordPeer) -> bool:
+    return any(t["id"] and any(m["components"] for m in peer.channel_messages(t["id"])) for t in peer.threads())
+
+
+async def test_serve_runs_slack_and_discord_in_one_process(tmp_path: Path) -> None:
+    port = free_port()
+    async with FakeLLMServer() as llm, SlackAPIPeer() as slack, DiscordPeer() as discord:
+        script_judge(llm, "A", recommendation="Ship the smaller change first.")
+        env = clean_env(
+            tmp_path,
+            OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL=llm.openai_base_url,
+            ANTHROPIC_API_KEY="sk-ant-test-key-123456", ANTHROPIC_BASE_URL=llm.anthropic_base_url,
+            SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SIGNING_SECRET,
+            SLACK_API_BASE_URL=slack.base_url,
+            DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=discord.api_base_url,
+            DISCORD_GATEWAY_URL=discord.gateway_url, DEBATE_ROUNDS="1",
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bots.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+            cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            await wait_healthy(f"http://127.0.0.1:{port}/healthz", proc)
+            await discord.wait_for(lambda: discord.identifies > 0, within=30)
+
+            body = slash_body("Monorepo or polyrepo?", channel="C7", response_url=slack.response_url())
+            headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SIGNING_SECRET, body)}
+            async with aiohttp.ClientSession() as http:
+                async with http.post(f"http://127.0.0.1:{port}/slack/events", data=body, headers=headers) as r:
+                    assert r.status == 200
+            await slack.wait_for(slack_verdict_posted, within=60)
+
+            await discord.dispatch_interaction(discord.slash_command("debate", {"topic": "Tabs or spaces?"}))
+            await discord.wait_for(lambda: discord_verdict_posted(discord), within=60)
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGTERM)
+            out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    db = sqlite_utils.Database(tmp_path / "debates.db")
+    rows = {r["platform"]: r for r in db["debates"].rows}
+    assert set(rows) == {"slack", "discord"}
+    assert all(r["status"] == "completed" for r in rows.values())
+    assert rows["discord"]["channel"] == CHANNEL_ID or rows["discord"]["thread"]
+    assert "sk-test-openai-key" not in err.decode() + out.decode()
+
+
+async def test_serve_with_nothing_configured_says_what_to_set(tmp_path: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.cli", "serve", cwd=tmp_path, env=clean_env(tmp_path),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2
+    assert "SLACK_BOT_TOKEN" in err.decode() and "DISCORD_BOT_TOKEN" in err.decode()
+    assert "Traceback" not in err.decode()
+
+
+def test_env_example_lists_every_setting() -> None:
+    from orchestrator.config import Settings
+
+    example = (ROOT / ".env.example").read_text()
+    names = {field.alias for field in Settings.model_fields.values()}
+    missing = sorted(n for n in names if n and f"{n}=" not in example)
+    assert not missing, f".env.example lacks {missing}"
+    assert os.path.exists(ROOT / "deploy" / "slack-manifest.yml")
