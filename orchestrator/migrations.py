@@ -141,6 +141,14 @@ def m003_full_text_search(db: Database) -> None:
         _table(db, table).enable_fts(columns, create_triggers=True, replace=True, tokenize=tokenize)
 
 
+@migrations()
+def m004_request_keys(db: Database) -> None:
+    """Platform request ids already acted on, so a retried delivery never starts a second debate,
+    whichever process or host receives it (they share this log)."""
+    db["request_keys"].create({"key": str, "at": str}, pk="key", not_null={"at"})
+    db["request_keys"].create_index(["at"])
+
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

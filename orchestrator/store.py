@@ -20,6 +20,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -536,6 +537,18 @@ class Store:
             _table(db, "messages").upsert(row, pk=("debate_id", "key"))
 
         await self.write(fn)
+
+    async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool:
+        """True the first time `key` (a platform's request id) is claimed; False for any repeat.
+        Keys older than `keep_s` are forgotten, so the table stays small."""
+        now = time.time()
+
+        def fn(db: Database) -> bool:
+            db.execute("delete from request_keys where at < ?", [to_iso(now - keep_s)])
+            cursor = db.execute("insert or ignore into request_keys (key, at) values (?, ?)", [key, to_iso(now)])
+            return cursor.rowcount == 1
+
+        return await self.write(fn)
 
     async def mark_interrupted(self) -> list[str]:
         """Fail every debate still "running" (a restart killed it); returns their ids."""

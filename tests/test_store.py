@@ -408,3 +408,12 @@ async def test_store_sink_persists_a_scripted_debate_and_ignores_deltas(store: S
     # a turn is in the log by the time the sink returns: later sinks may rely on it
     last = turns[-1]
     assert any(t.text == last.text and t.round == last.round for t in record.turns)
+
+
+async def test_a_request_key_is_claimed_once_across_processes_sharing_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    async with Store(path) as first, Store(path) as second:
+        claims = await asyncio.gather(*(s.claim_request("slack:trigger-1") for s in (first, second, first)))
+        assert sorted(claims) == [False, False, True]
+        assert await second.claim_request("slack:trigger-2") is True
+        assert await first.claim_request("slack:trigger-1", keep_s=0.0) is True  # expired keys are forgotten

@@ -1,11 +1,9 @@
-"""What the Slack listeners share: the core, per-workspace pacers, background tasks, retry dedupe."""
+"""What the Slack listeners share: the core, per-workspace pacers and background tasks."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections import OrderedDict
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,31 +14,11 @@ from orchestrator.core import Core
 log = logging.getLogger(__name__)
 
 
-class RecentKeys:
-    """Remembers request keys for `window` seconds: a Slack retry of a seen request is dropped."""
-
-    def __init__(self, window: float = 600.0, capacity: int = 10_000) -> None:
-        self.window = window
-        self.capacity = capacity
-        self._seen: OrderedDict[str, float] = OrderedDict()
-
-    def first_time(self, key: str) -> bool:
-        """True the first time `key` is offered within the window; False for repeats."""
-        now = time.monotonic()
-        while self._seen and (next(iter(self._seen.values())) < now - self.window or len(self._seen) > self.capacity):
-            self._seen.popitem(last=False)
-        if key in self._seen:
-            return False
-        self._seen[key] = now
-        return True
-
-
 @dataclass
 class SlackRuntime:
     core: Core
     multi_workspace: bool = False
     pacers: Pacers = field(default_factory=Pacers)
-    requests: RecentKeys = field(default_factory=RecentKeys)
     ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 

@@ -81,7 +81,7 @@ async def debate_command(
 ) -> None:
     await ack()
     runtime.record_ack(time.monotonic() - context.get("received_at", time.monotonic()))
-    if not runtime.requests.first_time(request_key(command)):
+    if not await runtime.core.store.claim_request("slack:" + request_key(command)):
         log.info("slack: dropped retry %d of /debate from %s", retry_number(request), command.get("user_id"))
         return
     inv = Invocation(runtime=runtime, client=client, respond=respond, team_id=command.get("team_id"),
