@@ -10,14 +10,12 @@ A stream that ends without a stop_reason broke off: that is an error, not a shor
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from http import HTTPStatus
 from typing import Any
 
 import anthropic
-import httpx2
 from anthropic import AsyncAnthropic
 
 from orchestrator.config import Settings
@@ -27,10 +25,10 @@ from orchestrator.providers.base import (
     Message,
     ModelCall,
     ProviderError,
-    ProviderTimeout,
 )
 from orchestrator.providers.effort import budget
-from orchestrator.providers.redact import estimate_tokens, redact, safe_host, seconds
+from orchestrator.providers.redact import estimate_tokens
+from orchestrator.providers.sdk_errors import CallState, translate_error
 
 log = logging.getLogger(__name__)
 
@@ -124,24 +122,14 @@ class AnthropicProvider:
                             if on_delta is not None:
                                 await on_delta(text)
                     final = await stream.get_final_message()
-        except TimeoutError:
-            if deadline.expired():
-                raise ProviderTimeout(f"{label} timed out after {seconds(call.timeout_s)} s") from None
-            raise
-        except anthropic.APITimeoutError:
-            raise ProviderTimeout(f"{label} timed out waiting for {safe_host(self.base_url)}") from None
-        except anthropic.APIConnectionError as exc:
-            if not streaming:
-                raise self._error(label, exc, 0) from None
-            log.debug("%s: connection lost mid-stream: %s", label, type(exc.__cause__).__name__)
-            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
-        except anthropic.APIError as exc:
-            raise self._error(label, exc, sum(map(len, parts))) from None
-        except httpx2.TransportError as exc:
-            log.debug("%s: transport error %s", label, type(exc).__name__)
-            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
-        except json.JSONDecodeError:
-            raise ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output") from None
+        except Exception as exc:
+            state = CallState(label=label, base_url=self.base_url, timeout_s=call.timeout_s, secrets=self._secrets,
+                              streaming=streaming, received=sum(map(len, parts)),
+                              deadline_expired=deadline.expired())
+            error = translate_error(exc, anthropic, state, _status_line)
+            if error is None:
+                raise
+            raise error from None
 
         text = "".join(parts)
         if not text:
@@ -161,22 +149,6 @@ class AnthropicProvider:
             output_tokens=output_tokens,
             duration_ms=int((time.perf_counter() - started) * 1000),
         )
-
-    def _error(self, label: str, exc: anthropic.APIError, received: int) -> ProviderError:
-        if isinstance(exc, anthropic.APIStatusError):
-            status = _status_line(exc)
-            log.debug("%s: %s", label, redact(str(exc.message), self._secrets))
-            if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
-                return ProviderError(f"{label}: the API key was rejected ({status})", kind="auth")
-            if isinstance(exc, anthropic.RateLimitError):
-                return ProviderError(f"{label}: rate limited ({status}) after retries", kind="rate_limit")
-            if isinstance(exc, anthropic.NotFoundError):
-                return ProviderError(f"{label}: model or endpoint not found ({status})")
-            return ProviderError(f"{label} failed: {status}")
-        if isinstance(exc, anthropic.APIConnectionError):
-            return ProviderError(f"{label}: could not connect to {safe_host(self.base_url)}")
-        log.debug("%s: stream error after %d chars: %s", label, received, redact(str(exc.message), self._secrets))
-        return ProviderError(f"{label}: the server reported an error mid-stream")
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -16,7 +16,6 @@ answer: the deltas already delivered stay delivered, and the ProviderError says 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -24,14 +23,14 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx2
 import openai
 from openai import AsyncOpenAI
 
 from orchestrator.config import Settings
-from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError, ProviderTimeout
+from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError
 from orchestrator.providers.effort import budget, reasoning_effort
-from orchestrator.providers.redact import estimate_tokens, redact, safe_host, seconds
+from orchestrator.providers.redact import estimate_tokens
+from orchestrator.providers.sdk_errors import CallState, translate_error
 
 log = logging.getLogger(__name__)
 
@@ -173,24 +172,14 @@ class OpenAICompatProvider:
                                     await on_delta(content)
                             if choice.finish_reason:
                                 finished = True
-        except TimeoutError:
-            if deadline.expired():
-                raise ProviderTimeout(f"{label} timed out after {seconds(call.timeout_s)} s") from None
-            raise
-        except openai.APITimeoutError:
-            raise ProviderTimeout(f"{label} timed out waiting for {safe_host(self.base_url)}") from None
-        except openai.APIConnectionError as exc:
-            if not streaming:
-                raise self._error(label, exc, 0) from None
-            log.debug("%s: connection lost mid-stream: %s", label, type(exc.__cause__).__name__)
-            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
-        except openai.APIError as exc:
-            raise self._error(label, exc, sum(map(len, parts))) from None
-        except httpx2.TransportError as exc:
-            log.debug("%s: transport error %s", label, type(exc).__name__)
-            raise ProviderError(f"{label} stream broke off after {sum(map(len, parts))} characters") from None
-        except json.JSONDecodeError:
-            raise ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output") from None
+        except Exception as exc:
+            state = CallState(label=label, base_url=self.base_url, timeout_s=call.timeout_s, secrets=self._secrets,
+                              streaming=streaming, received=sum(map(len, parts)),
+                              deadline_expired=deadline.expired())
+            error = translate_error(exc, openai, state, _status_line)
+            if error is None:
+                raise
+            raise error from None
 
         text = "".join(parts)
         if not text:
@@ -206,23 +195,6 @@ class OpenAICompatProvider:
         return Completion(
             text=text, input_tokens=input_tokens, output_tokens=output_tokens, duration_ms=duration_ms
         )
-
-    def _error(self, label: str, exc: openai.APIError, received: int) -> ProviderError:
-        if isinstance(exc, openai.APIStatusError):
-            status = _status_line(exc)
-            log.debug("%s: %s", label, redact(str(exc.message), self._secrets))
-            if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-                return ProviderError(f"{label}: the API key was rejected ({status})", kind="auth")
-            if isinstance(exc, openai.RateLimitError):
-                return ProviderError(f"{label}: rate limited ({status}) after retries", kind="rate_limit")
-            if isinstance(exc, openai.NotFoundError):
-                return ProviderError(f"{label}: model or endpoint not found ({status})")
-            return ProviderError(f"{label} failed: {status}")
-        if isinstance(exc, openai.APIConnectionError):
-            return ProviderError(f"{label}: could not connect to {safe_host(self.base_url)}")
-        # An `error` event inside the stream.
-        log.debug("%s: stream error after %d chars: %s", label, received, redact(str(exc.message), self._secrets))
-        return ProviderError(f"{label}: the server reported an error mid-stream")
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -1,0 +1,72 @@
+"""SDK failures → ProviderError with a user-safe message, for both official SDKs.
+
+The openai and anthropic SDKs are generated from one template, so their exception classes share names
+(APIStatusError, RateLimitError, …); the module is passed in and the same rules apply to both.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import httpx2
+
+from orchestrator.providers.base import ProviderError, ProviderTimeout
+from orchestrator.providers.redact import redact, safe_host, seconds
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CallState:
+    """What the call had done when it failed; decides how the failure reads."""
+
+    label: str  # provider:model
+    base_url: str | None
+    timeout_s: float
+    secrets: Iterable[str] = ()
+    streaming: bool = False
+    received: int = 0  # characters of text delivered before the failure
+    deadline_expired: bool = False
+
+
+def translate_error(
+    exc: BaseException, sdk: ModuleType, state: CallState, status_line: Callable[[Any], str]
+) -> BaseException | None:
+    """The ProviderError for `exc`, or None when it is not a provider failure (re-raise it as is)."""
+    label = state.label
+    broke_off = ProviderError(f"{label} stream broke off after {state.received} characters")
+    if isinstance(exc, TimeoutError):
+        if not state.deadline_expired:
+            return None
+        return ProviderTimeout(f"{label} timed out after {seconds(state.timeout_s)} s")
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderTimeout(f"{label} timed out waiting for {safe_host(state.base_url)}")
+    if isinstance(exc, sdk.APIConnectionError):
+        if not state.streaming:
+            return ProviderError(f"{label}: could not connect to {safe_host(state.base_url)}")
+        log.debug("%s: connection lost mid-stream: %s", label, type(exc.__cause__).__name__)
+        return broke_off
+    if isinstance(exc, sdk.APIStatusError):
+        status = status_line(exc)
+        log.debug("%s: %s", label, redact(str(exc.message), state.secrets))
+        if isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError):
+            return ProviderError(f"{label}: the API key was rejected ({status})", kind="auth")
+        if isinstance(exc, sdk.RateLimitError):
+            return ProviderError(f"{label}: rate limited ({status}) after retries", kind="rate_limit")
+        if isinstance(exc, sdk.NotFoundError):
+            return ProviderError(f"{label}: model or endpoint not found ({status})")
+        return ProviderError(f"{label} failed: {status}")
+    if isinstance(exc, sdk.APIError):  # an `error` event inside the stream
+        log.debug("%s: stream error after %d chars: %s", label, state.received, redact(str(exc.message), state.secrets))
+        return ProviderError(f"{label}: the server reported an error mid-stream")
+    if isinstance(exc, httpx2.TransportError):
+        log.debug("%s: transport error %s", label, type(exc).__name__)
+        return broke_off
+    if isinstance(exc, json.JSONDecodeError):
+        return ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output")
+    return None
