@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import re
 import sys
 import time
@@ -211,6 +212,8 @@ def main() -> None:
     parser.add_argument("--judge-words", type=int, default=100)
     parser.add_argument("--summary-words", type=int, default=100)
     args = parser.parse_args()
+    # A client cut off mid-stream (the overhead bench's deadline) is expected, not an error worth a traceback.
+    logging.basicConfig(level=logging.CRITICAL)
     plan = ReplyPlan(args.latency, args.tps, args.words, args.judge_words, args.summary_words)
     asyncio.run(_serve(plan))
 
