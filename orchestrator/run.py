@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from orchestrator.config import Settings
+from orchestrator.deltas import DeltaBatcher
 from orchestrator.events import (
     EventBus,
     Notice,
@@ -97,14 +98,20 @@ class DebateRun:
         started = time.time()
         clock = time.perf_counter()
 
-        async def on_delta(delta: str) -> None:
+        async def emit_text(text: str) -> None:
             await self.bus.emit(TextDelta(debate_id=self.debate_id, round=round, seat=seat.label, kind=kind,
-                                          delta=delta))
+                                          delta=text))
+
+        batcher = DeltaBatcher(emit_text)
 
         base = dict(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role, kind=kind,
                     model=seat.model, started_at=started)
         try:
-            completion = await self._complete(seat.model, self.model_call(seat.model, system, user), on_delta)
+            try:
+                call = self.model_call(seat.model, system, user)
+                completion = await self._complete(seat.model, call, batcher.add)
+            finally:
+                await batcher.flush()
         except ProviderError as exc:
             turn = Turn(**base, status="failed", error=sanitize_metadata(str(exc)),
                         duration_ms=int((time.perf_counter() - clock) * 1000))
