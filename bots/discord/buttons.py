@@ -17,7 +17,7 @@ from discord import ui
 
 from bots.commands import CommandError
 from bots.discord.render import quote_embed, with_tally
-from bots.discord.writer import NO_MENTIONS, with_retry
+from bots.discord.writer import NO_MENTIONS, ChannelWriter
 from orchestrator.models import DebateSpec, Vote
 from orchestrator.store import DebateRecord
 
@@ -161,8 +161,9 @@ async def quote_debate(interaction: discord.Interaction, id_or_prefix: str) -> N
         record.topic, record.verdict.recommendation, winner, _thread_link(record, interaction.guild_id),
         interaction.user.display_name,
     )
-    channel = bot.get_partial_messageable(int(record.channel), guild_id=interaction.guild_id)
-    await with_retry(lambda: channel.send(embed=embed, allowed_mentions=NO_MENTIONS))
+    channel_id = int(record.channel)
+    channel = bot.get_partial_messageable(channel_id, guild_id=interaction.guild_id)
+    await ChannelWriter(channel, bot.pacers(channel_id)).send(embed=embed)  # shares the channel's pacer
     await interaction.followup.send(
         f"Quoted the recommendation of `{record.id}` in <#{record.channel}>.", ephemeral=True,
         allowed_mentions=NO_MENTIONS,

@@ -16,7 +16,7 @@ import yarl
 from bots.discord.buttons import QuoteButton, VoteButton
 from bots.discord.commands import DebateTree, register_commands
 from bots.discord.sink import Pacing, ThreadSink
-from bots.discord.writer import NO_MENTIONS
+from bots.discord.writer import NO_MENTIONS, ChannelPacers
 from orchestrator.config import ConfigError, Settings
 from orchestrator.core import Core
 from orchestrator.providers.registry import preload_sdks
@@ -37,6 +37,8 @@ class DebateBot(discord.Client):
         super().__init__(allowed_mentions=NO_MENTIONS, **options)
         self.core = core
         self.pacing = pacing or Pacing()
+        # one pacer per channel id for every write the bot makes with its token (threads are channels)
+        self.pacers = ChannelPacers(self.pacing.channel_writes, self.pacing.channel_window)
         self.tree = DebateTree(self)
         self._sinks: set[ThreadSink] = set()
 

@@ -15,7 +15,7 @@ import discord
 
 from bots.discord.buttons import verdict_view
 from bots.discord.render import STATUS_LABELS, ended_embed, root_embed, turn_header, verdict_embed
-from bots.discord.writer import CONTENT_LIMIT, ChannelPacer, ChannelWriter, SeatWriter
+from bots.discord.writer import CONTENT_LIMIT, ChannelPacers, ChannelWriter, LatestEdit, Priority, SeatWriter
 from bots.live import LiveTurns
 from bots.text import neutralize_discord, split_message
 from orchestrator.events import (
@@ -57,17 +57,18 @@ class ThreadSink:
         root: discord.PartialMessage,
         notes: list[str],
         pacing: Pacing,
+        pacers: ChannelPacers,
     ) -> None:
+        """`pacers` is the bot's: the thread's pacer and the parent channel's are shared with every
+        other writer there (other debates' root edits, thread creation, quotes)."""
         self.store = store
         self.spec = spec
         self.thread = thread
         self.notes = notes
         self.pacing = pacing
-        self._root = root
-        thread_pacer = ChannelPacer(pacing.channel_writes, pacing.channel_window)
-        self._thread_pacer = thread_pacer
-        self._out = ChannelWriter(thread, thread_pacer)
-        self._root_out = ChannelWriter(root.channel, ChannelPacer(pacing.channel_writes, pacing.channel_window))
+        self._thread_pacer = pacers(thread.id)
+        self._out = ChannelWriter(thread, self._thread_pacer)
+        self._status = LatestEdit(root, pacers(root.channel.id))
         self._lives: dict[str, LiveTurns] = {}
         self._verdict: Verdict | None = None
         self._queue: asyncio.Queue[EventBase] = asyncio.Queue()
@@ -139,7 +140,7 @@ class ThreadSink:
         title = f" · {event.title}" if event.title else ""
         progress = f"Round {event.round} of {event.total}{title}"
         await self._out.send(content=f"**{neutralize_discord(progress)}**")
-        await self._set_status(f"⏳ {progress}")
+        self._set_status(f"⏳ {progress}")
 
     async def _notice(self, event: Notice) -> None:
         icon = "⚠️" if event.level == "warning" else "ℹ️"
@@ -157,11 +158,14 @@ class ThreadSink:
         else:
             await self._out.send(embed=ended_embed(outcome))
             status = f"{STATUS_LABELS.get(outcome.status, outcome.status)}: {outcome.error or 'no verdict'}"
-        await self._set_status(status)
+        self._set_status(status, final=True)
+        await self._status.flush()  # the sink is done only when the root message shows how it ended
 
-    async def _set_status(self, status: str) -> None:
+    def _set_status(self, status: str, *, final: bool = False) -> None:
+        """Show `status` on the root message without holding up the thread.
+
+        The root messages of every debate in a channel share that channel's 5 writes per 5 s, so a
+        progress state still waiting when a newer one arrives is dropped; the final state always lands.
+        """
         embed = root_embed(self.spec, status=status, notes=self.notes)
-        try:
-            await self._root_out.edit(self._root, embed=embed)
-        except discord.HTTPException:  # progress on the root message is a nicety; the thread has it all
-            log.warning("discord: could not update the root message of %s", self.spec.id, exc_info=True)
+        self._status.set(Priority.NORMAL if final else Priority.PROGRESS, embed=embed)

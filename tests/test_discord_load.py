@@ -1,0 +1,219 @@
+"""Many debates in one Discord channel: one write budget per channel, shared by everything that writes there.
+
+Discord allows about 5 writes per 5 s per channel. Every debate started in a channel opens its thread
+and edits its root message there, so those writes must share one pacer (the bot's, per channel id);
+a thread is a channel of its own. The peer here enforces 5 writes per 1 s and the bot paces to the same
+scaled limit, so the whole run takes seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bots.discord import DebateBot, point_discord_at
+from bots.discord.sink import Pacing
+from bots.discord.writer import ChannelPacer, ChannelPacers, LatestEdit, Priority
+from bots.text import neutralize_discord
+from orchestrator.config import Settings, load_settings
+from orchestrator.core import Core
+from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
+from tests.fakes.llm_server import FakeLLMServer, Reply
+
+DEBATES = 8
+WINDOW = 1.0  # Discord's 5 writes per 5 s, five times faster
+PACING = Pacing(min_edit_interval=0.25, channel_writes=5, channel_window=WINDOW)
+VERDICT = {
+    "winner": "A", "reasoning": "A gave numbers.", "ratings": {}, "agreements": [], "disagreements": [],
+    "unresolved": [], "recommendation": "Use Kafka for the audit log.",
+}
+
+
+@pytest.fixture
+async def peer() -> AsyncIterator[DiscordPeer]:
+    async with DiscordPeer(rate_limit=(5, WINDOW)) as server:
+        yield server
+
+
+@pytest.fixture
+def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Settings:
+    llm_server.add_rule(Reply(text=json.dumps(VERDICT)), match="judge-1")
+    llm_server.add_rule(Reply(text="Kafka keeps an ordered, replayable log. " * 6, tokens_per_s=200), match="gpt-5")
+    llm_server.add_rule(Reply(text="RabbitMQ is simpler to run and enough here. " * 6, tokens_per_s=200),
+                        match="claude-sonnet-4-6")
+    return load_settings(
+        DEBATE_DB=str(tmp_path / "debates.db"),
+        OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm_server.openai_base_url,
+        ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=llm_server.anthropic_base_url,
+        DEBATE_MAX_RETRIES=0,
+        DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
+    )
+
+
+@asynccontextmanager
+async def connected(core: Core) -> AsyncIterator[DebateBot]:
+    point_discord_at(core.settings)
+    bot = DebateBot(core, pacing=PACING, guild_ready_timeout=0.05)
+    async with bot:
+        task = asyncio.create_task(bot.start(TOKEN))
+        await asyncio.wait_for(bot.wait_until_ready(), 10)
+        try:
+            yield bot
+        finally:
+            await bot.close()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+OPTIONS = {"rounds": 1, "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-6",
+           "judge": "openai:judge-1"}
+
+
+def _root_status(peer: DiscordPeer, message_id: str | None) -> str:
+    message = peer.messages.get(message_id or "", {})
+    fields = message.get("embeds", [{}])[0].get("fields", []) if message.get("embeds") else []
+    return next((f["value"] for f in fields if f["name"] == "Status"), "")
+
+
+def _finished(peer: DiscordPeer, message_ids: list[str | None]) -> bool:
+    return all("Finished" in _root_status(peer, m) for m in message_ids)
+
+
+async def _lost_turns(core: Core, peer: DiscordPeer) -> tuple[int, int]:
+    """(turns whose stored text is not all in their message, turns) over every debate in the store."""
+    lost = turns = 0
+    for summary in await core.store.history(100):
+        record = await core.store.get_debate(summary.id)
+        assert record is not None
+        for turn in record.turns:
+            turns += 1
+            message_id = await core.store.get_message(record.id, f"turn:{turn.round}:{turn.seat}:{turn.kind}")
+            message = peer.messages.get(message_id or "", {})
+            shown = " ".join(" ".join(e.get("description", "").split()) for e in message.get("embeds", []))
+            lost += not turn.text or " ".join(neutralize_discord(turn.text).split()) not in shown
+    return lost, turns
+
+
+async def test_debates_started_at_once_in_one_channel_share_its_budget(settings: Settings, peer: DiscordPeer) -> None:
+    async with await Core.open(settings) as core, connected(core) as bot:
+        records = [
+            await peer.dispatch_interaction(peer.slash_command(
+                "debate", {"topic": f"Kafka or RabbitMQ for audit log #{i}?", **OPTIONS},
+                user_id=f"74000000000000{i:04d}"))
+            for i in range(DEBATES)
+        ]
+        await peer.wait_for(lambda: all(r.original for r in records), within=10)
+        roots = [r.original for r in records]
+        await peer.wait_for(lambda: _finished(peer, roots), within=40)
+        await asyncio.wait_for(_sinks_closed(bot), 10)
+
+        # every debate got its thread and its verdict; nobody was told something went wrong
+        threads = peer.threads()
+        assert sorted(t["id"] for t in threads) == sorted(r for r in roots if r)
+        assert all(any(m["components"] for m in peer.channel_messages(t["id"])) for t in threads)
+        assert not [c for c in peer.calls if c.path.startswith("/webhooks/")]
+        history = await core.store.history(100)
+        assert len(history) == DEBATES and all(h.status == "completed" for h in history)
+        # no 429 anywhere: the parent channel's writes (thread creation, root edits) shared one pacer
+        assert [c.path for c in peer.calls if c.status == 429] == []
+        parent = [c for c in peer.calls if c.is_write and c.path.startswith(f"/channels/{CHANNEL_ID}/")]
+        assert sum(c.path.endswith("/threads") for c in parent) == DEBATES
+        # root progress edits coalesce: at most one progress edit and the final one per debate
+        edits = [c for c in parent if c.method == "PATCH"]
+        assert DEBATES <= len(edits) <= 2 * DEBATES
+        assert {c.path.rsplit("/", 1)[1] for c in edits} == set(roots)
+        # no turn text lost
+        lost, turns = await _lost_turns(core, peer)
+        assert turns == 2 * DEBATES and lost == 0
+
+
+async def _sinks_closed(bot: DebateBot) -> None:
+    """Every debate's sink has rendered its final event (and landed its final root edit)."""
+    while bot._sinks:
+        await asyncio.wait([asyncio.ensure_future(s.wait_closed()) for s in list(bot._sinks)])
+
+
+async def test_a_thread_is_opened_even_through_429s_discord_py_gives_up_on(
+    settings: Settings, peer: DiscordPeer
+) -> None:
+    threads = r"^/channels/\d+/messages/\d+/threads$"
+    peer.fail_next("POST", threads, count=1, retry_after=0.05, via=False)  # discord.py raises at once
+    peer.fail_next("POST", threads, count=5, retry_after=0.05)  # with Via: discord.py's 5 tries, then it raises
+    async with await Core.open(settings) as core, connected(core) as bot:
+        record = await peer.dispatch_interaction(peer.slash_command("debate", {"topic": "Tabs?", **OPTIONS}))
+        await peer.wait_for(lambda: _finished(peer, [record.original]), within=20)
+        await asyncio.wait_for(_sinks_closed(bot), 10)
+    statuses = [c.status for c in peer.calls if c.path.endswith("/threads")]
+    assert statuses == [429] * 6 + [201]
+    assert [t["id"] for t in peer.threads()] == [record.original]
+    assert not [c for c in peer.calls if c.path.startswith("/webhooks/")]  # no "Something went wrong"
+
+
+# ---------------------------------------------------------------- the pacer and the registry
+
+
+async def test_one_pacer_per_channel_id() -> None:
+    pacers = ChannelPacers(5, WINDOW)
+    parent = pacers(1)
+    assert pacers(1) is parent and pacers(2) is not parent
+    assert len(pacers) == 1  # nobody holds channel 2's pacer and it never wrote: gone
+    async with parent.slot():
+        pass
+    del parent  # nobody holds it, but its window still has a write in it: it is kept
+    assert pacers(1).idle(asyncio.get_running_loop().time()) is False
+
+
+async def test_urgent_writes_go_first_and_the_limit_holds() -> None:
+    loop = asyncio.get_running_loop()
+    pacer = ChannelPacer(2, 0.2)
+    order: list[str] = []
+    times: list[float] = []
+
+    async def write(name: str, priority: Priority) -> None:
+        async with pacer.slot(priority):
+            order.append(name)
+            times.append(loop.time())
+
+    await asyncio.gather(write("a", Priority.NORMAL), write("b", Priority.NORMAL))  # the window is now full
+    waiting = [asyncio.create_task(write(f"p{i}", Priority.PROGRESS)) for i in range(2)]
+    waiting += [asyncio.create_task(write("n", Priority.NORMAL)), asyncio.create_task(write("u", Priority.URGENT))]
+    cancelled = asyncio.create_task(write("x", Priority.URGENT))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.gather(*waiting)
+    assert order == ["a", "b", "u", "n", "p0", "p1"]
+    assert all(later - earlier >= 0.2 - 0.01 for earlier, later in zip(times, times[2:], strict=False))
+
+
+class _Message:
+    """Stands in for a `discord.PartialMessage`: records the edits."""
+
+    def __init__(self) -> None:
+        self.id = 1
+        self.edits: list[str] = []
+
+    async def edit(self, **kwargs: Any) -> None:
+        self.edits.append(str(kwargs["content"]))
+
+
+async def test_status_edits_coalesce_and_the_last_one_lands() -> None:
+    pacer = ChannelPacer(1, 0.1)
+    message = _Message()
+    status = LatestEdit(message, pacer)  # type: ignore[arg-type]
+    async with pacer.slot():  # someone else holds the channel's only slot
+        for i in range(5):
+            status.set(content=f"progress {i}")
+        status.set(Priority.NORMAL, content="final")
+        await asyncio.sleep(0)
+    await status.flush()
+    assert message.edits == ["final"]
+    assert status.dropped == 5
+
+    status.set(content="again")
+    await status.flush()
+    assert message.edits == ["final", "again"]
