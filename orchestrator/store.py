@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlite_utils import Database
@@ -54,6 +54,10 @@ BUSY_TIMEOUT_MS = 5000
 MIN_ID_PREFIX = 4
 SNIPPET_TOKENS = 16
 RECOMMENDATION_SNIPPET_CHARS = 200
+# Search ranks, per FTS table, only this many of a query's newest matches (see `Store.search`).
+SEARCH_RECENT_MATCHES = 1_000
+# Candidate rows ranked per wanted hit: a debate has several turns, `limit` debates need more rows.
+SEARCH_CANDIDATES_PER_HIT = 5
 INTERRUPTED_ERROR = "interrupted by a restart"
 HitWhere = Literal["topic", "turn", "recommendation"]
 
@@ -652,6 +656,14 @@ class Store:
 
         User text is always quoted (every token becomes a literal phrase), so FTS syntax in the
         query — `AND (cats`, `"`, `*`, `NEAR(` — is searched for, never interpreted.
+
+        Ranking trade-off: bm25 costs time per matching row, so in each FTS table only the
+        newest `SEARCH_RECENT_MATCHES` matches compete (FTS5 walks its index newest-first and
+        stops there). A query with fewer matches than that — rare words, most multi-word
+        queries — is ranked over the whole log; a very common one returns the best among its
+        recent matches, not the best of all time. Scores stay comparable either way (bm25's
+        IDF counts every match). Ties go to the newer row; snippets are built for the final
+        hits only.
         """
         if not query.strip() or limit <= 0:
             return []
@@ -839,30 +851,60 @@ def _summary(row: dict[str, Any]) -> DebateSummary:
 
 
 # Each FTS table: how its rows join back to a debate, and what a hit there is called.
-_FTS_SOURCES: tuple[tuple[HitWhere, str], ...] = (
-    (
-        "topic",
-        """select d.id, d.topic, d.created_at, d.status, bm25(debates_fts) as rank,
-                  snippet(debates_fts, -1, '[', ']', '…', {tokens}) as snippet
-           from debates_fts join debates d on d.rowid = debates_fts.rowid
-           where debates_fts match :query order by rank limit :limit""",
-    ),
-    (
-        "turn",
-        """select d.id, d.topic, d.created_at, d.status, bm25(turns_fts) as rank,
-                  snippet(turns_fts, -1, '[', ']', '…', {tokens}) as snippet
-           from turns_fts join turns t on t.id = turns_fts.rowid join debates d on d.id = t.debate_id
-           where turns_fts match :query order by rank limit :limit""",
-    ),
-    (
+@dataclass(frozen=True)
+class _FtsSource:
+    where: HitWhere
+    fts: str
+    join: str  # joins `best` (the ranked FTS rowids) to the debate as `d`
+
+    @property
+    def candidates_sql(self) -> str:
+        """The best `:limit` of the newest `:window` matches, bm25 first (ties: newest), with their debate.
+
+        `order by rowid desc limit :window` walks the FTS index in its own order and stops, so only
+        those rows are scored; bm25's IDF still counts every match in the table.
+        """
+        return f"""
+            with recent as (
+                select rowid, bm25({self.fts}) as score from {self.fts}
+                where {self.fts} match :query order by rowid desc limit :window
+            ),
+            best as (select rowid, score from recent order by score, rowid desc limit :limit)
+            select best.rowid, best.score, d.id, d.topic, d.created_at, d.status
+            from best {self.join}"""
+
+    @property
+    def snippets_sql(self) -> str:
+        """Snippets for the chosen rowids only: one pass over the matches between `:lo` and `:hi`.
+
+        The rowid range goes to FTS5 as a scan bound; `+rowid in (…)` is kept out of it (a lookup
+        per rowid costs a doclist seek each), so the snippet is built only for the rows wanted.
+        """
+        return f"""
+            select rowid, snippet({self.fts}, -1, '[', ']', '…', {SNIPPET_TOKENS}) from {self.fts}
+            where {self.fts} match :query and rowid between :lo and :hi
+              and +rowid in (select value from json_each(:rowids))"""
+
+
+_FTS_SOURCES: tuple[_FtsSource, ...] = (
+    _FtsSource("topic", "debates_fts", "join debates d on d.rowid = best.rowid"),
+    _FtsSource("turn", "turns_fts", "join turns t on t.id = best.rowid join debates d on d.id = t.debate_id"),
+    _FtsSource(
         "recommendation",
-        """select d.id, d.topic, d.created_at, d.status, bm25(verdicts_fts) as rank,
-                  snippet(verdicts_fts, -1, '[', ']', '…', {tokens}) as snippet
-           from verdicts_fts join verdicts v on v.rowid = verdicts_fts.rowid
-                join debates d on d.id = v.debate_id
-           where verdicts_fts match :query order by rank limit :limit""",
+        "verdicts_fts",
+        "join verdicts v on v.rowid = best.rowid join debates d on d.id = v.debate_id",
     ),
 )
+
+
+class _Candidate(NamedTuple):
+    source: _FtsSource
+    rowid: int
+    rank: float
+    debate_id: str
+    topic: str
+    created_at: float
+    status: DebateStatus
 
 
 def _fts_queries(db: Database, query: str) -> list[str]:
@@ -874,28 +916,44 @@ def _fts_queries(db: Database, query: str) -> list[str]:
 
 
 def _search(db: Database, query: str, limit: int) -> list[SearchHit]:
-    best: dict[str, SearchHit] = {}
     for fts_query in _fts_queries(db, query):
         try:
-            for where, template in _FTS_SOURCES:
-                sql = template.format(tokens=SNIPPET_TOKENS)
-                # a debate can match many turns; fetch enough rows to fill `limit` distinct debates
-                for row in _dict_rows(db, sql, {"query": fts_query, "limit": limit * 5}):
-                    hit = SearchHit(
-                        debate_id=row["id"],
-                        topic=row["topic"],
-                        where=where,
-                        snippet=row["snippet"] or "",
-                        created_at=from_iso(row["created_at"]) or 0.0,
-                        status=row["status"],
-                        rank=row["rank"],
-                    )
-                    current = best.get(hit.debate_id)
-                    if current is None or hit.rank < current.rank:
-                        best[hit.debate_id] = hit
+            return _ranked_hits(db, fts_query, limit)
         except sqlite3.OperationalError as error:  # an FTS syntax corner quote_fts missed
             log.info("search query %r rejected by FTS (%s); retrying with words only", query[:80], error)
-            best.clear()
-            continue
-        break
-    return sorted(best.values(), key=lambda h: (h.rank, -h.created_at))[:limit]
+    return []
+
+
+def _ranked_hits(db: Database, fts_query: str, limit: int) -> list[SearchHit]:
+    """Rank a few candidates per FTS table, keep each debate's best, then build `limit` snippets."""
+    best: dict[str, _Candidate] = {}
+    # a debate can match many turns; fetch enough rows to fill `limit` distinct debates
+    args = {"query": fts_query, "window": SEARCH_RECENT_MATCHES, "limit": limit * SEARCH_CANDIDATES_PER_HIT}
+    for source in _FTS_SOURCES:
+        for rowid, rank, debate_id, topic, created_at, status in db.execute(source.candidates_sql, args):
+            current = best.get(debate_id)
+            if current is None or rank < current.rank:
+                created = from_iso(created_at) or 0.0
+                best[debate_id] = _Candidate(source, rowid, rank, debate_id, topic, created, status)
+    chosen = sorted(best.values(), key=lambda c: (c.rank, -c.created_at))[:limit]
+    snippets: dict[tuple[str, int], str] = {}
+    for source in _FTS_SOURCES:
+        rowids = [c.rowid for c in chosen if c.source is source]
+        if rowids:
+            rows = db.execute(
+                source.snippets_sql,
+                {"query": fts_query, "lo": min(rowids), "hi": max(rowids), "rowids": json.dumps(rowids)},
+            )
+            snippets.update(((source.fts, rowid), snippet or "") for rowid, snippet in rows)
+    return [
+        SearchHit(
+            debate_id=c.debate_id,
+            topic=c.topic,
+            where=c.source.where,
+            snippet=snippets.get((c.source.fts, c.rowid), ""),
+            created_at=c.created_at,
+            status=c.status,
+            rank=c.rank,
+        )
+        for c in chosen
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,13 @@ from orchestrator.pricing import estimate_cost
 from orchestrator.redaction import make_redactor
 from orchestrator.store import (
     INTERRUPTED_ERROR,
+    SEARCH_RECENT_MATCHES,
     AmbiguousIdError,
     DebateNotFoundError,
     Store,
     StoreClosedError,
     StoreError,
+    to_iso,
 )
 from orchestrator.store_sink import StoreSink
 
@@ -190,6 +193,42 @@ async def test_fts_triggers_follow_updates(store: Store, tmp_path: Path) -> None
     assert all(h.where != "topic" for h in await store.search("kafka"))
     await store.vacuum()
     assert [h.debate_id for h in await store.search("pulsar")] == [spec.id]
+
+
+async def test_search_for_a_common_word_ranks_the_best_and_newest_first_within_limit(store: Store) -> None:
+    debates, per_debate = 600, 5
+    assert debates * per_debate > SEARCH_RECENT_MATCHES  # the word is common enough to bound the ranking
+    ids = [f"c{i:05d}" for i in range(debates)]
+    oldest, dense = ids[0], ids[590]
+
+    def fill(db: Database) -> None:
+        start = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+        db.table("debates").insert_all(
+            {"id": debate_id, "topic": f"Filler debate number {i}", "format": "challenge", "status": "completed",
+             "created_at": to_iso(start + 60 * i)}
+            for i, debate_id in enumerate(ids)
+        )  # fmt: skip
+        turns = []
+        for debate_id in ids:
+            for round in range(1, per_debate + 1):
+                turns.append({"debate_id": debate_id, "round": round, "seat": "A", "status": "ok",
+                              "text": "We measured latency again and it held steady across the quarter."})  # fmt: skip
+        turns[0]["text"] = "Nobody mentioned zookeeper until the latency review."
+        turns[590 * per_debate]["text"] = "Latency, latency, latency: tail latency is the whole argument."
+        db.table("turns").insert_all(turns)
+
+    await store.write(fill)
+    hits = await store.search("latency", limit=10)
+    assert len(hits) == 10 and len({h.debate_id for h in hits}) == 10
+    assert [h.rank for h in hits] == sorted(h.rank for h in hits)
+    assert hits[0].debate_id == dense and hits[0].where == "turn" and "[Latency]" in hits[0].snippet
+    # every other turn scores the same; ties go to the newest debates
+    assert [h.debate_id for h in hits[1:]] == [i for i in reversed(ids) if i != dense][:9]
+    assert all("[latency]" in h.snippet for h in hits[1:])
+    assert len(await store.search("latency")) == 20
+    # a word with few matches is ranked over the whole log, however old its debate
+    assert [h.debate_id for h in await store.search("zookeeper")] == [oldest]
+    assert [h.debate_id for h in await store.search("zookeeper latency")] == [oldest]
 
 
 # -- concurrency --------------------------------------------------------------------------------
