@@ -28,9 +28,9 @@ from orchestrator.migrations import MIGRATIONS_TABLE, migration_names, migration
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict, Vote
 from orchestrator.pricing import estimate_cost
 from orchestrator.redaction import make_redactor
+from orchestrator.search import SEARCH_RECENT_MATCHES
 from orchestrator.store import (
     INTERRUPTED_ERROR,
-    SEARCH_RECENT_MATCHES,
     AmbiguousIdError,
     DebateNotFoundError,
     Store,

@@ -1,0 +1,173 @@
+"""What the debate log returns: records, summaries, search hits, tallies, and its errors.
+
+Timestamps are ISO-8601 UTC text in the file (readable in Datasette) and float epoch seconds in
+the models; `to_iso` / `from_iso` convert at this boundary.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.models import DebateSpec, DebateStatus, Seat, Turn, Verdict
+
+MIN_ID_PREFIX = 4
+RECOMMENDATION_SNIPPET_CHARS = 200
+HitWhere = Literal["topic", "turn", "recommendation"]
+
+
+class StoreError(Exception):
+    """A log operation failed in a way the caller can explain to a user."""
+
+
+class StoreClosedError(StoreError):
+    def __init__(self) -> None:
+        super().__init__("the debate log is not open; call `await store.start()` first")
+
+
+class DebateNotFoundError(StoreError):
+    def __init__(self, debate_id: str) -> None:
+        super().__init__(f"no debate with id {debate_id!r}")
+        self.debate_id = debate_id
+
+
+class AmbiguousIdError(StoreError):
+    """A short id matched more than one debate; the message lists them."""
+
+    def __init__(self, prefix: str, matches: list[str]) -> None:
+        shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
+        super().__init__(f"{prefix!r} matches {len(matches)} debates ({shown}); type more of the id")
+        self.prefix = prefix
+        self.matches = matches
+
+
+# ---------------------------------------------------------------------------------------------
+# what the store hands back
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Tally(_Record):
+    """Votes on one debate: how many users chose each choice, and how many voted at all."""
+
+    debate_id: str
+    counts: dict[str, int] = Field(default_factory=dict)
+    total: int = 0
+
+    def count(self, choice: str) -> int:
+        return self.counts.get(choice, 0)
+
+
+class TurnRecord(Turn):
+    """A stored turn: the engine's Turn plus its row id (the FTS rowid) and estimated cost."""
+
+    id: int
+    cost_usd: float | None = None
+
+
+class NoticeRecord(_Record):
+    at: float
+    level: str
+    text: str
+
+
+class TokenTotals(_Record):
+    debate_id: str
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None when any turn used a model with an unknown price
+
+
+class DebateRecord(_Record):
+    """Everything the log knows about one debate."""
+
+    id: str
+    topic: str
+    format: str
+    status: DebateStatus
+    created_at: float
+    finished_at: float | None = None
+    platform: str | None = None
+    channel: str | None = None
+    thread: str | None = None
+    requested_by: str | None = None
+    rounds_planned: int = 0
+    rounds_completed: int = 0
+    effort: str | None = None
+    judge: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+    spec: DebateSpec | None = None
+    seats: tuple[Seat, ...] = ()
+    turns: tuple[TurnRecord, ...] = ()
+    verdict: Verdict | None = None
+    notices: tuple[NoticeRecord, ...] = ()
+    tally: Tally
+
+    def seat(self, label: str) -> Seat | None:
+        return next((s for s in self.seats if s.label == label), None)
+
+
+class DebateSummary(_Record):
+    """One line of `debate history`."""
+
+    id: str
+    topic: str
+    format: str
+    status: DebateStatus
+    created_at: float
+    finished_at: float | None = None
+    platform: str | None = None
+    channel: str | None = None
+    thread: str | None = None
+    requested_by: str | None = None
+    rounds_planned: int = 0
+    rounds_completed: int = 0
+    winner: str | None = None  # seat label
+    winner_model: str | None = None
+    split: bool = False
+    recommendation: str | None = None  # at most RECOMMENDATION_SNIPPET_CHARS characters
+    votes: int = 0
+    cost_usd: float | None = None
+    error: str | None = None
+
+
+class SearchHit(_Record):
+    """A debate that matched a search, at its best-ranked place."""
+
+    debate_id: str
+    topic: str
+    where: HitWhere  # "recommendation" covers the verdict's recommendation and reasoning
+    snippet: str  # the match between [ and ]
+    created_at: float
+    status: DebateStatus
+    rank: float  # bm25: lower is better
+
+
+# ---------------------------------------------------------------------------------------------
+# time at the boundary
+
+
+def to_iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
+
+
+def from_iso(text: str | None) -> float | None:
+    if not text:
+        return None
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+

@@ -1,0 +1,164 @@
+"""One dedicated thread owns a SQLite connection and runs work sent to it as plain `fn(db)` calls.
+
+A `sqlite_utils.Database` works only in the thread that created it (Datasette's write-thread
+pattern). Each callable runs in its own transaction; its result or exception comes back to the
+awaiting coroutine through `loop.call_soon_threadsafe`, so the event loop never blocks on SQLite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlite_utils import Database
+
+from orchestrator.migrations import migrations
+from orchestrator.records import StoreClosedError, StoreError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+BUSY_TIMEOUT_MS = 5000
+
+
+@dataclass(slots=True)
+class _Job:
+    fn: Callable[[Database], Any]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    write: bool
+
+
+@dataclass(slots=True)
+class _Stop:
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # the awaiting coroutine was cancelled; the work still happened
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def _hand_back(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, error: BaseException | None
+) -> None:
+    try:
+        loop.call_soon_threadsafe(_settle, future, result, error)
+    except RuntimeError:  # the loop closed while the job ran; nobody is waiting any more
+        log.debug("store result dropped: event loop closed")
+
+
+def open_database(path: Path) -> Database:
+    """Open the file with the pragmas the log relies on and bring the schema up to date."""
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    db = Database(conn)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    db.execute("PRAGMA synchronous=NORMAL")
+    migrations.apply(db)
+    return db
+
+
+def _run_in_transaction(db: Database, fn: Callable[[Database], T], write: bool) -> T:
+    conn = db.conn
+    # IMMEDIATE takes the write lock up front, so another process's writer makes us wait on
+    # busy_timeout instead of failing with SQLITE_BUSY when a read turns into a write.
+    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    try:
+        result = fn(db)
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+    return result
+
+
+class DatabaseThread:
+    """The thread and its queue; `start()` opens the file and migrates, `close()` drains and closes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._queue: queue.SimpleQueue[_Job | _Stop] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._thread is not None
+
+    async def start(self) -> None:
+        """Open the file in the thread, set WAL, run pending migrations."""
+        if self._thread is not None:
+            return
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        thread = threading.Thread(target=self._serve, args=(loop, ready), name=f"store:{self.path.name}", daemon=True)
+        thread.start()
+        try:
+            await ready
+        except BaseException:
+            await asyncio.to_thread(thread.join)
+            raise
+        self._thread = thread
+
+    async def close(self) -> None:
+        """Finish every queued job, then close the connection (checkpointing the WAL)."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._thread = None
+        loop = asyncio.get_running_loop()
+        stopped: asyncio.Future[None] = loop.create_future()
+        self._queue.put(_Stop(loop, stopped))
+        await stopped
+        await asyncio.to_thread(thread.join)
+
+    def _serve(self, loop: asyncio.AbstractEventLoop, ready: asyncio.Future[None]) -> None:
+        try:
+            db = open_database(self.path)
+        except sqlite3.Error as error:  # hand the failure to start(); the thread ends
+            message = f"cannot open the debate log at {self.path}: {error} (check DEBATE_DB)"
+            _hand_back(loop, ready, None, StoreError(message))
+            return
+        except BaseException as error:
+            _hand_back(loop, ready, None, error)
+            return
+        _hand_back(loop, ready, None, None)
+        while True:
+            job = self._queue.get()
+            if isinstance(job, _Stop):
+                try:
+                    db.execute("PRAGMA optimize")
+                    db.close()
+                except sqlite3.Error as error:
+                    _hand_back(job.loop, job.future, None, error)
+                    return
+                _hand_back(job.loop, job.future, None, None)
+                return
+            try:
+                result = _run_in_transaction(db, job.fn, job.write)
+            except BaseException as error:
+                _hand_back(job.loop, job.future, None, error)
+            else:
+                _hand_back(job.loop, job.future, result, None)
+
+    async def submit(self, fn: Callable[[Database], T], *, write: bool) -> T:
+        if self._thread is None:
+            raise StoreClosedError()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put(_Job(fn, loop, future, write))
+        return await future
