@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
+from aiohttp import web
 
 from orchestrator.providers.anthropic_api import AnthropicProvider, to_anthropic
 from orchestrator.providers.base import Message, ModelCall, ProviderError, ProviderTimeout
@@ -172,6 +174,105 @@ async def test_empty_reply_is_bad_output(llm_server: FakeLLMServer) -> None:
         await provider.complete(call())
     await provider.aclose()
     assert info.value.kind == "bad_output"
+
+
+async def test_sequential_calls_reuse_one_connection(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The body is read past message_stop to its end, so HTTP/1.1 keeps the connection for the next call.
+    peers: set[object] = set()
+    record = llm_server._record
+
+    def spy(request: web.Request, api: str, body: dict[str, object]) -> object:
+        peers.add(request.transport.get_extra_info("peername") if request.transport else None)
+        return record(request, api, body)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(llm_server, "_record", spy)
+    provider = make(llm_server)
+    for _ in range(4):
+        await provider.complete(call())
+    await provider.aclose()
+    assert len(llm_server.requests) == 4 and len(peers) == 1
+
+
+# ---- bodies the fake server does not send, from a raw SSE endpoint ----
+
+
+def _event(name: str, data: dict[str, object]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+START = _event("message_start", {"type": "message_start", "message": {
+    "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m", "stop_reason": None,
+    "usage": {"input_tokens": 11, "output_tokens": 1}}})
+
+
+def _text(piece: str) -> str:
+    return _event("content_block_delta",
+                  {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": piece}})
+
+
+async def _complete_raw(body: str, deltas: list[str] | None = None) -> tuple[str, int, int]:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(body.encode())
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    provider = AnthropicProvider(api_key=KEY, base_url=f"http://127.0.0.1:{runner.addresses[0][1]}", max_retries=0)
+
+    async def on_delta(text: str) -> None:
+        if deltas is not None:
+            deltas.append(text)
+
+    try:
+        result = await provider.complete(call(model="m"), on_delta)
+        return result.text, result.input_tokens, result.output_tokens
+    finally:
+        await provider.aclose()
+        await runner.cleanup()
+
+
+async def test_thinking_is_skipped_and_usage_is_cumulative() -> None:
+    body = (
+        START
+        + _event("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "thinking", "thinking": ""}})
+        + _event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "thinking_delta", "thinking": "hmm"}})
+        + ": keep-alive comment\n\n"
+        + _text("Seat A")
+        + _event("ping", {"type": "ping"})
+        + _text(" won.")
+        + _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                   "usage": {"output_tokens": 42}})
+        + _event("message_stop", {"type": "message_stop"})
+    )
+    deltas: list[str] = []
+    assert await _complete_raw(body, deltas) == ("Seat A won.", 11, 42)
+    assert deltas == ["Seat A", " won."]
+
+
+async def test_error_event_mid_stream_names_its_type_only() -> None:
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": f"Overloaded (key {KEY})"}}
+    deltas: list[str] = []
+    with pytest.raises(ProviderError) as info:
+        await _complete_raw(START + _text("Half") + _event("error", error), deltas)
+    assert deltas == ["Half"]
+    assert str(info.value) == "anthropic:m: the server reported an error mid-stream (overloaded_error)"
+    assert info.value.kind == "error"
+
+
+async def test_body_ending_without_stop_reason_is_an_early_end() -> None:
+    with pytest.raises(ProviderError, match="ended early after 4 characters"):
+        await _complete_raw(START + _text("Half") + _event("message_stop", {"type": "message_stop"}))
 
 
 async def test_non_streaming_peer_answers_a_plain_message(llm_server: FakeLLMServer) -> None:

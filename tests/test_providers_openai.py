@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import AsyncIterator
 
 import pytest
+from aiohttp import web
 
 from orchestrator.config import Settings
+from orchestrator.providers import sse
 from orchestrator.providers.base import Message, ModelCall, ProviderError, ProviderTimeout
 from orchestrator.providers.effort import budget
 from orchestrator.providers.openai_compat import OpenAICompatProvider, ollama_v1_url, preset_for
@@ -197,6 +201,172 @@ async def test_parallel_calls_overlap(llm_server: FakeLLMServer) -> None:
     await provider.aclose()
     records = llm_server.requests
     assert max(r.started_at for r in records) < min(r.finished_at or 0 for r in records)
+
+
+async def test_sequential_calls_reuse_one_connection(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The body is read past [DONE] to its end, so HTTP/1.1 keeps the connection for the next call.
+    peers: set[object] = set()
+    record = llm_server._record
+
+    def spy(request: web.Request, api: str, body: dict[str, object]) -> object:
+        peers.add(request.transport.get_extra_info("peername") if request.transport else None)
+        return record(request, api, body)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(llm_server, "_record", spy)
+    provider = make(llm_server)
+    for i in range(4):
+        await provider.complete(call(f"q{i}"))
+    await provider.aclose()
+    assert len(llm_server.requests) == 4 and len(peers) == 1
+
+
+# ---- the SSE reader (orchestrator.providers.sse), shared with the Anthropic provider ----
+
+
+async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+async def _events(*parts: bytes) -> list[tuple[str, str]]:
+    return [e async for e in sse.events(_chunks(*parts))]
+
+
+async def test_sse_reader_splits_events_across_any_chunking() -> None:
+    body = 'event: a\r\ndata: {"x": 1}\r\n\r\n: a comment\nid: 7\nretry: 10\ndata: one\ndata:two\n\rdata: ü\r\r'
+    whole = body.encode()
+    expected = [("a", '{"x": 1}'), ("", "one\ntwo"), ("", "ü")]
+    assert await _events(whole) == expected
+    # every split point, including inside CRLF pairs and inside the two-byte ü
+    for cut in range(1, len(whole)):
+        assert await _events(whole[:cut], whole[cut:]) == expected, cut
+    assert await _events(*(whole[i:i + 1] for i in range(len(whole)))) == expected
+
+
+async def test_sse_reader_splits_lines_only_at_cr_and_lf() -> None:
+    # Servers that do not escape non-ASCII send U+2028/U+0085 raw inside JSON strings;
+    # str.splitlines (and so httpx's aiter_lines) would cut the event there.
+    text = "line\u2028sep\x85next\x0cff"
+    data = json.dumps({"content": text}, ensure_ascii=False)
+    assert await _events(f"data: {data}\n\n".encode()) == [("", data)]
+    assert sse.loads(data) == {"content": text}
+
+
+async def test_sse_reader_drops_an_event_the_body_cut_short() -> None:
+    assert await _events(b"data: 1\n\ndata: 2\n") == [("", "1")]
+    assert await _events(b"data: 1\n\ndata: 2") == [("", "1")]
+    assert await _events(b"") == []
+
+
+async def test_sse_reader_skips_events_with_empty_data() -> None:
+    assert await _events(b"event: ping\n\ndata:\n\nevent: x\ndata: \n\ndata:\ndata:\n\n") == [("", "\n")]
+
+
+def test_sse_loads_wants_a_json_object() -> None:
+    assert sse.loads('{"a": [1]}') == {"a": [1]}
+    with pytest.raises(sse.MalformedStream, match="not JSON"):
+        sse.loads("{nope")
+    with pytest.raises(sse.MalformedStream, match="not a JSON object"):
+        sse.loads("[1, 2]")
+
+
+def test_sse_stream_error_quotes_only_a_safe_code() -> None:
+    error = sse.stream_error({"error": {"message": "key sk-123 is bad", "type": "server_error", "code": None}})
+    assert (error.code, error.detail) == ("server_error", "key sk-123 is bad")
+    assert sse.stream_error({"error": {"code": "has spaces in it", "message": "m"}}).code is None
+    assert sse.stream_error({"error": "just text"}).detail == "just text"
+
+
+# ---- bodies the fake server does not send, from a raw SSE endpoint ----
+
+
+async def _raw_server(body: bytes, stall_s: float = 0.0) -> tuple[web.AppRunner, str]:
+    """POST /v1/chat/completions answers 200 with `body` as an event stream (two writes, split mid-way,
+    with `stall_s` of silence between them)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        half = len(body) // 2
+        await resp.write(body[:half])
+        await asyncio.sleep(stall_s)
+        await resp.write(body[half:])
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+
+
+def _chunk(delta: dict[str, object], finish: str | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return "data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]},
+                                 ensure_ascii=False) + "\r\n\r\n"
+
+
+async def _complete_raw(body: str, deltas: list[str] | None = None) -> str:
+    runner, url = await _raw_server(body.encode())
+    provider = OpenAICompatProvider("vllm", api_key=KEY, base_url=url, max_retries=0)
+
+    async def on_delta(text: str) -> None:
+        if deltas is not None:
+            deltas.append(text)
+
+    try:
+        return (await provider.complete(call(model="m"), on_delta)).text
+    finally:
+        await provider.aclose()
+        await runner.cleanup()
+
+
+async def test_crlf_stream_with_raw_unicode_separators_and_no_usage() -> None:
+    pieces = ["Go\u2028", "is fine\x85", " — ok"]
+    body = "".join(_chunk({"content": p}) for p in pieces) + _chunk({}, "stop") + "data: [DONE]\r\n\r\n"
+    deltas: list[str] = []
+    assert await _complete_raw(body, deltas) == "".join(pieces)
+    assert deltas == pieces
+
+
+async def test_error_event_mid_stream_is_an_error_without_its_text() -> None:
+    error = {"error": {"message": f"upstream overloaded (key {KEY})", "type": "server_error", "code": None}}
+    body = _chunk({"content": "Partial "}) + f"data: {json.dumps(error)}\n\n"
+    deltas: list[str] = []
+    with pytest.raises(ProviderError) as info:
+        await _complete_raw(body, deltas)
+    assert deltas == ["Partial "]
+    assert str(info.value) == "vllm:m: the server reported an error mid-stream (server_error)"
+    assert info.value.kind == "error"
+
+
+async def test_json_that_is_not_an_object_is_bad_output() -> None:
+    with pytest.raises(ProviderError, match=r"malformed stream \(not a JSON object\)") as info:
+        await _complete_raw(_chunk({"content": "x"}) + "data: [1, 2]\n\n")
+    assert info.value.kind == "bad_output"
+
+
+async def test_body_ending_without_finish_reason_is_an_early_end() -> None:
+    with pytest.raises(ProviderError, match="ended early after 5 characters"):
+        await _complete_raw(_chunk({"content": "Hello"}) + "data: [DONE]\n\n")
+
+
+async def test_a_stream_that_goes_silent_hits_the_sdk_read_timeout() -> None:
+    body = _chunk({"content": "Some words "}) + _chunk({"content": "and more"}) + _chunk({}, "stop")
+    runner, url = await _raw_server(body.encode(), stall_s=3.0)
+    provider = OpenAICompatProvider("vllm", api_key=KEY, base_url=url, max_retries=0, timeout_s=0.3)
+    try:
+        with pytest.raises(ProviderTimeout, match=r"^vllm:m timed out waiting for http://127\.0\.0\.1:\d+$"):
+            await provider.complete(call(model="m", timeout_s=10))
+    finally:
+        await provider.aclose()
+        await runner.cleanup()
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,11 @@ so consecutive same-role messages are merged and a leading assistant turn gets a
 before it. No temperature/top_p/top_k keywords: SDK 1.0+ removed them.
 
 A stream that ends without a stop_reason broke off: that is an error, not a short answer.
+
+The SDK sends the request (auth, retries before the stream starts, APIStatusError on a non-2xx
+answer); the events are read with `orchestrator.providers.sse` as plain dicts: message_start (input
+tokens), text_delta (text; thinking deltas are skipped), message_delta (stop_reason, cumulative
+usage), message_stop, error.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import aclosing
 from http import HTTPStatus
 from typing import Any
 
@@ -19,6 +25,7 @@ import anthropic
 from anthropic import AsyncAnthropic
 
 from orchestrator.config import Settings
+from orchestrator.providers import sse
 from orchestrator.providers.base import (
     Completion,
     DeltaCallback,
@@ -59,6 +66,11 @@ def _status_line(exc: anthropic.APIStatusError) -> str:
         phrase = ""
     kind = exc.type if isinstance(exc.type, str) and exc.type.replace("_", "").isalnum() else None
     return f"HTTP {exc.status_code} {phrase}".rstrip() + (f" ({kind})" if kind else "")
+
+
+def _count(usage: object, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 class AnthropicProvider:
@@ -112,16 +124,50 @@ class AnthropicProvider:
             kwargs["system"] = system
         parts: list[str] = []
         streaming = False
+        stop_reason: str | None = None
+        input_tokens = output_tokens = 0
         try:
             async with asyncio.timeout(call.timeout_s) as deadline:
-                async with self._client.messages.stream(**kwargs) as stream:
+                # The SDK sends (and retries) the request and raises status errors; the body is ours to read.
+                api = self._client.messages.with_streaming_response
+                async with api.create(**kwargs, stream=True) as response:
                     streaming = True
-                    async for text in stream.text_stream:
-                        if text:
-                            parts.append(text)
-                            if on_delta is not None:
-                                await on_delta(text)
-                    final = await stream.get_final_message()
+                    chunks = response.iter_bytes()
+                    done = False
+                    async with aclosing(sse.events(chunks)) as events:
+                        async for event, data in events:
+                            if event == "ping":
+                                continue
+                            payload = sse.loads(data)
+                            kind = payload.get("type") or event
+                            if kind == "content_block_delta":
+                                delta = payload.get("delta")
+                                if isinstance(delta, dict) and delta.get("type") == "text_delta":
+                                    text = delta.get("text")
+                                    if text and isinstance(text, str):
+                                        parts.append(text)
+                                        if on_delta is not None:
+                                            await on_delta(text)
+                            elif kind == "message_start":
+                                message = payload.get("message")
+                                usage = message.get("usage") if isinstance(message, dict) else None
+                                input_tokens = _count(usage, "input_tokens") or input_tokens
+                                output_tokens = _count(usage, "output_tokens") or output_tokens
+                            elif kind == "message_delta":
+                                delta = payload.get("delta")
+                                reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+                                if reason and isinstance(reason, str):
+                                    stop_reason = reason
+                                usage = payload.get("usage")  # cumulative
+                                input_tokens = _count(usage, "input_tokens") or input_tokens
+                                output_tokens = _count(usage, "output_tokens") or output_tokens
+                            elif kind == "message_stop":
+                                done = True
+                                break
+                            elif kind == "error":
+                                raise sse.stream_error(payload)
+                    if done:
+                        await sse.drain(chunks)
         except Exception as exc:
             state = CallState(label=label, base_url=self.base_url, timeout_s=call.timeout_s, secrets=self._secrets,
                               streaming=streaming, received=sum(map(len, parts)),
@@ -134,11 +180,8 @@ class AnthropicProvider:
         text = "".join(parts)
         if not text:
             raise ProviderError(f"{label} returned no text", kind="bad_output")
-        if final.stop_reason is None:
+        if stop_reason is None:
             raise ProviderError(f"{label} stream ended early after {len(text)} characters")
-        usage = final.usage
-        input_tokens = usage.input_tokens if usage and usage.input_tokens else 0
-        output_tokens = usage.output_tokens if usage and usage.output_tokens else 0
         if not input_tokens:
             input_tokens = estimate_tokens("".join(m.content for m in call.messages))
         if not output_tokens:

@@ -11,6 +11,10 @@ Presets (provider name → base URL and key):
 
 A stream that breaks off before the model finished (no finish_reason) is an error, not a short
 answer: the deltas already delivered stay delivered, and the ProviderError says how far it got.
+
+The SDK sends the request (auth, base URL, retries before the stream starts, APIStatusError on a
+non-2xx answer); the event stream itself is read with `orchestrator.providers.sse` as plain dicts,
+not one pydantic ChatCompletionChunk per token.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import aclosing
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -27,6 +32,7 @@ import openai
 from openai import AsyncOpenAI
 
 from orchestrator.config import Settings
+from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError
 from orchestrator.providers.effort import budget, reasoning_effort
 from orchestrator.providers.redact import estimate_tokens
@@ -96,6 +102,11 @@ def _status_line(exc: openai.APIStatusError) -> str:
     return f"HTTP {exc.status_code} {phrase}".rstrip() + code
 
 
+def _count(usage: dict[str, Any] | None, key: str) -> int:
+    value = usage.get(key) if usage else None
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 class OpenAICompatProvider:
     """One `AsyncOpenAI` client per provider instance, reused for every call."""
 
@@ -154,24 +165,42 @@ class OpenAICompatProvider:
         label = f"{self.name}:{call.model}"
         started = time.perf_counter()
         parts: list[str] = []
-        usage: Any = None
+        usage: dict[str, Any] | None = None
         finished = streaming = False
         try:
             async with asyncio.timeout(call.timeout_s) as deadline:
-                stream = await self._client.chat.completions.create(**self._request(call))
-                streaming = True
-                async with stream:
-                    async for chunk in stream:
-                        if chunk.usage is not None:
-                            usage = chunk.usage
-                        for choice in chunk.choices or ():
-                            content = choice.delta.content if choice.delta else None
-                            if content:
-                                parts.append(content)
-                                if on_delta is not None:
-                                    await on_delta(content)
-                            if choice.finish_reason:
-                                finished = True
+                # The SDK sends (and retries) the request and raises status errors; the body is ours to read.
+                api = self._client.chat.completions.with_streaming_response
+                async with api.create(**self._request(call)) as response:
+                    streaming = True
+                    chunks = response.iter_bytes()
+                    done = False
+                    async with aclosing(sse.events(chunks)) as events:
+                        async for event, data in events:
+                            if data.startswith("[DONE]"):
+                                done = True
+                                break
+                            chunk = sse.loads(data)
+                            if event == "error" or chunk.get("error"):
+                                raise sse.stream_error(chunk)
+                            if isinstance(chunk.get("usage"), dict):
+                                usage = chunk["usage"]
+                            choices = chunk.get("choices")
+                            if not isinstance(choices, list):
+                                continue
+                            for choice in choices:
+                                if not isinstance(choice, dict):
+                                    continue
+                                delta = choice.get("delta")
+                                content = delta.get("content") if isinstance(delta, dict) else None
+                                if content and isinstance(content, str):
+                                    parts.append(content)
+                                    if on_delta is not None:
+                                        await on_delta(content)
+                                if choice.get("finish_reason"):
+                                    finished = True
+                    if done:
+                        await sse.drain(chunks)
         except Exception as exc:
             state = CallState(label=label, base_url=self.base_url, timeout_s=call.timeout_s, secrets=self._secrets,
                               streaming=streaming, received=sum(map(len, parts)),
@@ -187,8 +216,10 @@ class OpenAICompatProvider:
         if not finished:
             raise ProviderError(f"{label} stream ended early after {len(text)} characters", kind="error")
         duration_ms = int((time.perf_counter() - started) * 1000)
-        if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
-            input_tokens, output_tokens = usage.prompt_tokens or 0, usage.completion_tokens or 0
+        prompt_tokens = _count(usage, "prompt_tokens")
+        completion_tokens = _count(usage, "completion_tokens")
+        if prompt_tokens or completion_tokens:
+            input_tokens, output_tokens = prompt_tokens, completion_tokens
         else:
             input_tokens = estimate_tokens("".join(m.content for m in call.messages))
             output_tokens = estimate_tokens(text)

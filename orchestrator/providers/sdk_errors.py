@@ -17,6 +17,7 @@ import httpx2
 
 from orchestrator.providers.base import ProviderError, ProviderTimeout
 from orchestrator.providers.redact import redact, safe_host, seconds
+from orchestrator.providers.sse import MalformedStream, StreamError
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +62,20 @@ def translate_error(
         if isinstance(exc, sdk.NotFoundError):
             return ProviderError(f"{label}: model or endpoint not found ({status})")
         return ProviderError(f"{label} failed: {status}")
-    if isinstance(exc, sdk.APIError):  # an `error` event inside the stream
+    if isinstance(exc, StreamError):  # an `error` event inside the stream (read by orchestrator.providers.sse)
+        log.debug("%s: stream error after %d chars: %s", label, state.received, redact(exc.detail, state.secrets))
+        code = f" ({exc.code})" if exc.code else ""
+        return ProviderError(f"{label}: the server reported an error mid-stream{code}")
+    if isinstance(exc, sdk.APIError):  # the same, from the SDK's own stream classes
         log.debug("%s: stream error after %d chars: %s", label, state.received, redact(str(exc.message), state.secrets))
         return ProviderError(f"{label}: the server reported an error mid-stream")
+    if isinstance(exc, httpx2.TimeoutException):  # the SDK's read timeout, raised while we read the body
+        return ProviderTimeout(f"{label} timed out waiting for {safe_host(state.base_url)}")
     if isinstance(exc, httpx2.TransportError):
         log.debug("%s: transport error %s", label, type(exc).__name__)
         return broke_off
+    if isinstance(exc, MalformedStream):
+        return ProviderError(f"{label} returned a malformed stream ({exc})", kind="bad_output")
     if isinstance(exc, json.JSONDecodeError):
         return ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output")
     return None

@@ -1,0 +1,139 @@
+"""Server-sent events read straight off an SDK's raw streaming response, parsed with `json.loads`.
+
+The openai and anthropic SDKs still build the request, authenticate, retry 408/409/429/5xx before the
+stream starts and raise their APIStatusError subclasses (`with_streaming_response`); only the body is
+read here. Their own stream classes build a pydantic model per event, which cost ~35x a `json.loads`
+and dominated our CPU per call.
+
+Lines end at CR, LF or CRLF only (the SSE spec): not at the other characters `str.splitlines` splits
+on, which a server that does not escape non-ASCII may send raw inside a JSON string (U+2028, U+0085).
+An event without its closing blank line when the body ends is incomplete and not dispatched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+
+DRAIN_TIMEOUT_S = 0.1  # the SDKs' bound for reading what follows the final event
+
+
+class MalformedStream(ValueError):
+    """Event data that is not the JSON object the API promises."""
+
+
+class StreamError(Exception):
+    """An error event inside a stream that had started (HTTP 200): `code` is safe to show, `detail` is not."""
+
+    def __init__(self, detail: str, code: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code
+
+
+def loads(data: str) -> dict[str, Any]:
+    """One event's data as a JSON object."""
+    try:
+        value = json.loads(data)
+    except json.JSONDecodeError:
+        raise MalformedStream("not JSON") from None
+    if not isinstance(value, dict):
+        raise MalformedStream("not a JSON object")
+    return value
+
+
+def safe_code(value: object) -> str | None:
+    """An error `code`/`type` worth quoting to users: a short identifier, never free text."""
+    if isinstance(value, str) and 0 < len(value) <= 40 and value.replace("_", "").isalnum():
+        return value
+    return None
+
+
+def stream_error(payload: object) -> StreamError:
+    """The StreamError for an error event's payload: `{"error": {...}}` or the error object itself."""
+    error = payload.get("error", payload) if isinstance(payload, dict) else payload
+    code = None
+    detail = ""
+    if isinstance(error, dict):
+        code = safe_code(error.get("code")) or safe_code(error.get("type"))
+        message = error.get("message")
+        detail = message if isinstance(message, str) else ""
+    elif isinstance(error, str):
+        detail = error
+    return StreamError(detail or "an error event without a message", code)
+
+
+class Decoder:
+    """Incremental SSE decoding: `feed(bytes)` and, when the body ends, `end()` give the complete events."""
+
+    __slots__ = ("_data", "_event", "_pending")
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes, *, final: bool = False) -> list[tuple[str, str]]:
+        """(event name or "", data) for every event this chunk completes; comments, ids and retries skipped."""
+        buf = self._pending + chunk if self._pending else chunk
+        held = b""
+        if b"\r" in buf:
+            if buf[-1] == 13 and not final:
+                # A CR at the very end may be the first half of a CRLF split across reads: keep it for later.
+                held, buf = b"\r", buf[:-1]
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            self._pending = buf + held
+            return []
+        self._pending = buf[cut + 1:] + held
+        out: list[tuple[str, str]] = []
+        data = self._data
+        # LF never occurs inside a multi-byte UTF-8 sequence, so everything up to it decodes whole.
+        for line in buf[:cut].decode("utf-8", "replace").split("\n"):
+            if not line:
+                if data:
+                    joined = data[0] if len(data) == 1 else "\n".join(data)
+                    if joined:  # the spec dispatches no event whose data is empty
+                        out.append((self._event, joined))
+                    data = self._data = []
+                self._event = ""
+                continue
+            name, _, value = line.partition(":")
+            if value[:1] == " ":
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                self._event = value
+            # "" (a comment), "id", "retry" and unknown fields: nothing we use
+        return out
+
+    def end(self) -> list[tuple[str, str]]:
+        """Events completed by a CR that ended the body; an event still missing its blank line is dropped."""
+        return self.feed(b"", final=True) if self._pending.endswith(b"\r") else []
+
+
+async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, str]]:
+    """(event name or "", data) for every complete event in a byte stream, as it arrives."""
+    decoder = Decoder()
+    async for chunk in chunks:
+        for item in decoder.feed(chunk):
+            yield item
+    for item in decoder.end():
+        yield item
+
+
+async def drain(chunks: AsyncIterator[bytes], timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+    """Read what follows the final event (normally just the end of the chunked body), so HTTP/1.1 keeps
+    the connection for the next call; bounded, and a failure here cannot spoil a finished answer."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for _ in chunks:
+                pass
+    except (TimeoutError, httpx2.HTTPError, httpx2.StreamError):
+        pass
