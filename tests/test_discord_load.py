@@ -15,11 +15,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import discord.http
 import pytest
 
 from bots.discord import DebateBot, point_discord_at
 from bots.discord.sink import Pacing
-from bots.discord.writer import ChannelPacer, ChannelPacers, LatestEdit, Priority
+from bots.discord.writer import ChannelPacer, ChannelPacers, ChannelWriter, LatestEdit, Priority, run_to_completion
 from bots.text import neutralize_discord
 from orchestrator.config import Settings, load_settings
 from orchestrator.core import Core
@@ -217,3 +218,57 @@ async def test_status_edits_coalesce_and_the_last_one_lands() -> None:
     status.set(content="again")
     await status.flush()
     assert message.edits == ["final", "again"]
+
+
+async def test_a_write_cancelled_in_flight_does_not_stall_the_next_one_on_its_route(
+    settings: Settings, peer: DiscordPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`LiveTurns.finish` cancels a turn's flusher, maybe mid-edit, then edits the same message.
+
+    A cancel landing in discord.py's `Ratelimit._refresh` (after the response, between its sleep and its
+    wake-up) used to leave the route's bucket at 0 with nothing to wake it, so the final edit of the turn
+    waited 30 s in `Ratelimit.acquire`. The hook below only marks that moment, to cancel exactly there.
+    """
+    refreshing = asyncio.Event()
+    refresh = discord.http.Ratelimit._refresh
+
+    async def marked_refresh(self: discord.http.Ratelimit) -> None:
+        refreshing.set()
+        await refresh(self)
+
+    async with await Core.open(settings) as core, DebateBot(core) as bot:
+        point_discord_at(settings)
+        await bot.login(TOKEN)
+        writer = ChannelWriter(bot.get_partial_messageable(int(CHANNEL_ID)), ChannelPacer(5, WINDOW))
+        message = await writer.send(content="streaming")
+        monkeypatch.setattr(discord.http.Ratelimit, "_refresh", marked_refresh)
+        flusher = asyncio.create_task(writer.edit(message, content="streaming more"))
+        await refreshing.wait()
+        flusher.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await flusher
+        await asyncio.wait_for(writer.edit(message, content="final"), 5)  # was: 30 s in Ratelimit.acquire
+    assert peer.messages[str(message.id)]["content"] == "final"
+
+
+async def test_a_started_write_is_finished_before_its_cancelled_caller_returns() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    finished: list[str] = []
+
+    async def write() -> str:
+        started.set()
+        await release.wait()
+        finished.append("written")
+        return "written"
+
+    caller = asyncio.create_task(run_to_completion(write()))
+    await started.wait()
+    caller.cancel()
+    await asyncio.sleep(0)
+    caller.cancel()  # a second cancel changes nothing either
+    await asyncio.sleep(0)
+    assert not caller.done()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert finished == ["written"]

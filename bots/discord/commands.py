@@ -16,7 +16,7 @@ from bots.commands import CommandError, StartDebate, build_spec
 from bots.discord.buttons import debate_id_of, quote_debate, reply_privately
 from bots.discord.render import STATUS_LABELS, root_embed, safe, tally_text, thread_name
 from bots.discord.sink import ThreadSink
-from bots.discord.writer import NO_MENTIONS, Priority, with_retry
+from bots.discord.writer import NO_MENTIONS, Priority, run_to_completion, with_retry
 from orchestrator.models import MAX_ROUNDS, MAX_TOPIC_CHARS
 from orchestrator.store import AmbiguousIdError
 
@@ -120,10 +120,10 @@ async def start_debate(interaction: discord.Interaction, command: StartDebate) -
     # a write in the parent channel: it shares that channel's budget with every other debate there, and
     # goes first, since nothing of this debate can be shown before its thread exists
     async with bot.pacers(interaction.channel.id).slot(Priority.URGENT):
-        thread = await with_retry(
+        thread = await run_to_completion(with_retry(
             lambda: message.create_thread(name=thread_name(spec.topic), auto_archive_duration=THREAD_ARCHIVE_MINUTES),
             THREAD_CREATE_ATTEMPTS,
-        )
+        ))
     spec = spec.model_copy(update={"thread": str(thread.id)})
     root = interaction.channel.get_partial_message(message.id)
     sink = ThreadSink(store=core.store, spec=spec, thread=thread, root=root, notes=notes, pacing=bot.pacing,

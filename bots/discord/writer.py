@@ -177,8 +177,33 @@ async def with_retry(action: Callable[[], Awaitable[T]], attempts: int = 4) -> T
     raise RuntimeError("unreachable: the last attempt returns or raises")
 
 
+async def run_to_completion(write: Awaitable[T]) -> T:
+    """Await a write that has started; if the caller is cancelled meanwhile, finish it first, then re-raise.
+
+    Cancelling a task inside discord.py's `HTTPClient.request` can leave that route's rate-limit bucket
+    without its wake-up (a cancel landing in `Ratelimit._refresh`, between its sleep and `_wake`): the
+    next request on the route then waits in `Ratelimit.acquire` for up to 30 s. `LiveTurns.finish`
+    cancels a turn's flusher, which may be mid-edit, and the turn's final edit uses the same route, so
+    writes are never abandoned halfway; the caller is held for at most the one request in flight.
+    """
+    task = asyncio.ensure_future(write)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                continue  # cancelled again: still let the write finish; the first cancel is re-raised below
+        raise
+
+
 class ChannelWriter:
-    """Posts and edits plain messages in one channel, paced and without mentions."""
+    """Posts and edits plain messages in one channel, paced and without mentions.
+
+    A caller cancelled while waiting for the pacer gives up its place; once a write has started it is
+    run to completion (`run_to_completion`).
+    """
 
     def __init__(self, channel: discord.abc.Messageable, pacer: ChannelPacer) -> None:
         self.channel = channel
@@ -186,11 +211,12 @@ class ChannelWriter:
 
     async def send(self, **kwargs: object) -> discord.Message:
         async with self.pacer.slot():
-            return await with_retry(lambda: self.channel.send(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
+            return await run_to_completion(
+                with_retry(lambda: self.channel.send(allowed_mentions=NO_MENTIONS, **kwargs)))  # type: ignore[arg-type]
 
     async def edit(self, message: discord.PartialMessage, **kwargs: object) -> None:
         async with self.pacer.slot():
-            await with_retry(lambda: message.edit(allowed_mentions=NO_MENTIONS, **kwargs))  # type: ignore[arg-type]
+            await run_to_completion(with_retry(lambda: message.edit(allowed_mentions=NO_MENTIONS, **kwargs)))  # type: ignore[arg-type]
 
 
 class LatestEdit:
@@ -237,7 +263,7 @@ class LatestEdit:
                     self._waiting_at = None
                     kwargs = self._pending[1]
                     self._pending = None
-                    await with_retry(self._edit(kwargs), self.attempts)
+                    await run_to_completion(with_retry(self._edit(kwargs), self.attempts))
             except discord.HTTPException:
                 log.warning("discord: could not edit message %s", self.message.id, exc_info=True)
 
