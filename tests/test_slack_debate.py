@@ -56,10 +56,14 @@ async def test_a_debate_streams_into_a_thread_and_takes_votes_and_quotes(tmp_pat
             assert root.thread_ts is None and "completed" in json.dumps(root.blocks)
             assert "winner B" in json.dumps(root.blocks)
 
-            # every turn threaded under the root, with progress and a verdict
+            # progress shows in the root's status (no round post takes a channel slot ahead of turn text)
+            root_updates = [json.dumps(c.params.get("blocks")) for c in peer.of("chat.update")
+                            if c.params["ts"] == root.ts]
+            assert any("round 1 of 1" in u for u in root_updates)
+
+            # every turn threaded under the root, then the verdict
             thread = peer.thread("C9", root.ts)
-            texts = [m.text for m in thread]
-            assert any("Round 1 of 1" in t for t in texts)
+            assert not any("Round 1 of 1" in m.text for m in thread)
             long_turn = [m for m in thread if "Benchmarks matter" in m.text or "weigh(item_" in m.text]
             assert len(long_turn) >= 2, "a 4,000+ character turn continues in a second reply"
             assert all(len(m.text) <= STREAM_LIMIT and fences_balanced(m.text) for m in long_turn)

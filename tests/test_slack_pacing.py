@@ -1,22 +1,33 @@
-"""Slack's limits as the peer enforces them: 429s retried with no text lost, many debates in one channel."""
+"""Slack's limits as the peer enforces them: 429s retried with no text lost, many debates in one channel,
+and the scarce budgets spent on what readers wait for: each turn's first text."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
+from bots.live import LiveTurns
 from bots.slack.blocks import turn_header
-from bots.slack.pacing import Pacer, PacingLimits
+from bots.slack.pacing import Pacer, PacingLimits, Urgency
 from bots.text import neutralize_slack
-from orchestrator.events import TurnStarted
-from orchestrator.store import Store
+from orchestrator.events import TextDelta, TurnStarted
+from orchestrator.models import Turn
+from orchestrator.store import DebateRecord, Store
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.fakes.slack_api import Limits, SlackAPIPeer, SlackBot, slack_settings
+from tests.fakes.slack_api import Call, Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 
 FAST = PacingLimits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
+TurnKey = tuple[str, int, str, str]  # debate id, round, seat, kind
+
+
+def header_of(debate_id: str, turn: Turn) -> str:
+    return turn_header(TurnStarted(debate_id=debate_id, round=turn.round, seat=turn.seat, role=turn.role,
+                                   kind=turn.kind, model=turn.model))
 
 
 async def shown_turns_match_the_log(store: Store, peer: SlackAPIPeer, debate_id: str) -> int:
@@ -26,10 +37,21 @@ async def shown_turns_match_the_log(store: Store, peer: SlackAPIPeer, debate_id:
     for turn in record.turns:
         ts = await store.get_message(debate_id, f"turn:{turn.round}:{turn.seat}:{turn.kind}")
         assert ts is not None, turn
-        header = turn_header(TurnStarted(debate_id=debate_id, round=turn.round, seat=turn.seat, role=turn.role,
-                                         kind=turn.kind, model=turn.model))
-        assert peer.message(record.channel, ts).text == f"{header}\n{neutralize_slack(turn.text)}"
+        assert peer.message(record.channel, ts).text == f"{header_of(debate_id, turn)}\n{neutralize_slack(turn.text)}"
     return len(record.turns)
+
+
+def first_posts(peer: SlackAPIPeer, records: list[DebateRecord]) -> dict[TurnKey, tuple[int, Call]]:
+    """Each turn's first post in its debate's thread, with its place in the peer's call log."""
+    headers = {(r.thread, f"{header_of(r.id, t)}\n"): (r.id, t.round, t.seat, t.kind) for r in records for t in r.turns}
+    found: dict[TurnKey, tuple[int, Call]] = {}
+    for index, call in enumerate(peer.calls):
+        if call.ok and call.method == "chat.postMessage" and "thread_ts" in call.params:
+            text = str(call.params["text"])
+            key = headers.get((call.params["thread_ts"], text[:text.find("\n") + 1]))
+            if key is not None and key not in found:
+                found[key] = (index, call)
+    return found
 
 
 async def test_429s_are_waited_out_and_no_text_is_lost(tmp_path: Path) -> None:
@@ -50,6 +72,13 @@ async def test_429s_are_waited_out_and_no_text_is_lost(tmp_path: Path) -> None:
     assert [c.method for c in limited].count("chat.postMessage") == 1
 
 
+async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
 async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path: Path) -> None:
     # Slack's limits, 30 times faster: 1 post per 0.033 s per channel, 50 chat.update per 2 s per workspace
     slack_limits = Limits(post_interval=1 / 30, updates=50, window=2.0, retry_after=0)
@@ -62,15 +91,43 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
             started = time.monotonic()
             await asyncio.gather(*(bot.command(f"Question {i}: tabs or spaces? --rounds 1", peer, channel="C1")
                                    for i in range(20)))
+            # the commands are acked before their debates are spawned: wait for all 20 to be under way
+            await _until(lambda: sum("thread_ts" not in c.params for c in peer.of("chat.postMessage")) == 20)
             await bot.settle()
             elapsed = time.monotonic() - started
             summaries = await bot.core.store.history(50)
             assert len(summaries) == 20 and {s.status for s in summaries} == {"completed"}
+            records = [r for s in summaries if (r := await bot.core.store.get_debate(s.id)) is not None]
             for summary in summaries:
                 assert await shown_turns_match_the_log(bot.core.store, peer, summary.id) == 2
     assert not [c for c in peer.calls if c.status == 429], "the pacer should keep every call under the limits"
+
+    # each turn's first visible text is a post carrying the start of its text, never a placeholder
+    firsts = first_posts(peer, records)
+    turns = {(r.id, t.round, t.seat, t.kind): t for r in records for t in r.turns}
+    assert firsts.keys() == turns.keys()
+    for key, (_, call) in firsts.items():
+        body = str(call.params["text"]).split("\n", 1)[1].removesuffix(" ▍")
+        assert body and neutralize_slack(turns[key].text).startswith(body), (key, body)
+
+    # first text shows roughly in the order turns started, whatever else waits: a turn that started
+    # later overtakes only the few whose first text was still being collected or was about to be posted
+    by_start = sorted(turns, key=lambda k: turns[k].started_at)
+    shown_rank = {key: rank for rank, key in enumerate(sorted(firsts, key=lambda k: firsts[k][0]))}
+    overtaken = [sum(1 for later in by_start[i + 1:] if shown_rank[later] < shown_rank[key])
+                 for i, key in enumerate(by_start)]
+    assert max(overtaken) <= 4, overtaken
+
+    # no progress posts in the threads; edits of one message stay edit_interval apart
+    assert not [c for c in peer.of("chat.postMessage") if "Round 1 of" in str(c.params.get("text"))]
+    edits: dict[str, list[float]] = defaultdict(list)
+    for call in peer.of("chat.update"):
+        edits[call.params["ts"]].append(call.at)
+    assert min(b - a for times in edits.values() for a, b in pairwise(times)) >= 0.09
+
     posts, updates = len(peer.of("chat.postMessage")), len(peer.of("chat.update"))
-    print(f"\n20 debates: {posts} posts, {updates} updates, {elapsed:.1f} s (limits scaled 30x)")
+    print(f"\n20 debates: {posts} posts, {updates} updates, {elapsed:.1f} s (limits scaled 30x); "
+          f"most overtaken {max(overtaken)}")
 
 
 async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> None:
@@ -94,3 +151,124 @@ async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> 
     assert loop.time() - start >= 0.18
     assert pacer.streaming() == 8
     assert pacer.min_edit_interval() == 8 * 0.2 / 4  # each streaming message gets its share
+
+
+async def test_a_busy_channel_posts_turn_text_before_new_debates_and_verdicts() -> None:
+    pacer = Pacer(PacingLimits(post_interval=0.05))
+    order: list[str] = []
+
+    async def post(name: str, urgency: Urgency) -> None:
+        async with pacer.posting("C1", urgency):
+            order.append(name)
+
+    first = asyncio.create_task(post("first", Urgency.TEXT))
+    await asyncio.sleep(0)
+    waiting = [asyncio.create_task(post(name, urgency)) for name, urgency in (
+        ("root", Urgency.STATUS), ("verdict", Urgency.REPLY), ("turn", Urgency.TEXT), ("quote", Urgency.USER))]
+    gone = asyncio.create_task(post("cancelled", Urgency.TEXT))
+    await asyncio.sleep(0.01)
+    gone.cancel()  # a writer that gives up while waiting takes no slot
+    await asyncio.gather(first, *waiting, gone, return_exceptions=True)
+    assert order == ["first", "turn", "quote", "verdict", "root"]
+
+
+async def test_the_update_budget_goes_first_to_the_message_that_waited_longest_to_change() -> None:
+    pacer = Pacer(PacingLimits(updates=1, window=0.1, edit_interval=0.0))
+    await pacer.before_update("C1:spent")  # the bucket is empty now
+    pacer.shown("C1:old")
+    await asyncio.sleep(0.02)
+    pacer.shown("C1:recent")
+    order: list[str] = []
+
+    async def edit(key: str, urgency: Urgency = Urgency.TEXT) -> None:
+        await pacer.before_update(key, urgency)
+        order.append(key)
+
+    # asked for in the opposite order, and a root's progress asked for before both
+    tasks = [asyncio.create_task(edit("C1:root", Urgency.STATUS)), asyncio.create_task(edit("C1:recent")),
+             asyncio.create_task(edit("C1:old"))]
+    await asyncio.gather(*tasks)
+    assert order == ["C1:old", "C1:recent", "C1:root"]
+
+
+class _Thread:
+    """A ThreadWriter recording what it was asked to do; `post_latest`/`edit_latest` render late."""
+
+    limit = 3500
+    min_edit_interval = 0.02
+
+    def __init__(self) -> None:
+        self.messages: dict[str, str] = {}
+        self.log: list[tuple[str, str, str]] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def post(self, text: str) -> str:
+        message_id = f"m{len(self.messages)}"
+        self.messages[message_id] = text
+        self.log.append(("post", message_id, text))
+        return message_id
+
+    async def edit(self, message_id: str, text: str) -> None:
+        self.messages[message_id] = text
+        self.log.append(("edit", message_id, text))
+
+    async def post_latest(self, render: Callable[[], str]) -> str:
+        await self.gate.wait()  # the platform's budget
+        return await self.post(render())
+
+    async def edit_latest(self, message_id: str, render: Callable[[], str | None]) -> None:
+        await self.gate.wait()
+        if (text := render()) is not None:
+            await self.edit(message_id, text)
+
+
+def _started(seat: str = "A") -> TurnStarted:
+    return TurnStarted(debate_id="d1", round=1, seat=seat, role="proposer", kind="opening", model="m")
+
+
+def _delta(text: str, seat: str = "A") -> TextDelta:
+    return TextDelta(debate_id="d1", round=1, seat=seat, kind="opening", delta=text)
+
+
+def _turn(text: str, seat: str = "A") -> Turn:
+    return Turn(debate_id="d1", round=1, seat=seat, role="proposer", kind="opening", model="m", text=text)
+
+
+async def test_a_deferred_turn_is_first_shown_by_a_post_that_carries_its_text() -> None:
+    thread = _Thread()
+    live = LiveTurns(thread, lambda e: f"*{e.seat}*", first_post_grace=0.05, placeholder_after=5.0)
+    await live.begin(_started())
+    await asyncio.sleep(0.03)
+    assert thread.log == [], "nothing is posted before the turn has text"
+    thread.gate.clear()  # the channel is busy: the post waits, and text keeps arriving
+    live.feed(_delta("Evidence "))
+    await asyncio.sleep(0.1)
+    live.feed(_delta("first, then opinion."))
+    thread.gate.set()
+    await asyncio.sleep(0.01)
+    assert thread.log[0] == ("post", "m0", "*A*\nEvidence first, then opinion. ▍"), "rendered when it could go"
+
+    thread.gate.clear()  # the final edit waits for the budget; the worker need not
+    ids = await live.finish(_turn("Evidence first, then opinion. Done."), wait_for_edits=False)
+    assert ids == ["m0"] and thread.messages["m0"].endswith("▍")
+    thread.gate.set()
+    await live.drain()
+    assert thread.messages == {"m0": "*A*\nEvidence first, then opinion. Done."}
+
+
+async def test_a_turn_that_ends_before_its_first_post_needs_no_edit_and_a_slow_one_gets_a_placeholder() -> None:
+    thread = _Thread()
+    live = LiveTurns(thread, lambda e: f"*{e.seat}*", first_post_grace=0.05, placeholder_after=0.05)
+    await live.begin(_started("A"))
+    live.feed(_delta("Short."))
+    assert await live.finish(_turn("Short.")) == ["m0"]
+    assert thread.log == [("post", "m0", "*A*\nShort.")]
+
+    await live.begin(_started("B"))
+    await asyncio.sleep(0.1)  # no text yet: the placeholder shows the turn has begun
+    assert thread.log[1] == ("post", "m1", "*B*\n_…_")
+    live.feed(_delta("Late but here.", "B"))
+    await live.finish(_turn("Late but here.", "B"))
+    assert thread.messages["m1"] == "*B*\nLate but here."
+    await live.aclose()

@@ -100,9 +100,10 @@ def turn_header(event: TurnStarted) -> str:
             f" · `{safe(event.model, 80)}`")
 
 
-def round_line(event: RoundStarted) -> str:
-    title = f" — {safe(event.title, 200)}" if event.title else ""
-    return f":arrow_forward: *Round {event.round} of {event.total}*{title}"
+def round_status(event: RoundStarted) -> str:
+    """A round's progress, for the root message's status (which makes it safe)."""
+    title = f" — {event.title}" if event.title else ""
+    return f"round {event.round} of {event.total}{title}"
 
 
 def notice_line(event: Notice) -> tuple[str, list[Block]]:

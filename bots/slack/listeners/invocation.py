@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.pacing import Urgency
 from bots.slack.runtime import SlackRuntime
 
 
@@ -25,5 +26,5 @@ class Invocation:
 
     async def announce(self, text: str) -> None:
         """A message in the channel, for everyone (used for quotes), paced like every post."""
-        async with self.runtime.pacers.for_team(self.team_id).posting(self.channel_id):
+        async with self.runtime.pacers.for_team(self.team_id).posting(self.channel_id, Urgency.USER):
             await self.client.chat_postMessage(channel=self.channel_id, text=text, unfurl_links=False)

@@ -9,6 +9,7 @@ from slack_sdk.errors import SlackApiError
 from bots.commands import StartDebate, build_spec
 from bots.slack import blocks
 from bots.slack.listeners.invocation import Invocation
+from bots.slack.pacing import Urgency
 from bots.slack.scope import remember_team
 from bots.slack.sink import PLATFORM, SlackSink
 from bots.slack.writer import SlackThreadWriter
@@ -28,7 +29,7 @@ async def start_debate(command: StartDebate, inv: Invocation) -> str | None:
         command, core.settings, core.registry, platform=PLATFORM, channel=inv.channel_id, requested_by=inv.user_id
     )
     pacer = inv.runtime.pacers.for_team(inv.team_id)
-    root = SlackThreadWriter(inv.client, inv.channel_id, None, pacer)
+    root = SlackThreadWriter(inv.client, inv.channel_id, None, pacer, Urgency.STATUS)  # streaming turns go first
     text, root_blocks = blocks.root_message(spec, "running", "starting")
     try:
         root_ts = await root.post(text, root_blocks, in_thread=False)

@@ -12,6 +12,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack import blocks
+from bots.slack.pacing import Urgency
 from bots.slack.runtime import SlackRuntime
 from bots.slack.scope import visible
 from bots.slack.writer import SlackThreadWriter
@@ -42,7 +43,7 @@ async def apply_vote(
         return
     await store.record_vote(Vote(debate_id=debate_id, user=body["user"]["id"], choice=choice, platform="slack"))
     channel, ts = body["channel"]["id"], body["message"]["ts"]
-    writer = SlackThreadWriter(client, channel, None, runtime.pacers.for_team(team_id))
+    writer = SlackThreadWriter(client, channel, None, runtime.pacers.for_team(team_id), Urgency.USER)
     async with _render_locks[f"{channel}:{ts}"]:  # the freshest tally wins, whatever the click order
         tally = await store.tally(debate_id)
         fresh = await store.get_debate(debate_id)
