@@ -81,9 +81,15 @@ async def debate_command(
 ) -> None:
     await ack()
     runtime.record_ack(time.monotonic() - context.get("received_at", time.monotonic()))
-    if not await runtime.core.store.claim_request("slack:" + request_key(command)):
-        log.info("slack: dropped retry %d of /debate from %s", retry_number(request), command.get("user_id"))
-        return
     inv = Invocation(runtime=runtime, client=client, respond=respond, team_id=command.get("team_id"),
                      channel_id=command["channel_id"], user_id=command["user_id"])
-    runtime.spawn(run_command(str(command.get("text", "")), inv), name="slack-command")
+    # spawned before any await, so `runtime.idle()` sees the work as soon as the ack is out
+    runtime.spawn(run_once(command, retry_number(request), inv), name="slack-command")
+
+
+async def run_once(command: dict[str, Any], retry: int, inv: Invocation) -> None:
+    """Run the command unless this request was seen before (Slack retries; another process took it)."""
+    if not await inv.runtime.core.store.claim_request("slack:" + request_key(command)):
+        log.info("slack: dropped retry %d of /debate from %s", retry, command.get("user_id"))
+        return
+    await run_command(str(command.get("text", "")), inv)
