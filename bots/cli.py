@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import json
 import logging
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bots.commands import CommandError, StartDebate, build_spec
+from bots.signals import on_stop_signals
 from bots.terminal import Style, TerminalSink, render_history, render_hits, render_record
 from orchestrator.config import ConfigError, Settings, load_settings
 from orchestrator.core import Core
@@ -105,7 +105,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"ℹ {note}", file=progress)
     async with await Core.open(settings) as core:
         task = core.jobs.start(spec, [TerminalSink(progress)])
-        _cancel_on_signals(task)
+        on_stop_signals(task.cancel)
         outcome = await task
         if args.json:
             record = await core.store.get_debate(spec.id)
@@ -140,15 +140,6 @@ def _user() -> str | None:
         return getpass.getuser()
     except (KeyError, OSError):
         return None
-
-
-def _cancel_on_signals(task: asyncio.Task) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, task.cancel)
-        except (NotImplementedError, RuntimeError):
-            return
 
 
 async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -> int:

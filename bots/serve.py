@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 
+from bots.signals import on_stop_signals
 from orchestrator.config import ConfigError, Settings
 from orchestrator.core import Core
 
@@ -21,15 +21,6 @@ def slack_configured(settings: Settings) -> bool:
     return bool((settings.slack_bot_token or oauth) and (settings.slack_app_token or settings.slack_signing_secret))
 
 
-def _stop_on_signals(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            return
-
-
 async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, port: int) -> int:
     """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM."""
     if not slack and not discord:
@@ -37,7 +28,7 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
         if not slack and not discord:
             raise ConfigError(NOTHING_TO_SERVE)
     stop = asyncio.Event()
-    _stop_on_signals(stop)
+    on_stop_signals(stop.set)
     async with await Core.open(settings) as core:
         async with asyncio.TaskGroup() as group:
             if slack:

@@ -83,8 +83,8 @@ class TokenTotals(_Record):
     cost_usd: float | None = None  # None when any turn used a model with an unknown price
 
 
-class DebateRecord(_Record):
-    """Everything the log knows about one debate."""
+class DebateRow(_Record):
+    """The columns of one `debates` row that every view of a debate carries."""
 
     id: str
     topic: str
@@ -98,12 +98,17 @@ class DebateRecord(_Record):
     requested_by: str | None = None
     rounds_planned: int = 0
     rounds_completed: int = 0
+    cost_usd: float | None = None
+    error: str | None = None
+
+
+class DebateRecord(DebateRow):
+    """Everything the log knows about one debate."""
+
     effort: str | None = None
     judge: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float | None = None
-    error: str | None = None
     warnings: tuple[str, ...] = ()
     spec: DebateSpec | None = None
     seats: tuple[Seat, ...] = ()
@@ -116,28 +121,14 @@ class DebateRecord(_Record):
         return next((s for s in self.seats if s.label == label), None)
 
 
-class DebateSummary(_Record):
+class DebateSummary(DebateRow):
     """One line of `debate history`."""
 
-    id: str
-    topic: str
-    format: str
-    status: DebateStatus
-    created_at: float
-    finished_at: float | None = None
-    platform: str | None = None
-    channel: str | None = None
-    thread: str | None = None
-    requested_by: str | None = None
-    rounds_planned: int = 0
-    rounds_completed: int = 0
     winner: str | None = None  # seat label
     winner_model: str | None = None
     split: bool = False
     recommendation: str | None = None  # at most RECOMMENDATION_SNIPPET_CHARS characters
     votes: int = 0
-    cost_usd: float | None = None
-    error: str | None = None
 
 
 class SearchHit(_Record):

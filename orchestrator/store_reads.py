@@ -106,6 +106,26 @@ def resolve_id(db: Database, id_or_prefix: str) -> str | None:
     return matches[0] if matches else None
 
 
+def row_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The DebateRow fields of a `debates` row."""
+    return {
+        "id": row["id"],
+        "topic": row["topic"],
+        "format": row["format"],
+        "status": row["status"],
+        "created_at": from_iso(row["created_at"]) or 0.0,
+        "finished_at": from_iso(row["finished_at"]),
+        "platform": row["platform"],
+        "channel": row["channel"],
+        "thread": row["thread"],
+        "requested_by": row["requested_by"],
+        "rounds_planned": row["rounds_planned"] or 0,
+        "rounds_completed": row["rounds_completed"] or 0,
+        "cost_usd": row["cost_usd"],
+        "error": row["error"],
+    }
+
+
 def load_record(db: Database, debate_id: str) -> DebateRecord:
     row = dict_rows(db, "select * from debates where id = ?", [debate_id])[0]
     seats = tuple(
@@ -138,24 +158,11 @@ def load_record(db: Database, debate_id: str) -> DebateRecord:
         for r in dict_rows(db, "select * from notices where debate_id = ? order by id", [debate_id])
     )
     return DebateRecord(
-        id=row["id"],
-        topic=row["topic"],
-        format=row["format"],
-        status=row["status"],
-        created_at=from_iso(row["created_at"]) or 0.0,
-        finished_at=from_iso(row["finished_at"]),
-        platform=row["platform"],
-        channel=row["channel"],
-        thread=row["thread"],
-        requested_by=row["requested_by"],
-        rounds_planned=row["rounds_planned"] or 0,
-        rounds_completed=row["rounds_completed"] or 0,
+        **row_fields(row),
         effort=row["effort"],
         judge=row["judge"],
         input_tokens=row["input_tokens"] or 0,
         output_tokens=row["output_tokens"] or 0,
-        cost_usd=row["cost_usd"],
-        error=row["error"],
         warnings=tuple(json.loads(row["warnings"] or "[]")),
         spec=DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None,
         seats=seats,
@@ -171,23 +178,10 @@ def summary(row: dict[str, Any]) -> DebateSummary:
     if recommendation and len(recommendation) > RECOMMENDATION_SNIPPET_CHARS:
         recommendation = recommendation[: RECOMMENDATION_SNIPPET_CHARS - 1].rstrip() + "…"
     return DebateSummary(
-        id=row["id"],
-        topic=row["topic"],
-        format=row["format"],
-        status=row["status"],
-        created_at=from_iso(row["created_at"]) or 0.0,
-        finished_at=from_iso(row["finished_at"]),
-        platform=row["platform"],
-        channel=row["channel"],
-        thread=row["thread"],
-        requested_by=row["requested_by"],
-        rounds_planned=row["rounds_planned"] or 0,
-        rounds_completed=row["rounds_completed"] or 0,
+        **row_fields(row),
         winner=row["v_winner"],
         winner_model=row["v_model"],
         split=bool(row["v_split"]),
         recommendation=recommendation,
         votes=row["v_votes"] or 0,
-        cost_usd=row["cost_usd"],
-        error=row["error"],
     )

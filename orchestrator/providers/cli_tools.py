@@ -256,10 +256,9 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
     if proc.stdin is None:
         return
     try:
-        proc.stdin.write(data)
-        await proc.stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the tool stopped reading; its exit status says what happened
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the tool stopped reading:
+            proc.stdin.write(data)  # its exit status says what happened
+            await proc.stdin.drain()
     finally:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             proc.stdin.close()
