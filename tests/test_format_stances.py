@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.events import DebateFailed, DebateFinished, RoundStarted, TurnStarted, VerdictReached
-from orchestrator.formats.stances import (
+from orchestrator.formats.stance_envelope import (
     Envelope,
     EnvelopeError,
     EnvelopeTurn,
