@@ -34,6 +34,7 @@ from orchestrator.providers.base import (
     ProviderError,
 )
 from orchestrator.providers.effort import budget
+from orchestrator.providers.http import sdk_http_client
 from orchestrator.providers.redact import estimate_tokens
 from orchestrator.providers.sdk_errors import CallState, translate_error
 
@@ -90,7 +91,8 @@ class AnthropicProvider:
         self.base_url = base_url or ANTHROPIC_DEFAULT_BASE_URL
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
         self._client = AsyncAnthropic(
-            api_key=api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout_s
+            api_key=api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout_s,
+            http_client=sdk_http_client(anthropic, self.base_url, timeout_s),
         )
 
     @classmethod

@@ -35,6 +35,7 @@ from orchestrator.config import Settings
 from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError
 from orchestrator.providers.effort import budget, reasoning_effort
+from orchestrator.providers.http import sdk_http_client
 from orchestrator.providers.redact import estimate_tokens
 from orchestrator.providers.sdk_errors import CallState, translate_error
 
@@ -123,7 +124,8 @@ class OpenAICompatProvider:
         self.name = name
         self.base_url = base_url
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
-        self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s)
+        self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
+                                   http_client=sdk_http_client(openai, base_url, timeout_s))
 
     @classmethod
     def from_settings(cls, name: str, settings: Settings) -> OpenAICompatProvider:
