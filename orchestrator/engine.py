@@ -10,8 +10,9 @@ from orchestrator.events import DebateCancelled, DebateFailed, DebateFinished, D
 from orchestrator.formats import get_format
 from orchestrator.formats.base import FormatResult
 from orchestrator.judge import judge
-from orchestrator.models import DebateSpec, Outcome
+from orchestrator.models import DebateSpec, Outcome, Verdict
 from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.redaction import make_redactor, redact_value
 from orchestrator.run import DebateRun
 
 log = logging.getLogger(__name__)
@@ -24,9 +25,10 @@ class Engine:
     def __init__(self, registry: ProviderRegistry, settings: Settings) -> None:
         self.registry = registry
         self.settings = settings
+        self.redact = make_redactor(settings.secrets())
 
     async def run(self, spec: DebateSpec, bus: EventBus) -> Outcome:
-        run = DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus)
+        run = DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact)
         await bus.emit(DebateStarted(debate_id=spec.id, spec=spec))
         try:
             result = await get_format(spec.format).run(run)
@@ -58,6 +60,7 @@ class Engine:
             await run.notice("The judge could not reach a verdict (its answers were unusable or it failed). "
                              "The transcript is kept in full.", "warning")
         else:
+            verdict = Verdict.model_validate(redact_value(verdict.model_dump(mode="json"), run.redact))
             await run.bus.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict))
         outcome = self._outcome(run, "completed", rounds=result.rounds_completed)
         if result.rounds_planned:

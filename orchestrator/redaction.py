@@ -45,3 +45,14 @@ def make_redactor(secrets: Iterable[str] = ()) -> Callable[[str], str]:
 
 def no_redaction(text: str) -> str:
     return text
+
+
+def redact_value(value: object, redact: Callable[[str], str]) -> object:
+    """Apply `redact` to every string inside a JSON-like value (a model's dump)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_value(v, redact) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_value(v, redact) for k, v in value.items()}
+    return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orchestrator.config import Settings
@@ -23,6 +24,7 @@ from orchestrator.models import DebateSpec, Seat, Turn
 from orchestrator.pricing import estimate_cost
 from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.redaction import no_redaction
 from orchestrator.sanitize import sanitize_metadata
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ class DebateRun:
     transcript: list[Turn] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     stats: CallStats = field(default_factory=CallStats)
+    redact: Callable[[str], str] = field(default=no_redaction)  # scrubs secrets from what users see
 
     @property
     def debate_id(self) -> str:
@@ -102,7 +105,7 @@ class DebateRun:
             await self.bus.emit(TextDelta(debate_id=self.debate_id, round=round, seat=seat.label, kind=kind,
                                           delta=text))
 
-        batcher = DeltaBatcher(emit_text)
+        batcher = DeltaBatcher(emit_text, redact=self.redact)
 
         base = dict(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role, kind=kind,
                     model=seat.model, started_at=started)
@@ -121,7 +124,7 @@ class DebateRun:
             turn = Turn(**base, status="failed", error=sanitize_metadata(str(exc)))
             await self.bus.emit(TurnFailed(debate_id=self.debate_id, turn=turn))
             return turn
-        turn = Turn(**base, text=completion.text, duration_ms=completion.duration_ms,
+        turn = Turn(**base, text=self.redact(completion.text), duration_ms=completion.duration_ms,
                     input_tokens=completion.input_tokens, output_tokens=completion.output_tokens)
         if record:
             self.transcript.append(turn)
@@ -148,6 +151,7 @@ class DebateRun:
         return completion.text
 
     async def notice(self, text: str, level: str = "info") -> None:
+        text = self.redact(text)
         if level == "warning":
             self.warnings.append(text)
         await self.bus.emit(Notice(debate_id=self.debate_id, level=level, text=text))  # type: ignore[arg-type]

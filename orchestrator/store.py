@@ -37,6 +37,7 @@ from orchestrator.records import (
     from_iso,
     to_iso,
 )
+from orchestrator.redaction import redact_value
 from orchestrator.sqlite_thread import DatabaseThread, open_database
 from orchestrator.store_reads import (
     dict_rows,
@@ -397,10 +398,4 @@ class Store:
     # -- helpers --------------------------------------------------------------------------------
 
     def _redact_value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self._redact(value)
-        if isinstance(value, list):
-            return [self._redact_value(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self._redact_value(v) for k, v in value.items()}
-        return value
+        return redact_value(value, self._redact)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,21 +87,6 @@ async def run_debate(
             await store.close()
         await registry.aclose()
     return Result(outcome, sink.events)
-
-
-def verdict_json(winner: str = "A", **extra: object) -> str:
-    body = {
-        "winner": winner,
-        "reasoning": f"Debater {winner} cited concrete evidence in round 1.",
-        "ratings": {"genuine_disagreement": "high", "evidence_quality": "medium", "challenge_depth": "high"},
-        "agreements": ["Both accept that builds must stay fast — the CI timings settled it."],
-        "disagreements": ["Whether tooling cost outweighs the gains."],
-        "unresolved": ["What the migration costs."],
-        "recommendation": "Adopt it for the two core services first and measure build times for a month.",
-        "scores": [],
-    }
-    body.update(extra)
-    return f"```json\n{json.dumps(body)}\n```"
 
 
 def is_model(name: str) -> Callable[[RequestRecord], bool]:

@@ -9,8 +9,9 @@ import pytest
 
 from orchestrator.engine import ALL_TIMED_OUT, NOTHING_RECORDED
 from orchestrator.events import DebateFailed, DebateFinished, TurnFailed, VerdictReached
-from tests.debate_harness import make_spec, run_debate, verdict_json
+from tests.debate_harness import make_spec, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.llm_scripts import verdict_json
 
 SECRET = "sk-test-secret-0123456789"
 

@@ -15,8 +15,9 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.store import Store
-from tests.debate_harness import make_spec, run_debate, verdict_json
+from tests.debate_harness import make_spec, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.llm_scripts import verdict_json
 
 CONCESSION = "I concede that a shared cache adds a staleness risk of up to 30 seconds."
 

@@ -23,8 +23,9 @@ from orchestrator.formats.consensus import (
     status_completeness,
 )
 from orchestrator.store import Store
-from tests.debate_harness import is_model, make_spec, model_and, overlapping, run_debate, verdict_json
+from tests.debate_harness import is_model, make_spec, model_and, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.llm_scripts import verdict_json
 
 QUESTION = "Should a five-person team keep all of its services in one repository?"
 FULL_STATUS = """

@@ -22,8 +22,9 @@ from orchestrator.formats.stance_envelope import (
 )
 from orchestrator.models import Seat, Turn
 from orchestrator.store import Store
-from tests.debate_harness import make_spec, overlapping, run_debate, verdict_json
+from tests.debate_harness import make_spec, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.llm_scripts import verdict_json
 
 TOPIC = "Should a small team write its backend in a statically typed language?"
 MODELS = ("openai:alpha-7", "openai:beta-9", "openai:gamma-3")

@@ -8,8 +8,9 @@ import re
 import pytest
 
 from orchestrator.events import VerdictReached
-from tests.debate_harness import make_spec, overlapping, run_debate, verdict_json
+from tests.debate_harness import make_spec, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.llm_scripts import verdict_json
 
 
 def judging(r: RequestRecord) -> bool:

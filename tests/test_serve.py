@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -15,7 +16,7 @@ import aiohttp
 import sqlite_utils
 
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer, sign, slash_body
 from tests.llm_scripts import script_judge
 from tests.test_cli import clean_env
@@ -56,6 +57,8 @@ async def test_serve_runs_slack_and_discord_in_one_process(tmp_path: Path) -> No
     port = free_port()
     async with FakeLLMServer() as llm, SlackAPIPeer() as slack, DiscordPeer() as discord:
         script_judge(llm, "A", recommendation="Ship the smaller change first.")
+        # a model that echoes a configured key: no platform message may carry it
+        llm.default = Reply(text="Evidence: the deploy uses sk-test-openai-key today. @everyone <!channel> agree.")
         env = clean_env(
             tmp_path,
             OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL=llm.openai_base_url,
@@ -87,7 +90,12 @@ async def test_serve_runs_slack_and_discord_in_one_process(tmp_path: Path) -> No
             if proc.returncode is None:
                 proc.send_signal(signal.SIGTERM)
             out, err = await asyncio.wait_for(proc.communicate(), 30)
+        to_slack = json.dumps([c.params for c in slack.calls])
+        to_discord = json.dumps([c.body for c in discord.calls])
     assert proc.returncode == 0, err.decode()[-2000:]
+    for posted in (to_slack, to_discord):
+        assert "[redacted]" in posted and "sk-test-openai-key" not in posted and "@everyone" not in posted
+    assert "<!channel>" not in to_slack
     db = sqlite_utils.Database(tmp_path / "debates.db")
     rows = {r["platform"]: r for r in db["debates"].rows}
     assert set(rows) == {"slack", "discord"}
