@@ -15,6 +15,7 @@ import yarl
 
 from bots.discord.buttons import QuoteButton, VoteButton
 from bots.discord.commands import DebateTree, register_commands
+from bots.discord.restart import announce_interrupted
 from bots.discord.sink import Pacing, ThreadSink
 from bots.discord.writer import NO_MENTIONS, ChannelPacers
 from orchestrator.config import ConfigError, Settings
@@ -41,12 +42,23 @@ class DebateBot(discord.Client):
         self.pacers = ChannelPacers(self.pacing.channel_writes, self.pacing.channel_window)
         self.tree = DebateTree(self)
         self._sinks: set[ThreadSink] = set()
+        self._restart_notices: asyncio.Task[None] | None = None
 
     async def setup_hook(self) -> None:
-        """Runs once, before the gateway connects: commands, persistent buttons, slow imports."""
+        """Runs once, after login and before the gateway connects: commands, persistent buttons, slow
+        imports, and (in the background) the root messages of debates a restart cut off."""
         register_commands(self.tree)
         self.add_dynamic_items(VoteButton, QuoteButton)
+        if self.core.interrupted:
+            self._restart_notices = asyncio.create_task(announce_interrupted(self.core, self, self.pacers),
+                                                        name="discord-restart-notices")
         await preload_sdks()  # a first `/debate` must still be answered within Discord's 3 s
+
+    async def close(self) -> None:
+        if self._restart_notices is not None:
+            self._restart_notices.cancel()
+            await asyncio.gather(self._restart_notices, return_exceptions=True)
+        await super().close()
 
     async def on_ready(self) -> None:
         log.info("discord: connected as %s to %d guild(s)", self.user, len(self.guilds))

@@ -73,6 +73,14 @@ def root_embed(spec: DebateSpec, *, status: str, notes: list[str] | None = None)
     return embed
 
 
+def final_status(outcome: Outcome, verdict: Embed | None = None) -> str:
+    """The root message's status once the debate has ended: how, then its verdict's title or why there is none."""
+    label = STATUS_LABELS.get(outcome.status, outcome.status)
+    if verdict is not None:
+        return f"{label}: {verdict.title}"
+    return f"{label}: {outcome.error or 'no verdict'}"
+
+
 def _ratings(verdict: Verdict) -> str:
     parts = [f"{RATING_NAMES.get(k, k.replace('_', ' ').capitalize())}: **{v}**" for k, v in verdict.ratings.items()]
     return " · ".join(parts)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import discord
 
 from bots.discord.buttons import verdict_view
-from bots.discord.render import STATUS_LABELS, ended_embed, root_embed, turn_header, verdict_embed
+from bots.discord.render import ended_embed, final_status, root_embed, turn_header, verdict_embed
 from bots.discord.writer import CONTENT_LIMIT, ChannelPacers, ChannelWriter, LatestEdit, Priority, SeatWriter
 from bots.live import LiveTurns
 from bots.text import neutralize_discord, split_message
@@ -154,11 +154,10 @@ class ThreadSink:
             embed = verdict_embed(self.spec, self._verdict, outcome, tally)
             message = await self._out.send(embed=embed, view=verdict_view(self.spec))
             await self.store.set_message(self.spec.id, "verdict", PLATFORM, str(self.thread.id), str(message.id))
-            status = f"{STATUS_LABELS.get(outcome.status, outcome.status)}: {embed.title}"
+            self._set_status(final_status(outcome, embed), final=True)
         else:
             await self._out.send(embed=ended_embed(outcome))
-            status = f"{STATUS_LABELS.get(outcome.status, outcome.status)}: {outcome.error or 'no verdict'}"
-        self._set_status(status, final=True)
+            self._set_status(final_status(outcome), final=True)
         await self._status.flush()  # the sink is done only when the root message shows how it ended
 
     def _set_status(self, status: str, *, final: bool = False) -> None:

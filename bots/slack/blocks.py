@@ -95,6 +95,12 @@ def outcome_detail(outcome: Outcome, winner: str | None = None) -> str:
     return " · ".join(parts)
 
 
+def final_root(spec: DebateSpec, outcome: Outcome, verdict: Verdict | None = None) -> tuple[str, list[Block]]:
+    """The root message once the debate has ended: its outcome and, with a verdict, the winner."""
+    winner = winner_text(spec, verdict) if verdict else None
+    return root_message(spec, outcome.status, outcome_detail(outcome, winner))
+
+
 def turn_header(event: TurnStarted) -> str:
     return (f"*{safe(event.seat, 20)} · {safe(event.role, 20)}* — {safe(event.kind, 40)}, round {event.round}"
             f" · `{safe(event.model, 80)}`")

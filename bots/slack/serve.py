@@ -17,6 +17,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
 from bots.slack.app import build_app, check_settings
+from bots.slack.restart import announce_interrupted
 from bots.slack.runtime import SlackRuntime
 from orchestrator.core import Core
 from orchestrator.providers.registry import preload_sdks
@@ -99,7 +100,8 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
                     socket_mode: bool | None = None, runtime_ready: Callable[[SlackRuntime], None] | None = None
                     ) -> None:
     """Run Slack until `stop` is set. Socket Mode when SLACK_APP_TOKEN is set (unless `socket_mode`
-    says otherwise), else HTTP mode on host:port. Raises ConfigError for missing settings."""
+    says otherwise), else HTTP mode on host:port. Raises ConfigError for missing settings. Debates a
+    restart cut off (`core.interrupted`) get their root messages updated in the background."""
     settings = core.settings
     use_socket = bool(settings.slack_app_token) if socket_mode is None else socket_mode
     check_settings(settings, socket_mode=use_socket)
@@ -107,6 +109,8 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
     app, runtime = build_app(core)
     if runtime_ready is not None:
         runtime_ready(runtime)
+    if core.interrupted:  # in the background: startup never waits on Slack
+        runtime.spawn(announce_interrupted(app, runtime), name="slack-restart-notices")
     try:
         if use_socket and app.oauth_flow is not None:  # install pages still need HTTP
             async with asyncio.TaskGroup() as group:

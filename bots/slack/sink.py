@@ -168,8 +168,7 @@ class SlackSink:
 
     async def _finish(self, outcome: Outcome) -> None:
         await self._stop_status()
-        winner = blocks.winner_text(self.spec, self.verdict) if self.verdict else None
-        text, root_blocks = blocks.root_message(self.spec, outcome.status, blocks.outcome_detail(outcome, winner))
+        text, root_blocks = blocks.final_root(self.spec, outcome, self.verdict)
         # the turns' last edits and the root's final status draw on the same budget: queue them together
         _, edited = await asyncio.gather(self.live.drain(), self.writer.edit(self.root_ts, text, root_blocks),
                                          return_exceptions=True)
