@@ -31,12 +31,10 @@ from orchestrator.providers.base import (
     DeltaCallback,
     Message,
     ModelCall,
-    ProviderError,
 )
 from orchestrator.providers.effort import budget
 from orchestrator.providers.http import sdk_http_client
-from orchestrator.providers.redact import estimate_tokens
-from orchestrator.providers.sdk_errors import CallState, translate_error
+from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
 
 log = logging.getLogger(__name__)
 
@@ -179,21 +177,8 @@ class AnthropicProvider:
                 raise
             raise error from None
 
-        text = "".join(parts)
-        if not text:
-            raise ProviderError(f"{label} returned no text", kind="bad_output")
-        if stop_reason is None:
-            raise ProviderError(f"{label} stream ended early after {len(text)} characters")
-        if not input_tokens:
-            input_tokens = estimate_tokens("".join(m.content for m in call.messages))
-        if not output_tokens:
-            output_tokens = estimate_tokens(text)
-        return Completion(
-            text=text,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            duration_ms=int((time.perf_counter() - started) * 1000),
-        )
+        return completed_stream(label, parts, finished=stop_reason is not None, call=call,
+                                input_tokens=input_tokens, output_tokens=output_tokens, started=started)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -33,11 +33,10 @@ from openai import AsyncOpenAI
 
 from orchestrator.config import Settings
 from orchestrator.providers import sse
-from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError
+from orchestrator.providers.base import Completion, DeltaCallback, ModelCall
 from orchestrator.providers.effort import budget, reasoning_effort
 from orchestrator.providers.http import sdk_http_client
-from orchestrator.providers.redact import estimate_tokens
-from orchestrator.providers.sdk_errors import CallState, translate_error
+from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
 
 log = logging.getLogger(__name__)
 
@@ -212,22 +211,9 @@ class OpenAICompatProvider:
                 raise
             raise error from None
 
-        text = "".join(parts)
-        if not text:
-            raise ProviderError(f"{label} returned no text", kind="bad_output")
-        if not finished:
-            raise ProviderError(f"{label} stream ended early after {len(text)} characters", kind="error")
-        duration_ms = int((time.perf_counter() - started) * 1000)
-        prompt_tokens = _count(usage, "prompt_tokens")
-        completion_tokens = _count(usage, "completion_tokens")
-        if prompt_tokens or completion_tokens:
-            input_tokens, output_tokens = prompt_tokens, completion_tokens
-        else:
-            input_tokens = estimate_tokens("".join(m.content for m in call.messages))
-            output_tokens = estimate_tokens(text)
-        return Completion(
-            text=text, input_tokens=input_tokens, output_tokens=output_tokens, duration_ms=duration_ms
-        )
+        return completed_stream(label, parts, finished=finished, call=call, started=started,
+                                input_tokens=_count(usage, "prompt_tokens"),
+                                output_tokens=_count(usage, "completion_tokens"))
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
@@ -15,8 +16,8 @@ from typing import Any
 
 import httpx2
 
-from orchestrator.providers.base import ProviderError, ProviderTimeout
-from orchestrator.providers.redact import redact, safe_host, seconds
+from orchestrator.providers.base import Completion, ModelCall, ProviderError, ProviderTimeout
+from orchestrator.providers.redact import estimate_tokens, redact, safe_host, seconds
 from orchestrator.providers.sse import MalformedStream, StreamError
 
 log = logging.getLogger(__name__)
@@ -79,3 +80,22 @@ def translate_error(
     if isinstance(exc, json.JSONDecodeError):
         return ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output")
     return None
+
+
+def completed_stream(
+    label: str, parts: list[str], *, finished: bool, call: ModelCall, input_tokens: int, output_tokens: int,
+    started: float,
+) -> Completion:
+    """The Completion of a stream that ended: no text or no stop reason is a failure; missing usage is
+    estimated (about four characters a token), so totals are never zero."""
+    text = "".join(parts)
+    if not text:
+        raise ProviderError(f"{label} returned no text", kind="bad_output")
+    if not finished:
+        raise ProviderError(f"{label} stream ended early after {len(text)} characters")
+    return Completion(
+        text=text,
+        input_tokens=input_tokens or estimate_tokens("".join(m.content for m in call.messages)),
+        output_tokens=output_tokens or estimate_tokens(text),
+        duration_ms=int((time.perf_counter() - started) * 1000),
+    )
