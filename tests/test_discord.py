@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 from bots.discord import DebateBot, point_discord_at, run_discord, sync_commands
 from orchestrator.config import Settings, load_settings
 from orchestrator.core import Core
+from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
@@ -60,20 +60,6 @@ def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Se
     llm_server.add_rule(Reply(text="I challenge that: " + "weakness, " * 150, tokens_per_s=40),
                         match="claude-sonnet-4-6")
     return _settings(tmp_path, llm_server, peer)
-
-
-@asynccontextmanager
-async def connected(core: Core, peer: DiscordPeer) -> AsyncIterator[DebateBot]:
-    point_discord_at(core.settings)
-    bot = DebateBot(core, guild_ready_timeout=0.05)
-    async with bot:
-        task = asyncio.create_task(bot.start(TOKEN))
-        await asyncio.wait_for(bot.wait_until_ready(), 10)
-        try:
-            yield bot
-        finally:
-            await bot.close()
-            await asyncio.gather(task, return_exceptions=True)
 
 
 def _message_writes(peer: DiscordPeer) -> list[Call]:
@@ -123,7 +109,7 @@ async def test_a_whole_debate_in_a_thread_then_votes_quotes_and_a_restart(
 ) -> None:
     peer.fail_next("PATCH", r"^/channels/\d+/messages/\d+$", count=3, retry_after=0.2)  # with Via: retried
     core = await Core.open(settings)
-    async with connected(core, peer):
+    async with connected(core):
         options = {"topic": "Should we adopt Rust for ingest? @everyone " + "x" * 150, "rounds": 1,
                    "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-6", "judge": "openai:judge-1"}
         record = await peer.dispatch_interaction(peer.slash_command("debate", options, user_id=USER_1))
@@ -208,7 +194,7 @@ async def test_a_whole_debate_in_a_thread_then_votes_quotes_and_a_restart(
 
     # a new client and a new store on the same SQLite file: the old buttons still count
     core = await Core.open(settings)
-    async with connected(core, peer):
+    async with connected(core):
         await _click(peer, verdict["id"], f"debate:vote:{debate_id}:agree", USER_2)
         tally = await core.store.tally(debate_id)
         assert tally.counts == {"disagree": 1, "agree": 1} and tally.total == 2
@@ -221,7 +207,7 @@ async def test_a_failed_debate_says_so_in_the_thread_and_on_the_root_message(
     tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer
 ) -> None:
     llm_server.add_rule(Reply(status=500), match="gpt-5")
-    async with await Core.open(_settings(tmp_path, llm_server, peer)) as core, connected(core, peer):
+    async with await Core.open(_settings(tmp_path, llm_server, peer)) as core, connected(core):
         options = {"topic": "Monorepo?", "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-6",
                    "judge": "openai:judge-1", "rounds": 1}
         record = await peer.dispatch_interaction(peer.slash_command("debate", options))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from bots.discord.writer import ChannelPacer, ChannelPacers, ChannelWriter, Late
 from bots.text import neutralize_discord
 from orchestrator.config import Settings, load_settings
 from orchestrator.core import Core
+from tests.discord_harness import connected
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
@@ -57,20 +57,6 @@ def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Se
     )
 
 
-@asynccontextmanager
-async def connected(core: Core) -> AsyncIterator[DebateBot]:
-    point_discord_at(core.settings)
-    bot = DebateBot(core, pacing=PACING, guild_ready_timeout=0.05)
-    async with bot:
-        task = asyncio.create_task(bot.start(TOKEN))
-        await asyncio.wait_for(bot.wait_until_ready(), 10)
-        try:
-            yield bot
-        finally:
-            await bot.close()
-            await asyncio.gather(task, return_exceptions=True)
-
-
 OPTIONS = {"rounds": 1, "proposer": "openai:gpt-5", "challenger": "anthropic:claude-sonnet-4-6",
            "judge": "openai:judge-1"}
 
@@ -101,7 +87,7 @@ async def _lost_turns(core: Core, peer: DiscordPeer) -> tuple[int, int]:
 
 
 async def test_debates_started_at_once_in_one_channel_share_its_budget(settings: Settings, peer: DiscordPeer) -> None:
-    async with await Core.open(settings) as core, connected(core) as bot:
+    async with await Core.open(settings) as core, connected(core, pacing=PACING) as bot:
         records = [
             await peer.dispatch_interaction(peer.slash_command(
                 "debate", {"topic": f"Kafka or RabbitMQ for audit log #{i}?", **OPTIONS},
@@ -145,7 +131,7 @@ async def test_a_thread_is_opened_even_through_429s_discord_py_gives_up_on(
     threads = r"^/channels/\d+/messages/\d+/threads$"
     peer.fail_next("POST", threads, count=1, retry_after=0.05, via=False)  # discord.py raises at once
     peer.fail_next("POST", threads, count=5, retry_after=0.05)  # with Via: discord.py's 5 tries, then it raises
-    async with await Core.open(settings) as core, connected(core) as bot:
+    async with await Core.open(settings) as core, connected(core, pacing=PACING) as bot:
         record = await peer.dispatch_interaction(peer.slash_command("debate", {"topic": "Tabs?", **OPTIONS}))
         await peer.wait_for(lambda: _finished(peer, [record.original]), within=20)
         await asyncio.wait_for(_sinks_closed(bot), 10)

@@ -1,0 +1,27 @@
+"""The real discord.py client connected to the loopback Discord peer, for as long as a test needs it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from bots.discord import DebateBot, point_discord_at
+from orchestrator.core import Core
+from tests.fakes.discord_api import TOKEN
+
+
+@asynccontextmanager
+async def connected(core: Core, **options: Any) -> AsyncIterator[DebateBot]:
+    """Start the bot against the peer the core's settings point at; yield once it is ready."""
+    point_discord_at(core.settings)
+    bot = DebateBot(core, guild_ready_timeout=0.05, **options)
+    async with bot:
+        task = asyncio.create_task(bot.start(TOKEN))
+        await asyncio.wait_for(bot.wait_until_ready(), 10)
+        try:
+            yield bot
+        finally:
+            await bot.close()
+            await asyncio.gather(task, return_exceptions=True)
