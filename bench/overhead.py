@@ -22,11 +22,11 @@ from typing import Any
 
 from bench.common import Table, bench_settings, challenge_spec, median, percentile, rss_kb
 from bench.llm_peer import PeerProcess, PeerStats, ReplyPlan
-from orchestrator.engine import Engine
-from orchestrator.jobs import DebateJobs
+from orchestrator.debate.engine import Engine
+from orchestrator.debate.jobs import DebateJobs
+from orchestrator.log.store import Store
 from orchestrator.models import Outcome
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.store import Store
 
 NAME = "overhead"
 TARGETS = {1: 1.01, 100: 1.02, 1000: 1.03}

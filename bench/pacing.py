@@ -25,9 +25,9 @@ from typing import Any
 from bench.common import CHALLENGER, JUDGE, PROPOSER, Table, bench_settings, percentile
 from bench.llm_peer import PeerProcess, PeerStats, ReplyPlan
 from bots.slack.pacing import PacingLimits
-from bots.text import neutralize_discord, neutralize_slack
-from orchestrator.core import Core
-from orchestrator.store import DebateRecord, Store
+from bots.thread.text import neutralize_discord, neutralize_slack
+from orchestrator.app import Core
+from orchestrator.log.store import DebateRecord, Store
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.slack_api import SIGNING_SECRET, Limits, SlackAPIPeer, SlackBot, slash_body
 

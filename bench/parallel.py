@@ -15,12 +15,12 @@ from pathlib import Path
 
 from bench.common import Table, bench_settings, median
 from bench.llm_peer import PeerProcess, ReplyPlan
+from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus
+from orchestrator.log.sink import StoreSink
+from orchestrator.log.store import Store
 from orchestrator.models import DebateSpec, Seat
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.run import DebateRun
-from orchestrator.store import Store
-from orchestrator.store_sink import StoreSink
 
 NAME = "parallel"
 TARGET = 1.05

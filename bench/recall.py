@@ -20,8 +20,8 @@ from sqlite_utils import Database
 
 from bench.common import Table, median, percentile
 from bench.llm_peer import VOCABULARY
+from orchestrator.log.store import Store, to_iso
 from orchestrator.models import Turn
-from orchestrator.store import Store, to_iso
 
 NAME = "recall"
 TARGET_P99_MS = 20.0

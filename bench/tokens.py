@@ -18,14 +18,14 @@ from pathlib import Path
 
 from bench.common import Table, bench_settings, challenge_spec
 from bench.llm_peer import TAG, ReplyPlan, install_replies, is_judge, is_summary
-from orchestrator.engine import Engine
+from orchestrator.debate.engine import Engine
+from orchestrator.debate.formats import register_format
+from orchestrator.debate.formats.challenge import ChallengeFormat
+from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus
-from orchestrator.formats import register_format
-from orchestrator.formats.challenge import ChallengeFormat
+from orchestrator.log.sink import StoreSink
+from orchestrator.log.store import Store
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.run import DebateRun
-from orchestrator.store import Store
-from orchestrator.store_sink import StoreSink
 from tests.fakes.llm_server import FakeLLMServer, count_tokens
 
 NAME = "tokens"

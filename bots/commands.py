@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from orchestrator.config import Settings
+from orchestrator.debate.seating import NoProviderConfigured, choose_seats
 from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MAX_TOPIC_CHARS, DebateSpec, Effort, Format
 from orchestrator.providers.registry import (
     ModelStringError,
@@ -22,7 +23,6 @@ from orchestrator.providers.registry import (
     ProviderRegistry,
     UnknownProviderError,
 )
-from orchestrator.seating import NoProviderConfigured, choose_seats
 
 SUBCOMMANDS = ("help", "models", "history", "search", "show", "stop", "quote")
 OPTIONS = ("format", "rounds", "vs", "judge", "effort", "proposer", "challenger")

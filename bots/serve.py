@@ -6,8 +6,8 @@ import asyncio
 import sys
 
 from bots.signals import on_stop_signals
+from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
-from orchestrator.core import Core
 
 NOTHING_TO_SERVE = (
     "nothing to serve: set SLACK_BOT_TOKEN with SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET "

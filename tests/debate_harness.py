@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.config import Settings
-from orchestrator.engine import Engine
+from orchestrator.debate.engine import Engine
 from orchestrator.events import EventBase, EventBus, Notice, TurnCompleted, TurnFailed
+from orchestrator.log.sink import StoreSink
+from orchestrator.log.store import Store
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.store import Store
-from orchestrator.store_sink import StoreSink
 from tests.fakes.llm_server import FakeLLMServer, RequestRecord
 
 JUDGE = "openai:judge"

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from bots.discord import DebateBot, point_discord_at
-from orchestrator.core import Core
+from orchestrator.app import Core
 from tests.fakes.discord_api import TOKEN
 
 

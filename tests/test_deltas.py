@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.deltas import DeltaBatcher
-from orchestrator.redaction import make_redactor
+from orchestrator.debate.deltas import DeltaBatcher
+from orchestrator.safety import make_redactor
 
 
 def collector() -> tuple[list[str], object]:

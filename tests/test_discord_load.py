@@ -20,9 +20,9 @@ import pytest
 from bots.discord import DebateBot, point_discord_at
 from bots.discord.sink import Pacing
 from bots.discord.writer import ChannelPacer, ChannelPacers, ChannelWriter, LatestEdit, Priority, run_to_completion
-from bots.text import neutralize_discord
+from bots.thread.text import neutralize_discord
+from orchestrator.app import Core
 from orchestrator.config import Settings, load_settings
-from orchestrator.core import Core
 from tests.discord_harness import connected
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.export import ExportError, from_json, to_json, to_markdown
+from orchestrator.log.export import ExportError, from_json, to_json, to_markdown
+from orchestrator.log.store import DebateRecord, Store
 from orchestrator.models import DebateSpec, Outcome, Seat, StanceScore, Turn, Verdict, Vote
-from orchestrator.store import DebateRecord, Store
 
 AGENTSYS_KEYS = {
     "id", "topic", "proposer", "challenger", "effort", "rounds_completed", "max_rounds", "status",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from orchestrator.engine import ALL_TIMED_OUT, NOTHING_RECORDED
+from orchestrator.debate.engine import ALL_TIMED_OUT, NOTHING_RECORDED
 from orchestrator.events import DebateFailed, DebateFinished, TurnFailed, VerdictReached
 from tests.debate_harness import make_spec, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord

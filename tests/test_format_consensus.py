@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.debate.formats.consensus import (
+    MAX_ROUNDS,
+    clean_question,
+    consensus_status,
+    elect_summarizer,
+    has_marker,
+    parse_status,
+    status_completeness,
+)
 from orchestrator.events import (
     DebateFailed,
     DebateFinished,
@@ -13,16 +22,7 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
-from orchestrator.formats.consensus import (
-    MAX_ROUNDS,
-    clean_question,
-    consensus_status,
-    elect_summarizer,
-    has_marker,
-    parse_status,
-    status_completeness,
-)
-from orchestrator.store import Store
+from orchestrator.log.store import Store
 from tests.debate_harness import is_model, make_spec, model_and, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import verdict_json

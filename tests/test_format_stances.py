@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.events import DebateFailed, DebateFinished, RoundStarted, TurnStarted, VerdictReached
-from orchestrator.formats.stance_envelope import (
+from orchestrator.debate.formats.stance_envelope import (
     Envelope,
     EnvelopeError,
     EnvelopeTurn,
@@ -20,8 +19,9 @@ from orchestrator.formats.stance_envelope import (
     parse_split,
     render_envelope,
 )
+from orchestrator.events import DebateFailed, DebateFinished, RoundStarted, TurnStarted, VerdictReached
+from orchestrator.log.store import Store
 from orchestrator.models import Seat, Turn
-from orchestrator.store import Store
 from tests.debate_harness import make_spec, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import verdict_json

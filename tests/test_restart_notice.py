@@ -21,10 +21,10 @@ from bots.slack import blocks
 from bots.slack.oauth import AsyncSQLiteInstallationStore, install_db_path
 from bots.slack.runtime import SlackRuntime
 from bots.slack.serve import run_slack
+from orchestrator.app import RESTART_NOTICE, Core
 from orchestrator.config import Settings, load_settings
-from orchestrator.core import RESTART_NOTICE, Core
+from orchestrator.log.store import INTERRUPTED_ERROR, Store
 from orchestrator.models import DebateSpec, Seat, Turn, now
-from orchestrator.store import INTERRUPTED_ERROR, Store
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer
 

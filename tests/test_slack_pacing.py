@@ -10,13 +10,13 @@ from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
-from bots.live import LiveTurns
 from bots.slack.blocks import turn_header
 from bots.slack.pacing import Pacer, PacingLimits, Urgency
-from bots.text import neutralize_slack
+from bots.thread.live import LiveTurns
+from bots.thread.text import neutralize_slack
 from orchestrator.events import TextDelta, TurnStarted
+from orchestrator.log.store import DebateRecord, Store
 from orchestrator.models import Turn
-from orchestrator.store import DebateRecord, Store
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Call, Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl
 
 from bots.slack.pacing import PacingLimits
 from bots.slack.serve import run_slack
-from orchestrator.core import Core
+from orchestrator.app import Core
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
 from tests.llm_scripts import script_judge

@@ -24,12 +24,10 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
-from orchestrator.migrations import MIGRATIONS_TABLE, migration_names, migrations
-from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict, Vote
-from orchestrator.pricing import estimate_cost
-from orchestrator.redaction import make_redactor
-from orchestrator.search import SEARCH_RECENT_MATCHES
-from orchestrator.store import (
+from orchestrator.log.schema import MIGRATIONS_TABLE, migration_names, migrations
+from orchestrator.log.search import SEARCH_RECENT_MATCHES
+from orchestrator.log.sink import StoreSink
+from orchestrator.log.store import (
     INTERRUPTED_ERROR,
     AmbiguousIdError,
     DebateNotFoundError,
@@ -38,7 +36,9 @@ from orchestrator.store import (
     StoreError,
     to_iso,
 )
-from orchestrator.store_sink import StoreSink
+from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict, Vote
+from orchestrator.providers.pricing import estimate_cost
+from orchestrator.safety import make_redactor
 
 PROPOSER = "anthropic:claude-sonnet-4-5"
 CHALLENGER = "openai:gpt-5"

@@ -18,8 +18,8 @@ from discord import ui
 from bots.commands import CommandError
 from bots.discord.render import quote_embed, with_tally
 from bots.discord.writer import NO_MENTIONS, ChannelWriter
+from orchestrator.log.store import DebateRecord
 from orchestrator.models import DebateSpec, Vote
-from orchestrator.store import DebateRecord
 
 if TYPE_CHECKING:
     from bots.discord.client import DebateBot

@@ -18,8 +18,8 @@ from bots.discord.commands import DebateTree, register_commands
 from bots.discord.restart import announce_interrupted
 from bots.discord.sink import Pacing, ThreadSink
 from bots.discord.writer import NO_MENTIONS, ChannelPacers
+from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
-from orchestrator.core import Core
 from orchestrator.providers.registry import preload_sdks
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from bots.discord.buttons import debate_id_of, quote_debate, reply_privately
 from bots.discord.render import STATUS_LABELS, root_embed, safe, tally_text, thread_name
 from bots.discord.sink import ThreadSink
 from bots.discord.writer import NO_MENTIONS, Priority, run_to_completion, with_retry
+from orchestrator.log.store import AmbiguousIdError
 from orchestrator.models import MAX_ROUNDS, MAX_TOPIC_CHARS
-from orchestrator.store import AmbiguousIdError
 
 if TYPE_CHECKING:
     from bots.discord.client import DebateBot

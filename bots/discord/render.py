@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from discord import Colour, Embed
 
-from bots.text import neutralize_discord, truncate
+from bots.thread.text import neutralize_discord, truncate
 from orchestrator.events import TurnStarted
+from orchestrator.log.store import Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, Verdict
-from orchestrator.store import Tally
 
 SEAT_COLOURS = {"A": 0x3B82F6, "B": 0xF97316, "C": 0x22C55E, "D": 0xA855F7}
 VERDICT_COLOUR = 0xEAB308

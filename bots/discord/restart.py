@@ -16,7 +16,7 @@ import discord
 from bots.discord.render import final_status, root_embed, verdict_embed
 from bots.discord.sink import PLATFORM
 from bots.discord.writer import ChannelPacers, ChannelWriter
-from orchestrator.core import Core
+from orchestrator.app import Core
 
 log = logging.getLogger(__name__)
 

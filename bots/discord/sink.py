@@ -1,6 +1,6 @@
 """Renders one debate's events into its Discord thread, from its own task so the engine never waits.
 
-Turns stream through `bots.live.LiveTurns` (one per seat, each message an embed in the seat's colour);
+Turns stream through `bots.thread.live.LiveTurns` (one per seat, each message an embed in the seat's colour);
 rounds and notices are plain messages; the verdict waits for the final event so it can carry the token
 count, then goes up once with its vote and quote buttons. The root message in the channel shows progress.
 """
@@ -16,8 +16,8 @@ import discord
 from bots.discord.buttons import verdict_view
 from bots.discord.render import ended_embed, final_status, root_embed, turn_header, verdict_embed
 from bots.discord.writer import CONTENT_LIMIT, ChannelPacers, ChannelWriter, LatestEdit, Priority, SeatWriter
-from bots.live import LiveTurns
-from bots.text import neutralize_discord, split_message
+from bots.thread.live import LiveTurns
+from bots.thread.text import neutralize_discord, split_message
 from orchestrator.events import (
     FINAL_EVENTS,
     EventBase,
@@ -29,8 +29,8 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
+from orchestrator.log.store import Store
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
-from orchestrator.store import Store
 
 log = logging.getLogger(__name__)
 PLATFORM = "discord"

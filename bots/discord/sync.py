@@ -15,7 +15,7 @@ import discord
 from pydantic import BaseModel
 
 from bots.discord.client import DebateBot, bot_token, point_discord_at
-from orchestrator.core import Core
+from orchestrator.app import Core
 
 
 class SyncResult(BaseModel):

@@ -269,7 +269,7 @@ class LatestEdit:
 
 
 class SeatWriter:
-    """A `bots.live.ThreadWriter` for one seat: each message is an embed in the seat's colour."""
+    """A `bots.thread.live.ThreadWriter` for one seat: each message is an embed in the seat's colour."""
 
     limit = EMBED_TEXT_LIMIT
 

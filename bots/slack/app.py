@@ -15,8 +15,8 @@ from bots.slack.listeners import register_listeners
 from bots.slack.oauth import oauth_settings
 from bots.slack.pacing import PacingLimits
 from bots.slack.runtime import SlackRuntime
+from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
-from orchestrator.core import Core
 
 log = logging.getLogger("bots.slack")
 

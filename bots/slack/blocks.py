@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bots.text import neutralize_slack, truncate
+from bots.thread.text import neutralize_slack, truncate
 from orchestrator.events import Notice, RoundStarted, TurnStarted
+from orchestrator.log.store import Tally
 from orchestrator.models import DebateSpec, Outcome, Verdict
-from orchestrator.store import Tally
 
 Block = dict[str, Any]
 

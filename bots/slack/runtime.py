@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bots.slack.pacing import Pacers, PacingLimits
-from orchestrator.core import Core
+from orchestrator.app import Core
 
 log = logging.getLogger(__name__)
 

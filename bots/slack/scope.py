@@ -6,7 +6,7 @@ multi-workspace install never shows one team's debates, votes or recommendations
 
 from __future__ import annotations
 
-from orchestrator.store import DebateSummary, SearchHit, Store
+from orchestrator.log.store import DebateSummary, SearchHit, Store
 
 TEAM_KEY = "team"
 

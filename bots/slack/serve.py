@@ -19,7 +19,7 @@ from slack_bolt.async_app import AsyncApp
 from bots.slack.app import build_app, check_settings
 from bots.slack.restart import announce_interrupted
 from bots.slack.runtime import SlackRuntime
-from orchestrator.core import Core
+from orchestrator.app import Core
 from orchestrator.providers.registry import preload_sdks
 
 log = logging.getLogger("bots.slack")

@@ -20,11 +20,11 @@ import logging
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.live import LiveTurns
 from bots.slack import blocks
 from bots.slack.pacing import Pacer, Urgency
 from bots.slack.writer import Message, SlackThreadWriter
-from bots.text import neutralize_slack
+from bots.thread.live import LiveTurns
+from bots.thread.text import neutralize_slack
 from orchestrator.events import (
     FINAL_EVENTS,
     EventBase,
@@ -36,8 +36,8 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
+from orchestrator.log.store import Store
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict
-from orchestrator.store import Store
 
 log = logging.getLogger(__name__)
 PLATFORM = "slack"

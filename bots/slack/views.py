@@ -7,8 +7,8 @@ from typing import Any
 
 from bots.slack.blocks import STATUS_ICON, Block, context, safe, section, tally_text, winner_text
 from orchestrator.config import Settings
+from orchestrator.log.store import DebateRecord, DebateSummary, SearchHit, Tally
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.store import DebateRecord, DebateSummary, SearchHit, Tally
 
 HOME_LIMIT = 15
 

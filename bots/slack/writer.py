@@ -1,5 +1,5 @@
-"""Posts and edits messages in one Slack thread, paced; implements bots.live.ThreadWriter and
-bots.live.LatestTextWriter.
+"""Posts and edits messages in one Slack thread, paced; implements bots.thread.live.ThreadWriter and
+bots.thread.live.LatestTextWriter.
 
 Text handed to the writer is already safe mrkdwn (LiveTurns and the renderers neutralize model and
 user text); the writer only keeps it within Slack's limits and paces every call. A message may be
@@ -15,7 +15,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.pacing import Pacer, Urgency
-from bots.text import truncate
+from bots.thread.text import truncate
 
 STREAM_LIMIT = 3500  # a streamed message continues in a new reply before this
 TEXT_LIMIT = 3900  # chat.postMessage / chat.update answer msg_too_long near 4,000

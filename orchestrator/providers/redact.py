@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from orchestrator.sanitize import sanitize_metadata
+from orchestrator.safety import sanitize_metadata
 
 
 def redact(text: str, secrets: Iterable[str] = (), *, limit: int | None = 200) -> str:

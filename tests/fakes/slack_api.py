@@ -441,7 +441,7 @@ class SlackBot:
     async def __aenter__(self) -> SlackBot:
         from bots.slack.app import build_app
         from bots.slack.serve import serve_http, warm_up
-        from orchestrator.core import Core
+        from orchestrator.app import Core
 
         await warm_up()
 

@@ -30,7 +30,7 @@ from bots.slack.listeners.quote import post_quote
 from bots.slack.listeners.recall import search_debates, show_debate, show_history, show_models, stop_debate
 from bots.slack.listeners.start import start_debate
 from bots.slack.runtime import SlackRuntime
-from orchestrator.store import StoreError
+from orchestrator.log.store import StoreError
 
 log = logging.getLogger(__name__)
 

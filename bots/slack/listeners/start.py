@@ -13,7 +13,7 @@ from bots.slack.pacing import Urgency
 from bots.slack.scope import remember_team
 from bots.slack.sink import PLATFORM, SlackSink
 from bots.slack.writer import SlackThreadWriter
-from orchestrator.jobs import TooManyDebates
+from orchestrator.debate.jobs import TooManyDebates
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from orchestrator.events import EventBus, TurnCompleted, TurnFailed, TurnStarted
-from orchestrator.formats.base import FormatResult
-from orchestrator.formats.stance_envelope import (
+from orchestrator.debate.formats.base import FormatResult
+from orchestrator.debate.formats.stance_envelope import (
     Envelope,
     EnvelopeError,
     EnvelopeTurn,
@@ -33,11 +32,12 @@ from orchestrator.formats.stance_envelope import (
     parse_split,
     render_envelope,
 )
-from orchestrator.jsonparse import parse_error_metadata
+from orchestrator.debate.jsonparse import parse_error_metadata
+from orchestrator.debate.run import DebateRun
+from orchestrator.events import EventBus, TurnCompleted, TurnFailed, TurnStarted
 from orchestrator.models import Seat, Turn, TurnStatus
 from orchestrator.prompts import render
 from orchestrator.providers.base import Message
-from orchestrator.run import DebateRun
 
 log = logging.getLogger(__name__)
 

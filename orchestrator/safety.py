@@ -1,4 +1,4 @@
-"""Scrubbing secrets out of text before it is stored or shown.
+"""Scrubbing secrets out of text before it is stored or shown, and short safe metadata from untrusted text.
 
 Model output can echo the environment (a CLI tool reads the user's repo; a prompt-injected model
 can print a key it saw). Everything the store writes passes through one redactor.
@@ -56,3 +56,16 @@ def redact_value(value: object, redact: Callable[[str], str]) -> object:
     if isinstance(value, dict):
         return {k: redact_value(v, redact) for k, v in value.items()}
     return value
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_redact_known_shapes = make_redactor()
+
+
+def sanitize_metadata(text: str, limit: int | None = 200, secrets: Iterable[str] = ()) -> str:
+    """One line: configured `secrets` and well-known key shapes redacted, at most `limit` characters."""
+    redact = make_redactor(secrets) if secrets else _redact_known_shapes
+    text = " ".join(redact(_CONTROL.sub(" ", text)).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text

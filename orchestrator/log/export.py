@@ -11,8 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from orchestrator.models import DebateSpec, Seat, Verdict
-from orchestrator.store import (
+from orchestrator.log.store import (
     DebateRecord,
     NoticeRecord,
     Tally,
@@ -20,6 +19,7 @@ from orchestrator.store import (
     from_iso,
     to_iso,
 )
+from orchestrator.models import DebateSpec, Seat, Verdict
 
 SCHEMA = "debate-bot/1"
 

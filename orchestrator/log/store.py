@@ -16,10 +16,19 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator import search as fts
-from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote, now
-from orchestrator.pricing import estimate_cost
-from orchestrator.records import (
+from orchestrator.log import search as fts
+from orchestrator.log.reads import (
+    dict_rows,
+    load_record,
+    outside_transaction,
+    require_debate,
+    resolve_id,
+    summary,
+    table,
+    tally,
+    token_totals,
+)
+from orchestrator.log.records import (
     MIN_ID_PREFIX,
     RECOMMENDATION_SNIPPET_CHARS,
     AmbiguousIdError,
@@ -37,19 +46,10 @@ from orchestrator.records import (
     from_iso,
     to_iso,
 )
-from orchestrator.redaction import redact_value
-from orchestrator.sqlite_thread import DatabaseThread, open_database
-from orchestrator.store_reads import (
-    dict_rows,
-    load_record,
-    outside_transaction,
-    require_debate,
-    resolve_id,
-    summary,
-    table,
-    tally,
-    token_totals,
-)
+from orchestrator.log.writer_thread import DatabaseThread, open_database
+from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote, now
+from orchestrator.providers.pricing import estimate_cost
+from orchestrator.safety import redact_value
 
 __all__ = [
     "MIN_ID_PREFIX", "RECOMMENDATION_SNIPPET_CHARS", "AmbiguousIdError", "DebateNotFoundError", "DebateRecord",

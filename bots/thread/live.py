@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from bots.text import split_message
+from bots.thread.text import split_message
 from orchestrator.events import TextDelta, TurnStarted
 from orchestrator.models import Turn
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from orchestrator.engine import Engine
+from orchestrator.debate.engine import Engine
 from orchestrator.events import EventBus, Sink
+from orchestrator.log.sink import StoreSink
+from orchestrator.log.store import Store
 from orchestrator.models import DebateSpec, Outcome
-from orchestrator.store import Store
-from orchestrator.store_sink import StoreSink
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from orchestrator.debate.run import DebateRun
 from orchestrator.models import Turn, Verdict
-from orchestrator.run import DebateRun
 
 
 @dataclass

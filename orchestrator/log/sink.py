@@ -13,7 +13,7 @@ from orchestrator.events import (
     TurnFailed,
     VerdictReached,
 )
-from orchestrator.store import Store
+from orchestrator.log.store import Store
 
 
 class StoreSink:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orchestrator.config import Settings
-from orchestrator.engine import Engine
-from orchestrator.jobs import DebateJobs
+from orchestrator.debate.engine import Engine
+from orchestrator.debate.jobs import DebateJobs
+from orchestrator.log.store import DebateRecord, Store
 from orchestrator.models import Outcome
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.store import DebateRecord, Store
 
 RESTART_NOTICE = "Interrupted by a restart — run it again with /debate …"
 
@@ -55,6 +55,6 @@ class Core:
 
 
 def _redactor(settings: Settings):
-    from orchestrator.redaction import make_redactor
+    from orchestrator.safety import make_redactor
 
     return make_redactor(settings.secrets())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from orchestrator.sanitize import sanitize_metadata
+from orchestrator.safety import sanitize_metadata
 
 _FENCED = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
 

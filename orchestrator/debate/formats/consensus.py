@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from orchestrator.formats.base import FormatResult, render_turns
+from orchestrator.debate.formats.base import FormatResult, render_turns
+from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, Turn
 from orchestrator.prompts import render
-from orchestrator.run import DebateRun
 
 MAX_ROUNDS = 4
 MARKER = "CONSENSUS_REACHED"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from orchestrator.formats.base import DebateFormat, FormatResult
-from orchestrator.formats.challenge import ChallengeFormat
-from orchestrator.formats.consensus import ConsensusFormat
-from orchestrator.formats.stances import StancesFormat
+from orchestrator.debate.formats.base import DebateFormat, FormatResult
+from orchestrator.debate.formats.challenge import ChallengeFormat
+from orchestrator.debate.formats.consensus import ConsensusFormat
+from orchestrator.debate.formats.stances import StancesFormat
 
 _FORMATS: dict[str, type] = {"challenge": ChallengeFormat, "consensus": ConsensusFormat, "stances": StancesFormat}
 

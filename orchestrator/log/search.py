@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 from sqlite_utils import Database
 
+from orchestrator.log.records import HitWhere, SearchHit, from_iso
 from orchestrator.models import DebateStatus
-from orchestrator.records import HitWhere, SearchHit, from_iso
 
 log = logging.getLogger(__name__)
 

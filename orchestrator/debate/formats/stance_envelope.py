@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orchestrator.jsonparse import JSONExtractError, extract_json_object
+from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object
 from orchestrator.models import Seat, Turn
-from orchestrator.sanitize import sanitize_metadata
+from orchestrator.safety import sanitize_metadata
 
 MIN_STANCES, MAX_STANCES = 2, 4
 _TRUE = {"true", "yes", "1"}

@@ -6,14 +6,14 @@ import asyncio
 import logging
 
 from orchestrator.config import Settings
+from orchestrator.debate.formats import get_format
+from orchestrator.debate.formats.base import FormatResult
+from orchestrator.debate.judge import judge
+from orchestrator.debate.run import DebateRun
 from orchestrator.events import DebateCancelled, DebateFailed, DebateFinished, DebateStarted, EventBus, VerdictReached
-from orchestrator.formats import get_format
-from orchestrator.formats.base import FormatResult
-from orchestrator.judge import judge
 from orchestrator.models import DebateSpec, Outcome, Verdict
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.redaction import make_redactor, redact_value
-from orchestrator.run import DebateRun
+from orchestrator.safety import make_redactor, redact_value
 
 log = logging.getLogger(__name__)
 

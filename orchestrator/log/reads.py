@@ -9,9 +9,7 @@ from typing import Any, TypeVar
 from sqlite_utils import Database
 from sqlite_utils.db import Table
 
-from orchestrator.models import DebateSpec, Seat, Verdict
-from orchestrator.pricing import estimate_cost
-from orchestrator.records import (
+from orchestrator.log.records import (
     MIN_ID_PREFIX,
     RECOMMENDATION_SNIPPET_CHARS,
     AmbiguousIdError,
@@ -24,6 +22,8 @@ from orchestrator.records import (
     TurnRecord,
     from_iso,
 )
+from orchestrator.models import DebateSpec, Seat, Verdict
+from orchestrator.providers.pricing import estimate_cost
 
 T = TypeVar("T")
 

@@ -12,12 +12,12 @@ import re
 
 from pydantic import ValidationError
 
-from orchestrator.formats.base import relabel_text, render_turns
-from orchestrator.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
+from orchestrator.debate.formats.base import relabel_text, render_turns
+from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
+from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, StanceScore, Turn, Verdict
 from orchestrator.prompts import render
 from orchestrator.providers.base import Message
-from orchestrator.run import DebateRun
 
 log = logging.getLogger(__name__)
 

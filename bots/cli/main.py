@@ -10,16 +10,16 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bots.cli.terminal import Style, TerminalSink, render_history, render_hits, render_record
 from bots.commands import CommandError, StartDebate, build_spec
 from bots.signals import on_stop_signals
-from bots.terminal import Style, TerminalSink, render_history, render_hits, render_record
+from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings, load_settings
-from orchestrator.core import Core
-from orchestrator.export import to_json, to_markdown
+from orchestrator.debate.seating import SETUP_HINT
+from orchestrator.log.export import to_json, to_markdown
+from orchestrator.log.store import AmbiguousIdError
 from orchestrator.models import EFFORTS, FORMATS, MAX_TOPIC_CHARS
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.seating import SETUP_HINT
-from orchestrator.store import AmbiguousIdError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"

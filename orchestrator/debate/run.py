@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orchestrator.config import Settings
-from orchestrator.deltas import DeltaBatcher
+from orchestrator.debate.deltas import DeltaBatcher
 from orchestrator.events import (
     EventBus,
     Notice,
@@ -21,11 +21,10 @@ from orchestrator.events import (
     TurnStarted,
 )
 from orchestrator.models import DebateSpec, Seat, Turn
-from orchestrator.pricing import estimate_cost
 from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
+from orchestrator.providers.pricing import estimate_cost
 from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.redaction import no_redaction
-from orchestrator.sanitize import sanitize_metadata
+from orchestrator.safety import no_redaction, sanitize_metadata
 
 log = logging.getLogger(__name__)
 

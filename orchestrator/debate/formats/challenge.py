@@ -6,10 +6,10 @@ a running summary made by the judge model, so the prompt stays bounded while con
 
 from __future__ import annotations
 
-from orchestrator.formats.base import FormatResult, render_turns
+from orchestrator.debate.formats.base import FormatResult, render_turns
+from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, Turn, Verdict
 from orchestrator.prompts import render
-from orchestrator.run import DebateRun
 
 SUMMARY_MAX_TOKENS = 1100
 

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.migrations import migrations
-from orchestrator.records import StoreClosedError, StoreError
+from orchestrator.log.records import StoreClosedError, StoreError
+from orchestrator.log.schema import migrations
 
 log = logging.getLogger(__name__)
 
