@@ -33,6 +33,14 @@ class Settings(BaseSettings):
     debate_max_concurrent: int = Field(default=50, ge=1, alias="DEBATE_MAX_CONCURRENT")
     debate_max_retries: int = Field(default=2, ge=0, le=10, alias="DEBATE_MAX_RETRIES")
 
+    # what chat users may start (the CLI on the host is the operator and is not limited by these)
+    debate_max_running_per_user: int = Field(default=2, ge=1, alias="DEBATE_MAX_RUNNING_PER_USER")
+    debate_max_running_per_channel: int = Field(default=3, ge=1, alias="DEBATE_MAX_RUNNING_PER_CHANNEL")
+    debate_max_starts_per_user_hour: int = Field(default=10, ge=1, alias="DEBATE_MAX_STARTS_PER_USER_HOUR")
+    debate_chat_models: str = Field(default="", alias="DEBATE_CHAT_MODELS")
+    debate_chat_max_rounds: int = Field(default=MAX_ROUNDS, alias="DEBATE_CHAT_MAX_ROUNDS")
+    debate_chat_max_effort: str = Field(default="high", alias="DEBATE_CHAT_MAX_EFFORT")
+
     # providers
     openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
@@ -69,14 +77,14 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(FORMATS)}")
         return value
 
-    @field_validator("debate_effort")
+    @field_validator("debate_effort", "debate_chat_max_effort")
     @classmethod
     def _known_effort(cls, value: str) -> str:
         if value not in EFFORTS:
             raise ValueError(f"must be one of {', '.join(EFFORTS)}")
         return value
 
-    @field_validator("debate_rounds")
+    @field_validator("debate_rounds", "debate_chat_max_rounds")
     @classmethod
     def _rounds_in_range(cls, value: int) -> int:
         if not 1 <= value <= MAX_ROUNDS:
@@ -90,6 +98,21 @@ class Settings(BaseSettings):
             if not part.isdigit():
                 raise ValueError("must be comma-separated numeric guild IDs, e.g. 123456789012345678")
         return value
+
+    @field_validator("debate_chat_models")
+    @classmethod
+    def _chat_models(cls, value: str) -> str:
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            provider, sep, model = part.partition(":")
+            if not sep or not provider or not model:
+                raise ValueError("must be comma-separated provider:model or provider:* entries, e.g. openai:*")
+        return value
+
+    @property
+    def chat_models(self) -> list[str]:
+        """The operator's allowlist for chat (`provider:model` or `provider:*`); empty: every configured
+        API provider, and never a `cli:` tool."""
+        return [p.strip() for p in self.debate_chat_models.split(",") if p.strip()]
 
     @property
     def guild_ids(self) -> list[int]:
