@@ -8,16 +8,17 @@ import json
 import pytest
 from aiohttp import web
 
+from orchestrator.providers import budget, provider_spec
 from orchestrator.providers.anthropic_api import AnthropicProvider, to_anthropic
 from orchestrator.providers.base import Message, ModelCall, ProviderError, ProviderTimeout
-from orchestrator.providers.effort import budget
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
+ANTHROPIC = provider_spec("anthropic")
 KEY = "sk-ant-test-KEY-0123456789"
 
 
 def make(server: FakeLLMServer, *, retries: int = 0) -> AnthropicProvider:
-    return AnthropicProvider(api_key=KEY, base_url=server.anthropic_base_url, max_retries=retries)
+    return AnthropicProvider(ANTHROPIC, api_key=KEY, base_url=server.anthropic_base_url, max_retries=retries)
 
 
 def call(*messages: tuple[str, str], model: str = "claude-sonnet-4-6", **kw: object) -> ModelCall:
@@ -226,7 +227,8 @@ async def _complete_raw(body: str, deltas: list[str] | None = None) -> tuple[str
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
-    provider = AnthropicProvider(api_key=KEY, base_url=f"http://127.0.0.1:{runner.addresses[0][1]}", max_retries=0)
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    provider = AnthropicProvider(ANTHROPIC, api_key=KEY, base_url=url, max_retries=0)
 
     async def on_delta(text: str) -> None:
         if deltas is not None:

@@ -9,16 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.config import Settings
+from orchestrator.providers import ProviderRegistry
 from orchestrator.providers.base import Message, ModelCall, ProviderError, ProviderTimeout
-from orchestrator.providers.cli_tools import (
-    CLIToolProvider,
-    cap_argv_prompt,
-    flatten,
-    parse_claude,
-    parse_codex,
-)
+from orchestrator.providers.cli_output import parse_claude, parse_codex
+from orchestrator.providers.cli_tools import CLIToolProvider, cap_argv_prompt, flatten
 
 TOOLS = ["claude", "gemini", "codex", "opencode", "copilot"]
+
+
+def cli(**kw: object) -> CLIToolProvider:
+    """A provider whose tools get the FAKE_CLI_* script this test set: the minimal environment a tool
+    runs with would otherwise drop it, like every variable it was not given."""
+    script = {name: value for name, value in os.environ.items() if name.startswith("FAKE_CLI_")}
+    return CLIToolProvider(extra_env=script, **kw)  # type: ignore[arg-type]
 
 
 def call(model: str, last: str = "Defend your position in one line.", **kw: object) -> ModelCall:
@@ -46,7 +50,7 @@ def _gone(pid: int) -> bool:
 async def test_each_tool_output_is_parsed(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reply = f"{tool} thinks the proposal holds, because of evidence E."
     monkeypatch.setenv("FAKE_CLI_REPLY", reply)
-    provider = CLIToolProvider()
+    provider = cli()
     deltas: list[str] = []
 
     async def on_delta(text: str) -> None:
@@ -63,7 +67,7 @@ async def test_each_tool_output_is_parsed(tool: str, fake_cli_path: Path, monkey
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_prompt_arrives(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_ECHO", "1")
-    result = await CLIToolProvider().complete(call(tool, last="Concede or rebut: the cache is stale."))
+    result = await cli().complete(call(tool, last="Concede or rebut: the cache is stale."))
     assert result.text == "Concede or rebut: the cache is stale."
 
 
@@ -72,7 +76,7 @@ async def test_prompt_has_role_headers_and_model_flag(
 ) -> None:
     log = tmp_path / "runs.jsonl"
     monkeypatch.setenv("FAKE_CLI_LOG", str(log))
-    await CLIToolProvider().complete(call("claude/opus"))
+    await cli().complete(call("claude/opus"))
     run = json.loads(log.read_text())
     assert run["argv"] == ["-p", "--output-format", "json", "--model", "opus"]
     assert run["prompt_chars"] == len(flatten(call("claude").messages))
@@ -83,7 +87,7 @@ async def test_prompt_has_role_headers_and_model_flag(
 async def test_failure_exit_hides_stderr_and_secrets(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "fail")
     with pytest.raises(ProviderError) as info:
-        await CLIToolProvider().complete(call("claude"))
+        await cli().complete(call("claude"))
     assert str(info.value) == "cli:claude exited with status 3"
     assert "SECRET" not in str(info.value)
 
@@ -92,7 +96,7 @@ async def test_failure_exit_hides_stderr_and_secrets(fake_cli_path: Path, monkey
 async def test_garbage_is_bad_output(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "garbage")
     with pytest.raises(ProviderError) as info:
-        await CLIToolProvider().complete(call(tool))
+        await cli().complete(call(tool))
     assert info.value.kind == "bad_output"
     assert "Segmentation" not in str(info.value)
 
@@ -100,14 +104,14 @@ async def test_garbage_is_bad_output(tool: str, fake_cli_path: Path, monkeypatch
 async def test_empty_reply_is_bad_output(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_REPLY", "   ")
     with pytest.raises(ProviderError, match="returned no text"):
-        await CLIToolProvider().complete(call("copilot"))
+        await cli().complete(call("copilot"))
 
 
 async def test_hang_is_killed_on_timeout(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     monkeypatch.setenv("FAKE_CLI_MODE", "hang")
     monkeypatch.setenv("FAKE_CLI_PIDFILE", str(pidfile))
-    provider = CLIToolProvider()
+    provider = cli()
     with pytest.raises(ProviderTimeout, match=r"cli:codex timed out after 1 s"):
         await provider.complete(call("codex", timeout_s=1.0))
     pid, child = (int(p) for p in pidfile.read_text().split())
@@ -120,7 +124,7 @@ async def test_hang_is_killed_on_timeout(fake_cli_path: Path, monkeypatch: pytes
 async def test_cancellation_kills_the_process(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "hang")
     spawned = asyncio.Event()
-    provider = CLIToolProvider(on_spawn=lambda pid: spawned.set())
+    provider = cli(on_spawn=lambda pid: spawned.set())
     task = asyncio.create_task(provider.complete(call("gemini")))
     await asyncio.wait_for(spawned.wait(), 5)
     task.cancel()
@@ -138,7 +142,7 @@ async def test_executable_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     nightly.symlink_to(CLI_BIN / "claude")
     monkeypatch.setenv("FAKE_CLI_REPLY", "from the override")
     monkeypatch.setenv("DEBATE_CLI_CLAUDE", str(nightly))
-    result = await CLIToolProvider().complete(call("claude"))
+    result = await cli().complete(call("claude"))
     assert result.text == "from the override"
 
 
@@ -146,19 +150,19 @@ async def test_missing_executable(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("DEBATE_CLI_OPENCODE", raising=False)
     with pytest.raises(ProviderError, match="not found — install it or set DEBATE_CLI_OPENCODE"):
-        await CLIToolProvider().complete(call("opencode"))
+        await cli().complete(call("opencode"))
 
 
 async def test_output_cap(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_REPLY", "x" * 5000)
     with pytest.raises(ProviderError, match="more than") as info:
-        await CLIToolProvider(max_output_bytes=1000).complete(call("copilot"))
+        await cli(max_output_bytes=1000).complete(call("copilot"))
     assert info.value.kind == "bad_output"
 
 
 async def test_bad_model_name_is_refused(fake_cli_path: Path) -> None:
     with pytest.raises(ProviderError, match="not valid"):
-        await CLIToolProvider().complete(call("claude/--dangerously-skip-permissions"))
+        await cli().complete(call("claude/--dangerously-skip-permissions"))
 
 
 def test_argv_prompt_is_capped_keeping_both_ends() -> None:
@@ -180,3 +184,55 @@ def test_parsers_handle_real_variants() -> None:
         ]
     )
     assert parse_codex(lines).text == "final"
+
+
+# ---- the environment a tool runs with ----
+
+VENDOR_KEYS = {"OPENAI_API_KEY": "sk-parent-openai-0123", "ANTHROPIC_API_KEY": "sk-ant-parent-0123",
+               "GEMINI_API_KEY": "g-parent-gemini-0123", "OPENROUTER_API_KEY": "sk-or-parent-0123"}
+PLATFORM_TOKENS = {"SLACK_BOT_TOKEN": "xoxb-parent-0123", "SLACK_APP_TOKEN": "xapp-parent-0123",
+                   "SLACK_SIGNING_SECRET": "parent-signing-0123", "SLACK_CLIENT_SECRET": "parent-client-0123",
+                   "DISCORD_BOT_TOKEN": "parent.discord.0123"}
+HOST_TOKENS = {"GH_TOKEN": "ghp-parent-0123", "CLAUDE_CONFIG_DIR": "/srv/claude"}
+# Which of the variables above each tool may see: its own vendor's key, its own configuration.
+OWN = {
+    "claude": {"ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR"},
+    "gemini": {"GEMINI_API_KEY"},
+    "codex": {"OPENAI_API_KEY"},
+    "opencode": set(),
+    "copilot": {"GH_TOKEN"},
+}
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+async def test_tool_gets_a_minimal_environment(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the registry, as configured in production: the bot's environment holds every key and token."""
+    for name, value in {**VENDOR_KEYS, **PLATFORM_TOKENS, **HOST_TOKENS, "DEBATE_DB": "/srv/debates.db",
+                        "LC_ALL": "C.UTF-8", "TERM": "xterm-256color"}.items():
+        monkeypatch.setenv(name, value)
+    registry = ProviderRegistry(Settings(_env_file=None))  # type: ignore[call-arg]
+    provider, model = registry.resolve(f"cli:{tool}/report-env")
+    seen = json.loads((await provider.complete(call(model))).text)
+    await registry.aclose()
+
+    given = {**VENDOR_KEYS, **HOST_TOKENS}
+    assert {name for name in given if name in seen} == OWN[tool]
+    assert all(seen[name] == given[name] for name in OWN[tool])
+    assert not [name for name in seen if name.startswith(("SLACK_", "DISCORD_"))]
+    leaked = set(PLATFORM_TOKENS.values()) | {v for n, v in given.items() if n not in OWN[tool]}
+    assert not [name for name, value in seen.items() if any(secret in value for secret in leaked)]
+    assert "DEBATE_DB" not in seen
+    assert (seen["PATH"], seen["HOME"], seen["LC_ALL"]) == (os.environ["PATH"], os.environ["HOME"], "C.UTF-8")
+    assert seen["TERM"] == "dumb"
+
+
+async def test_vendor_key_comes_from_the_settings_only_when_configured(
+    fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    bare = await cli().complete(call("claude/report-env"))
+    assert "ANTHROPIC_API_KEY" not in json.loads(bare.text)  # no settings: no vendor key
+    settings = Settings(_env_file=None, ANTHROPIC_API_KEY="sk-ant-from-dotenv-0123")  # type: ignore[call-arg]
+    seen = json.loads((await CLIToolProvider(settings=settings).complete(call("claude/report-env"))).text)
+    assert seen["ANTHROPIC_API_KEY"] == "sk-ant-from-dotenv-0123" and "ANTHROPIC_BASE_URL" not in seen

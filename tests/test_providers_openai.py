@@ -10,17 +10,17 @@ import pytest
 from aiohttp import web
 
 from orchestrator.config import Settings
-from orchestrator.providers import sse
+from orchestrator.providers import budget, endpoint_for, provider_spec, sse
 from orchestrator.providers.base import Message, ModelCall, ProviderError, ProviderTimeout
-from orchestrator.providers.effort import budget
-from orchestrator.providers.openai_compat import OpenAICompatProvider, ollama_v1_url, preset_for
+from orchestrator.providers.openai_compat import OpenAICompatProvider
+from orchestrator.providers.vendors.ollama import ollama_v1_url
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 KEY = "sk-test-KEY-0123456789"
 
 
 def make(server: FakeLLMServer, *, name: str = "openai", retries: int = 0) -> OpenAICompatProvider:
-    return OpenAICompatProvider(name, api_key=KEY, base_url=server.openai_base_url, max_retries=retries)
+    return OpenAICompatProvider(provider_spec(name), api_key=KEY, base_url=server.openai_base_url, max_retries=retries)
 
 
 def call(text: str = "Is Rust better than Go for CLIs?", *, model: str = "gpt-5", **kw: object) -> ModelCall:
@@ -185,7 +185,7 @@ async def test_connection_refused_names_the_host_only() -> None:
     async with FakeLLMServer() as server:
         url = server.openai_base_url
     provider = OpenAICompatProvider(
-        "vllm", api_key=KEY, base_url=url.replace("http://", "http://u:pw@"), max_retries=0
+        provider_spec("vllm"), api_key=KEY, base_url=url.replace("http://", "http://u:pw@"), max_retries=0
     )
     with pytest.raises(ProviderError) as info:
         await provider.complete(call(model="m"))
@@ -314,7 +314,7 @@ def _chunk(delta: dict[str, object], finish: str | None = None) -> str:
 
 async def _complete_raw(body: str, deltas: list[str] | None = None) -> str:
     runner, url = await _raw_server(body.encode())
-    provider = OpenAICompatProvider("vllm", api_key=KEY, base_url=url, max_retries=0)
+    provider = OpenAICompatProvider(provider_spec("vllm"), api_key=KEY, base_url=url, max_retries=0)
 
     async def on_delta(text: str) -> None:
         if deltas is not None:
@@ -360,7 +360,7 @@ async def test_body_ending_without_finish_reason_is_an_early_end() -> None:
 async def test_a_stream_that_goes_silent_hits_the_sdk_read_timeout() -> None:
     body = _chunk({"content": "Some words "}) + _chunk({"content": "and more"}) + _chunk({}, "stop")
     runner, url = await _raw_server(body.encode(), stall_s=3.0)
-    provider = OpenAICompatProvider("vllm", api_key=KEY, base_url=url, max_retries=0, timeout_s=0.3)
+    provider = OpenAICompatProvider(provider_spec("vllm"), api_key=KEY, base_url=url, max_retries=0, timeout_s=0.3)
     try:
         with pytest.raises(ProviderTimeout, match=r"^vllm:m timed out waiting for http://127\.0\.0\.1:\d+$"):
             await provider.complete(call(model="m", timeout_s=10))
@@ -392,17 +392,17 @@ def test_presets_resolve_base_urls_and_keys() -> None:
         OLLAMA_BASE_URL="http://localhost:11434",
         VLLM_BASE_URL="http://gpu:8000/v1",
     )
-    openai = preset_for("openai", settings)
+    openai = endpoint_for("openai", settings)
     assert (openai.base_url, openai.api_key) == ("https://api.openai.com/v1", "sk-o")
-    gemini = preset_for("gemini", settings)
+    gemini = endpoint_for("gemini", settings)
     assert gemini.base_url == "https://generativelanguage.googleapis.com/v1beta/openai/"
     assert gemini.api_key == "g-key"
-    assert preset_for("openrouter", settings).base_url == "https://openrouter.ai/api/v1"
-    assert (preset_for("ollama", settings).base_url, preset_for("ollama", settings).api_key) == (
+    assert endpoint_for("openrouter", settings).base_url == "https://openrouter.ai/api/v1"
+    assert (endpoint_for("ollama", settings).base_url, endpoint_for("ollama", settings).api_key) == (
         "http://localhost:11434/v1",
         "ollama",
     )
-    assert (preset_for("vllm", settings).base_url, preset_for("vllm", settings).api_key) == (
+    assert (endpoint_for("vllm", settings).base_url, endpoint_for("vllm", settings).api_key) == (
         "http://gpu:8000/v1",
         "EMPTY",
     )
@@ -411,5 +411,5 @@ def test_presets_resolve_base_urls_and_keys() -> None:
 def test_openai_base_url_alone_is_enough_for_local_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     settings = Settings(_env_file=None, OPENAI_BASE_URL="http://127.0.0.1:9/v1")  # type: ignore[call-arg]
-    preset = preset_for("openai", settings)
-    assert preset.base_url == "http://127.0.0.1:9/v1" and preset.api_key
+    endpoint = endpoint_for("openai", settings)
+    assert endpoint.base_url == "http://127.0.0.1:9/v1" and endpoint.api_key

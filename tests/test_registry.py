@@ -7,20 +7,31 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config import Settings
-from orchestrator.providers import effort
-from orchestrator.providers.anthropic_api import AnthropicProvider
-from orchestrator.providers.base import Completion, DeltaCallback, Message, ModelCall
-from orchestrator.providers.cli_tools import CLIToolProvider
-from orchestrator.providers.openai_compat import OpenAICompatProvider
-from orchestrator.providers.registry import (
-    FAMILIES,
+from orchestrator.providers import (
+    AnthropicProvider,
+    CLIToolProvider,
+    Completion,
+    DeltaCallback,
+    Message,
+    ModelCall,
     ModelStringError,
+    OpenAICompatProvider,
+    Price,
     ProviderNotConfiguredError,
     ProviderRegistry,
+    ProviderSpec,
     UnknownProviderError,
     available_providers,
+    budget,
+    configured_providers,
+    default_model_for,
+    estimate_cost,
     family,
+    is_cli_tool,
     parse_model,
+    provider_spec,
+    reasoning_effort,
+    register,
     register_provider,
     unregister_provider,
 )
@@ -137,7 +148,7 @@ def test_default_models() -> None:
 
 
 def test_families() -> None:
-    assert FAMILIES["anthropic"] == "Anthropic" and FAMILIES["gemini"] == "Google"
+    assert provider_spec("anthropic").family == "Anthropic" and provider_spec("gemini").family == "Google"
     assert family("openai:gpt-5") == "OpenAI"
     assert family("openrouter:anthropic/claude-sonnet-4.5") == "Anthropic"
     assert family("ollama:qwen3") == "Qwen"
@@ -201,11 +212,100 @@ async def test_resolved_provider_talks_to_the_peer(llm_server: FakeLLMServer) ->
 
 
 def test_effort_budgets() -> None:
-    assert [effort.budget("anthropic", e) for e in ("low", "medium", "high", "max")] == [1024, 2048, 4096, 8192]
-    assert effort.budget("openai", "low") == 4096  # reasoning tokens count against the budget
-    assert effort.reasoning_effort("openai", "max") == "high"
-    assert effort.reasoning_effort("openai", "low", "gpt-4o") is None
-    assert effort.reasoning_effort("openai", "low", "o3-mini") == "low"
-    assert effort.reasoning_effort("anthropic", "high") is None
+    assert [budget("anthropic", e) for e in ("low", "medium", "high", "max")] == [1024, 2048, 4096, 8192]
+    assert budget("openai", "low") == 4096  # reasoning tokens count against the budget
+    assert reasoning_effort("openai", "max") == "high"
+    assert reasoning_effort("openai", "low", "gpt-4o") is None
+    assert reasoning_effort("openai", "low", "o3-mini") == "low"
+    assert reasoning_effort("anthropic", "high") is None
     with pytest.raises(ValueError, match="effort must be one of"):
-        effort.budget("openai", "extreme")
+        budget("openai", "extreme")
+
+
+def test_default_model_per_effort_comes_from_the_spec() -> None:
+    assert default_model_for("anthropic", "low") == "claude-haiku-4-5"
+    assert default_model_for("anthropic", "max") == "claude-sonnet-4-6"
+    assert default_model_for("openai", "low") == "gpt-5-mini"
+    assert default_model_for("nope") is None
+
+
+async def test_a_vendor_is_one_spec(llm_server: FakeLLMServer) -> None:
+    """Everything about a new vendor in one ProviderSpec: the registry, seating and pricing all read it."""
+
+    def factory(s: Settings) -> _EchoProvider:
+        if not s.vllm_api_key:
+            raise ProviderNotConfiguredError("VLLM_API_KEY")
+        return _EchoProvider("acme: ")
+
+    spec = ProviderSpec(
+        name="acme", family="Acme", factory=factory, key_var="VLLM_API_KEY",
+        is_configured=lambda s: bool(s.vllm_api_key), models={"medium": "roadrunner-2", "low": "roadrunner-mini"},
+        budgets={"low": 100, "medium": 200, "high": 300, "max": 400},
+        prices={"roadrunner-2": Price(input_per_mtok=2.0, output_per_mtok=4.0)},
+    )
+    register(spec)
+    try:
+        assert "acme" in available_providers() and family("acme:roadrunner-2") == "Acme"
+        assert (budget("acme", "high"), default_model_for("acme", "low")) == (300, "roadrunner-mini")
+        assert estimate_cost("acme:roadrunner-2-20250101", 10**6, 10**6) == 6.0
+        assert estimate_cost("acme:unpriced", 1, 1) is None
+        with pytest.raises(ProviderNotConfiguredError, match="acme:roadrunner-2 needs VLLM_API_KEY"):
+            ProviderRegistry(settings()).resolve("acme:roadrunner-2")
+        registry = ProviderRegistry(settings(VLLM_API_KEY="k-123456"))
+        assert "acme" in registry.configured() and registry.default_model("acme") == "roadrunner-2"
+        provider, _ = registry.resolve("acme:roadrunner-2")
+        assert (await provider.complete(ModelCall(model="x", messages=(Message(role="user", content="hi"),)))).text \
+            == "acme: hi"
+        await registry.aclose()
+    finally:
+        unregister_provider("acme")
+    assert estimate_cost("acme:roadrunner-2", 1, 1) is None
+
+
+def test_questions_for_the_chat_policy(fake_cli_path: Path) -> None:
+    assert configured_providers(settings()) == []
+    assert configured_providers(settings(OPENAI_API_KEY="sk-o-123456", OLLAMA_BASE_URL="http://h:11434")) == [
+        "openai", "ollama"]  # never `cli`: tools need no credentials and are operator-only
+    for model in ("cli:claude", " CLI:codex/o3 ", "cli:anything"):
+        assert is_cli_tool(model), model
+    for model in ("openai:gpt-5", "claude", "", "nope:cli", "openrouter:cli/x"):
+        assert not is_cli_tool(model), model
+    assert provider_spec("cli").host_tool and not provider_spec("openai").host_tool
+
+
+def test_importing_the_providers_loads_no_sdk() -> None:
+    """A chat interaction must be acked within 3 s: the SDKs load lazily (or in preload_sdks' thread)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, orchestrator.providers as p; p.ProviderRegistry; p.estimate_cost('openai:gpt-5', 1, 1);"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx2')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_no_import_cycles_in_the_providers() -> None:
+    """Every import counts (function-level and TYPE_CHECKING ones too); siblings never import the package."""
+    import ast
+
+    root = Path(__file__).parent.parent
+    package = root / "orchestrator" / "providers"
+    modules = {".".join(f.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): f
+               for f in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                               for a in node.names)
+        graph[name] = {t for t in targets if t in modules and t != name}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(d == goal or (d not in seen and not seen.add(d) and reaches(d, goal, seen)) for d in graph[start])
+
+    assert sorted(m for m in graph if reaches(m, m, set())) == []

@@ -1,29 +1,43 @@
-"""Who sits where: pick debaters from different model families and a judge, from settings and flags."""
+"""Who sits where: pick debaters from different model families and a judge, from settings and flags.
+
+Families, default models and the setup help come from the providers' specs (orchestrator.providers).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orchestrator.config import Settings
 from orchestrator.models import Format, Seat
-from orchestrator.providers.registry import ProviderRegistry, family, parse_model
+from orchestrator.providers import ProviderRegistry, ProviderSpec, family, parse_model, specs
 
-SETUP_HINT = (
-    "No model provider is configured. Set one of these (in the environment or .env), then run again:\n"
-    "  ANTHROPIC_API_KEY=...    Claude   (anthropic:claude-sonnet-4-6)\n"
-    "  OPENAI_API_KEY=...       GPT      (openai:gpt-5)\n"
-    "  GEMINI_API_KEY=...       Gemini   (gemini:gemini-2.5-pro)\n"
-    "  OPENROUTER_API_KEY=...   any model on OpenRouter\n"
-    "  OLLAMA_BASE_URL=http://localhost:11434   local models (ollama:qwen3)\n"
-    "Two providers give a debate between two model families."
-)
+
+def _hint_line(spec: ProviderSpec) -> str:
+    setting = f"  {spec.required_variable}={spec.setup_example}"
+    default = spec.default_model()
+    example = f" ({spec.name}:{default})" if default and default != "default" else ""
+    return f"{setting:<24}   {spec.summary}{example}"
+
+
+def setup_hint() -> str:
+    """What to set when no provider is configured: one line per provider configured by a variable."""
+    lines = [_hint_line(s) for s in specs() if not s.host_tool and s.required_variable and s.summary]
+    return (
+        "No model provider is configured. Set one of these (in the environment or .env), then run again:\n"
+        + "\n".join(lines)
+        + "\nTwo providers give a debate between two model families."
+    )
+
+
+SETUP_HINT = setup_hint()
 
 LABELS = ("A", "B", "C", "D")
 
 
 class NoProviderConfigured(Exception):
     def __str__(self) -> str:
-        return SETUP_HINT
+        return setup_hint()
 
 
 @dataclass
@@ -33,8 +47,10 @@ class Seating:
     notes: list[str] = field(default_factory=list)
 
 
-def _default_models(settings: Settings, registry: ProviderRegistry) -> list[str]:
-    """One default model per configured provider, the settings' explicit seats first."""
+def _default_models(settings: Settings, registry: ProviderRegistry,
+                    allow: Callable[[str], bool] | None = None) -> list[str]:
+    """One default model per configured provider, the settings' explicit seats first; only those `allow`
+    accepts, when given (the models a chat user may get without naming them)."""
     models: list[str] = []
     for explicit in (settings.debate_proposer, settings.debate_challenger):
         if explicit and explicit not in models:
@@ -44,7 +60,7 @@ def _default_models(settings: Settings, registry: ProviderRegistry) -> list[str]
         if model not in models:
             models.append(model)
     models.extend(m for m in registry.configured_cli_tools() if m not in models)
-    return models
+    return [m for m in models if allow(m)] if allow is not None else models
 
 
 def _pick_distinct_families(candidates: list[str], count: int) -> list[str]:
@@ -76,8 +92,10 @@ def choose_seats(
     challenger: str | None = None,
     judge: str | None = None,
     count: int | None = None,
+    allow: Callable[[str], bool] | None = None,
 ) -> Seating:
-    """Explicit flags win, then DEBATE_* settings, then one default model per configured provider."""
+    """Explicit flags win, then DEBATE_* settings, then one default model per configured provider (of
+    those `allow` accepts, when given)."""
     for model in (*(debaters or []), proposer, challenger, judge):
         if model:
             parse_model(model)
@@ -88,7 +106,7 @@ def choose_seats(
     else:
         first = proposer or settings.debate_proposer
         second = challenger or settings.debate_challenger
-        defaults = _default_models(settings, registry)
+        defaults = _default_models(settings, registry, allow)
         if not defaults and not (first and second):
             raise NoProviderConfigured()
         pool = [m for m in (first, second) if m] + [m for m in defaults if m not in (first, second)]
@@ -110,14 +128,15 @@ def choose_seats(
         Seat(label=LABELS[i], role=roles[i] if i < len(roles) else "debater", model=model)
         for i, model in enumerate(models[:4])
     )
-    judge_model = judge or settings.debate_judge or _judge_default(models, settings, registry)
+    judge_model = judge or settings.debate_judge or _judge_default(models, settings, registry, allow)
     return Seating(seats=seats, judge=judge_model, notes=notes)
 
 
-def _judge_default(models: list[str], settings: Settings, registry: ProviderRegistry) -> str:
+def _judge_default(models: list[str], settings: Settings, registry: ProviderRegistry,
+                   allow: Callable[[str], bool] | None) -> str:
     """Prefer a judge from a family that is not debating; else the first debater's model."""
     debating = {family(m) for m in models}
-    for candidate in _default_models(settings, registry):
+    for candidate in _default_models(settings, registry, allow):
         if family(candidate) not in debating:
             return candidate
     return models[0]

@@ -1,6 +1,18 @@
-"""Model providers: one protocol, a registry open to plugins, and the built-in backends.
+"""Model providers: one protocol, a registry of ProviderSpecs open to plugins, and the built-in backends.
 
-The SDK-backed classes are imported on first use, so importing the registry stays cheap.
+    base.py           the Provider protocol, ModelCall / Message / Completion, every provider error
+    spec.py           ProviderSpec: all the program knows about one vendor (settings, family, default
+                      models, effort budgets, prices, factory)
+    vendors/          the built-in specs, one module per vendor
+    registry.py       register a spec (built-ins and `debate_bot.providers` plugins alike); every
+                      question about a provider, answered from its spec
+    pricing.py        estimate_cost: the one cost estimate the run and the log both use
+    clients.py        ProviderRegistry: one program's clients, from the specs and its Settings
+    openai_compat.py, anthropic_api.py, cli_tools.py     the backends (sse, sdk_errors, http, redact,
+                      cli_output help them)
+
+The SDK-backed classes are imported on first use (`preload_sdks` imports them off the event loop), so
+importing this package stays cheap.
 """
 
 from __future__ import annotations
@@ -13,31 +25,40 @@ from orchestrator.providers.base import (
     DeltaCallback,
     Message,
     ModelCall,
+    ModelStringError,
     Provider,
     ProviderError,
+    ProviderNotConfiguredError,
     ProviderTimeout,
+    UnknownProviderError,
 )
-from orchestrator.providers.effort import budget, default_model_for, reasoning_effort
+from orchestrator.providers.clients import ProviderRegistry
+from orchestrator.providers.pricing import estimate_cost, price_for
 from orchestrator.providers.registry import (
     BUILTIN_PROVIDERS,
-    CLI_TOOLS,
     ENTRY_POINT_GROUP,
-    FAMILIES,
-    ModelStringError,
-    ProviderFactory,
-    ProviderNotConfiguredError,
-    ProviderRegistry,
-    UnknownProviderError,
     available_providers,
+    budget,
+    configured_providers,
+    default_model_for,
+    endpoint_for,
     family,
+    find_spec,
+    is_cli_tool,
     parse_model,
+    preload_sdks,
+    provider_spec,
+    reasoning_effort,
+    register,
     register_provider,
+    specs,
     unregister_provider,
 )
+from orchestrator.providers.spec import Endpoint, Price, ProviderFactory, ProviderSpec
+from orchestrator.providers.vendors.cli import CLI_TOOLS
 
 _LAZY = {
     "OpenAICompatProvider": "orchestrator.providers.openai_compat",
-    "preset_for": "orchestrator.providers.openai_compat",
     "AnthropicProvider": "orchestrator.providers.anthropic_api",
     "CLIToolProvider": "orchestrator.providers.cli_tools",
 }
@@ -46,30 +67,41 @@ __all__ = [
     "BUILTIN_PROVIDERS",
     "CLI_TOOLS",
     "ENTRY_POINT_GROUP",
-    "FAMILIES",
     "AnthropicProvider",
     "CLIToolProvider",
     "Completion",
     "DeltaCallback",
+    "Endpoint",
     "Message",
     "ModelCall",
     "ModelStringError",
     "OpenAICompatProvider",
+    "Price",
     "Provider",
     "ProviderError",
     "ProviderFactory",
     "ProviderNotConfiguredError",
     "ProviderRegistry",
+    "ProviderSpec",
     "ProviderTimeout",
     "UnknownProviderError",
     "available_providers",
     "budget",
+    "configured_providers",
     "default_model_for",
+    "endpoint_for",
+    "estimate_cost",
     "family",
+    "find_spec",
+    "is_cli_tool",
     "parse_model",
-    "preset_for",
+    "preload_sdks",
+    "price_for",
+    "provider_spec",
     "reasoning_effort",
+    "register",
     "register_provider",
+    "specs",
     "unregister_provider",
 ]
 

@@ -26,15 +26,10 @@ from anthropic import AsyncAnthropic
 
 from orchestrator.config import Settings
 from orchestrator.providers import sse
-from orchestrator.providers.base import (
-    Completion,
-    DeltaCallback,
-    Message,
-    ModelCall,
-)
-from orchestrator.providers.effort import budget
+from orchestrator.providers.base import Completion, DeltaCallback, Message, ModelCall, ProviderNotConfiguredError
 from orchestrator.providers.http import sdk_http_client
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
+from orchestrator.providers.spec import ProviderSpec
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +70,9 @@ def _count(usage: object, key: str) -> int:
 class AnthropicProvider:
     """One `AsyncAnthropic` client per provider instance, reused for every call."""
 
-    name = "anthropic"
-
     def __init__(
         self,
+        spec: ProviderSpec,
         *,
         api_key: str,
         base_url: str | None = None,
@@ -86,6 +80,8 @@ class AnthropicProvider:
         timeout_s: float = 240.0,
         secrets: tuple[str, ...] | list[str] = (),
     ) -> None:
+        self.spec = spec
+        self.name = spec.name
         self.base_url = base_url or ANTHROPIC_DEFAULT_BASE_URL
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
         self._client = AsyncAnthropic(
@@ -94,14 +90,14 @@ class AnthropicProvider:
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AnthropicProvider:
-        from orchestrator.providers.registry import ProviderNotConfiguredError
-
-        if not settings.anthropic_api_key:
-            raise ProviderNotConfiguredError("ANTHROPIC_API_KEY")
+    def from_settings(cls, spec: ProviderSpec, settings: Settings) -> AnthropicProvider:
+        endpoint = spec.endpoint(settings) if spec.endpoint else None
+        if endpoint is None or not endpoint.api_key:
+            raise ProviderNotConfiguredError(spec.required_variable or "an API key")
         return cls(
-            api_key=settings.anthropic_api_key,
-            base_url=settings.anthropic_base_url,
+            spec,
+            api_key=endpoint.api_key,
+            base_url=endpoint.base_url,
             max_retries=settings.debate_max_retries,
             timeout_s=settings.debate_call_timeout,
             secrets=settings.secrets(),
@@ -112,12 +108,12 @@ class AnthropicProvider:
         return self._client
 
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
-        label = f"anthropic:{call.model}"
+        label = f"{self.name}:{call.model}"
         started = time.perf_counter()
         system, turns = to_anthropic(call.messages)
         kwargs: dict[str, Any] = {
             "model": call.model,
-            "max_tokens": call.max_tokens or budget("anthropic", call.effort),
+            "max_tokens": call.max_tokens or self.spec.budget(call.effort),
             "messages": turns,
         }
         if system:

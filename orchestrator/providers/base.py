@@ -1,4 +1,5 @@
-"""The one Provider protocol every model backend implements."""
+"""The one Provider protocol every model backend implements, the data it takes and returns, and every
+error a provider or the registry raises. Imports nothing else from this package."""
 
 from __future__ import annotations
 
@@ -40,6 +41,22 @@ class Completion(BaseModel):
     duration_ms: int = 0
 
 
+class Provider(Protocol):
+    """Streams text deltas for a list of messages, then reports tokens and duration.
+
+    Cancelling the awaiting task cancels the call; `call.timeout_s` bounds it.
+    """
+
+    name: str
+
+    async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+# ---- a call failed ----
+
+
 class ProviderError(Exception):
     """A model call failed; `str(error)` is safe to show users (no secrets, no raw stderr)."""
 
@@ -53,14 +70,23 @@ class ProviderTimeout(ProviderError):
         super().__init__(message, kind="timeout")
 
 
-class Provider(Protocol):
-    """Streams text deltas for a list of messages, then reports tokens and duration.
+# ---- a model string cannot be served (raised before any call) ----
 
-    Cancelling the awaiting task cancels the call; `call.timeout_s` bounds it.
-    """
 
-    name: str
+class ModelStringError(ValueError):
+    """A model string is not `provider:model`, or names a model its provider cannot run."""
 
-    async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion: ...
 
-    async def aclose(self) -> None: ...
+class UnknownProviderError(ValueError):
+    """The provider part of a model string names no registered provider."""
+
+
+class ProviderNotConfiguredError(ValueError):
+    """A provider's credentials, base URL or executable are missing. `variable` names what to set."""
+
+    def __init__(self, variable: str, model: str | None = None, *, fix: str | None = None) -> None:
+        self.variable = variable
+        self.model = model
+        self.fix = fix
+        who = model or "this provider"
+        super().__init__(f"{who} needs {variable} — {fix or 'set it in the environment or .env'}")

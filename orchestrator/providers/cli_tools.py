@@ -2,7 +2,7 @@
 
 Each call runs the tool once as a subprocess (never through a shell), in a fresh empty working
 directory, in its own process group. The conversation is flattened into one prompt with role headers
-and sent on stdin (copilot takes it as an argument), and the tool's JSON output is parsed:
+and sent on stdin (copilot takes it as an argument), and the tool's JSON output is parsed (in cli_output):
 
     claude    claude -p --output-format json              {"result", "usage": {"input_tokens", "output_tokens"}}
     gemini    gemini -p "" --output-format json           {"response", "stats": {"models": {…: {"tokens": …}}}}
@@ -12,9 +12,25 @@ and sent on stdin (copilot takes it as an argument), and the tool's JSON output 
 
 `cli:<tool>/<model>` passes a model to the tool (`--model`/`-m`), e.g. `cli:claude/opus`.
 
-Environment:
-    DEBATE_CLI_CLAUDE, DEBATE_CLI_GEMINI, DEBATE_CLI_CODEX, DEBATE_CLI_OPENCODE, DEBATE_CLI_COPILOT
-        the executable to run for that tool (a path or a name looked up on PATH); default: the tool name.
+Where each tool lives: DEBATE_CLI_CLAUDE, DEBATE_CLI_GEMINI, DEBATE_CLI_CODEX, DEBATE_CLI_OPENCODE,
+DEBATE_CLI_COPILOT name the executable (a path, or a name looked up on PATH); default: the tool name.
+
+The tool's environment is minimal, never the bot's own: a chat user's topic becomes its prompt, so it
+must not find the bot's Slack or Discord tokens, nor other vendors' keys, in its environment. It gets
+
+    basics   PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR, TEMP, TMP, XDG_*_HOME,
+             XDG_RUNTIME_DIR (where the tools keep their logins), the proxy and CA-bundle variables
+             (HTTP(S)_PROXY, NO_PROXY, ALL_PROXY, SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS),
+             and TERM=dumb, NO_COLOR=1 (no colour codes or pager in the output we parse)
+    its own  per tool, below: its vendor's key from the settings (only when configured here), and its
+             own configuration variables from the host environment (only when set)
+
+    tool      vendor key (from the settings)          its own variables (from the host)
+    claude    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   CLAUDE_CONFIG_DIR
+    gemini    GEMINI_API_KEY                          GEMINI_CLI_HOME, GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION
+    codex     OPENAI_API_KEY, OPENAI_BASE_URL         CODEX_HOME
+    opencode  —  (many vendors; it uses its own login) OPENCODE_CONFIG, OPENCODE_CONFIG_DIR
+    copilot   —                                       COPILOT_GITHUB_TOKEN, GH_TOKEN, GITHUB_TOKEN, COPILOT_HOME
 
 A call is bounded by `call.timeout_s`: on timeout or cancellation the whole process group gets
 SIGKILL. A non-zero exit is reported by status only; stderr may hold tokens, so it only reaches the
@@ -25,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
@@ -33,12 +48,22 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from orchestrator.config import Settings
 from orchestrator.providers.base import Completion, DeltaCallback, Message, ModelCall, ProviderError, ProviderTimeout
+from orchestrator.providers.cli_output import (
+    BadOutput,
+    ParsedOutput,
+    parse_claude,
+    parse_codex,
+    parse_copilot,
+    parse_gemini,
+    parse_opencode,
+)
 from orchestrator.providers.redact import estimate_tokens, redact, seconds
+from orchestrator.providers.spec import family_from_name, setting
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +72,6 @@ MAX_STDERR_BYTES = 64 * 1024
 MAX_ARGV_PROMPT_BYTES = 100_000  # below Linux's 128 KiB limit on one argument
 _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@\-]{0,99}$")
 _HEADERS = {"system": "[System]", "user": "[User]", "assistant": "[Assistant]"}
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedOutput:
-    text: str
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-
-
-class _BadOutput(Exception):
-    """The tool's stdout is not the shape we expected; the message is safe (no output quoted)."""
 
 
 def executable_for(tool: str) -> str:
@@ -81,122 +95,26 @@ def cap_argv_prompt(prompt: str, limit: int = MAX_ARGV_PROMPT_BYTES) -> str:
     return head + marker + tail
 
 
-def _json_document(out: str) -> Any:
-    try:
-        return json.loads(out)
-    except json.JSONDecodeError:
-        pass
-    # Some tools print a warning line before the JSON; take the last line that parses.
-    for line in reversed(out.splitlines()):
-        line = line.strip()
-        if line.startswith(("{", "[")):
-            with contextlib.suppress(json.JSONDecodeError):
-                return json.loads(line)
-    raise _BadOutput("output is not JSON")
-
-
-def _json_lines(out: str) -> list[dict[str, Any]]:
-    events = []
-    for line in out.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        with contextlib.suppress(json.JSONDecodeError):
-            value = json.loads(line)
-            if isinstance(value, dict):
-                events.append(value)
-    if not events:
-        raise _BadOutput("output has no JSON lines")
-    return events
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def parse_claude(out: str) -> ParsedOutput:
-    doc = _json_document(out)
-    if isinstance(doc, list):  # --verbose prints the whole event list; the result is the last "result"
-        doc = next((e for e in reversed(doc) if isinstance(e, dict) and e.get("type") == "result"), None)
-    if not isinstance(doc, dict) or not isinstance(doc.get("result"), str):
-        raise _BadOutput("no \"result\" text in the JSON")
-    if doc.get("is_error"):
-        raise _BadOutput("the tool reported an error result")
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
-    inputs = [
-        _int(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    ]
-    input_tokens = sum(v for v in inputs if v) or None
-    return ParsedOutput(doc["result"], input_tokens, _int(usage.get("output_tokens")))
-
-
-def parse_gemini(out: str) -> ParsedOutput:
-    doc = _json_document(out)
-    if not isinstance(doc, dict):
-        raise _BadOutput("the JSON is not an object")
-    if doc.get("error") and not doc.get("response"):
-        raise _BadOutput("the tool reported an error")
-    if not isinstance(doc.get("response"), str):
-        raise _BadOutput("no \"response\" text in the JSON")
-    prompt = candidates = 0
-    models = (doc.get("stats") or {}).get("models") or {}
-    if isinstance(models, dict):
-        for stats in models.values():
-            tokens = stats.get("tokens") if isinstance(stats, dict) else None
-            if isinstance(tokens, dict):
-                prompt += _int(tokens.get("prompt")) or 0
-                candidates += _int(tokens.get("candidates")) or 0
-    return ParsedOutput(doc["response"], prompt or None, candidates or None)
-
-
-def parse_codex(out: str) -> ParsedOutput:
-    text: str | None = None
-    input_tokens = output_tokens = None
-    for event in _json_lines(out):
-        kind = event.get("type")
-        item = event.get("item")
-        if kind == "item.completed" and isinstance(item, dict) and item.get("type") == "agent_message":
-            if isinstance(item.get("text"), str):
-                text = item["text"]
-        elif kind == "turn.completed" and isinstance(event.get("usage"), dict):
-            input_tokens = _int(event["usage"].get("input_tokens"))
-            output_tokens = _int(event["usage"].get("output_tokens"))
-        elif kind in ("turn.failed", "error"):
-            raise _BadOutput("the tool reported a failed turn")
-    if text is None:
-        raise _BadOutput("no agent_message in the JSON lines")
-    return ParsedOutput(text, input_tokens, output_tokens)
-
-
-def parse_opencode(out: str) -> ParsedOutput:
-    parts: list[str] = []
-    input_tokens = output_tokens = 0
-    for event in _json_lines(out):
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
-        if event.get("type") == "text" and isinstance(part.get("text"), str):
-            parts.append(part["text"])
-        tokens = part.get("tokens")
-        if isinstance(tokens, dict):
-            input_tokens += _int(tokens.get("input")) or 0
-            output_tokens += _int(tokens.get("output")) or 0
-        if event.get("type") == "error":
-            raise _BadOutput("the tool reported an error")
-    if not parts:
-        raise _BadOutput("no text parts in the JSON lines")
-    return ParsedOutput("".join(parts), input_tokens or None, output_tokens or None)
-
-
-def parse_copilot(out: str) -> ParsedOutput:
-    return ParsedOutput(out.strip())
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSpec:
     name: str
     base_args: tuple[str, ...]
     model_flag: str
     parse: Callable[[str], ParsedOutput]
     prompt_in_argv: bool = False
+    family: str | None = None  # None: from the `/model` part, else "CLI"
+    vendor_vars: tuple[str, ...] = ()  # its own vendor's settings, passed when configured
+    host_vars: tuple[str, ...] = ()  # its own configuration, passed from the host environment when set
+
+    def family_of(self, model: str) -> str:
+        return self.family or family_from_name(model) or "CLI"
+
+    def env(self, settings: Settings | None, environ: Mapping[str, str]) -> dict[str, str]:
+        """The variables this tool gets on top of the basics (see the module docstring)."""
+        env = {name: environ[name] for name in self.host_vars if environ.get(name)}
+        if settings is not None:
+            env.update({name: value for name in self.vendor_vars if (value := setting(settings, name))})
+        return env
 
     def argv(self, executable: str, prompt: str, model: str | None) -> list[str]:
         args = [executable, *self.base_args]
@@ -210,12 +128,44 @@ class ToolSpec:
 
 
 TOOLS: dict[str, ToolSpec] = {
-    "claude": ToolSpec("claude", ("-p", "--output-format", "json"), "--model", parse_claude),
-    "gemini": ToolSpec("gemini", ("-p", "", "--output-format", "json"), "-m", parse_gemini),
-    "codex": ToolSpec("codex", ("exec", "--json", "--skip-git-repo-check"), "-m", parse_codex),
-    "opencode": ToolSpec("opencode", ("run", "--format", "json"), "-m", parse_opencode),
-    "copilot": ToolSpec("copilot", (), "--model", parse_copilot, prompt_in_argv=True),
+    "claude": ToolSpec(
+        name="claude", base_args=("-p", "--output-format", "json"), model_flag="--model", parse=parse_claude,
+        family="Anthropic", vendor_vars=("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"), host_vars=("CLAUDE_CONFIG_DIR",),
+    ),
+    "gemini": ToolSpec(
+        name="gemini", base_args=("-p", "", "--output-format", "json"), model_flag="-m", parse=parse_gemini,
+        family="Google", vendor_vars=("GEMINI_API_KEY",),
+        host_vars=("GEMINI_CLI_HOME", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"),
+    ),
+    "codex": ToolSpec(
+        name="codex", base_args=("exec", "--json", "--skip-git-repo-check"), model_flag="-m", parse=parse_codex,
+        family="OpenAI", vendor_vars=("OPENAI_API_KEY", "OPENAI_BASE_URL"), host_vars=("CODEX_HOME",),
+    ),
+    "opencode": ToolSpec(
+        name="opencode", base_args=("run", "--format", "json"), model_flag="-m", parse=parse_opencode,
+        host_vars=("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR"),
+    ),
+    "copilot": ToolSpec(
+        name="copilot", base_args=(), model_flag="--model", parse=parse_copilot, prompt_in_argv=True,
+        host_vars=("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_HOME"),
+    ),
 }
+
+BASIC_VARS: tuple[str, ...] = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+)
+FIXED_VARS: Mapping[str, str] = {"TERM": "dumb", "NO_COLOR": "1"}
+
+
+def basic_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables every tool gets: where things are, the locale, the network's proxy and CAs."""
+    env = {name: environ[name] for name in BASIC_VARS if name in environ}
+    env.update({name: value for name, value in environ.items() if name.startswith("LC_")})
+    env.update(FIXED_VARS)
+    return env
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -272,10 +222,14 @@ class CLIToolProvider:
     def __init__(
         self,
         *,
+        settings: Settings | None = None,
         secrets: tuple[str, ...] | list[str] = (),
+        extra_env: Mapping[str, str] | None = None,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
         on_spawn: Callable[[int], None] | None = None,
     ) -> None:
+        self._settings = settings  # where each tool's vendor key comes from; None: no vendor keys
+        self._extra_env = dict(extra_env or {})  # given to every tool (the tests script the fake tools with it)
         self._secrets = tuple(secrets)
         self._max_output = max_output_bytes
         self._on_spawn = on_spawn  # called with each subprocess's pid, e.g. to track what is running
@@ -299,14 +253,15 @@ class CLIToolProvider:
         argv = spec.argv(executable, prompt, model or None)
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="debate-cli-") as workdir:
-            out, err, status = await self._run(label, argv, None if spec.prompt_in_argv else prompt, workdir, call)
+            env = self.environment(spec)
+            out, err, status = await self._run(label, argv, None if spec.prompt_in_argv else prompt, workdir, env, call)
         if status != 0:
             if err:
                 log.debug("%s stderr: %s", label, redact(err.decode(errors="replace"), self._secrets, limit=500))
             raise ProviderError(f"{label} exited with status {status}")
         try:
             parsed = spec.parse(out.decode(errors="replace"))
-        except _BadOutput as exc:
+        except BadOutput as exc:
             log.debug("%s: unparseable output (%d bytes): %s", label, len(out), exc)
             raise ProviderError(f"{label} returned output we could not read: {exc}", kind="bad_output") from None
         text = parsed.text.strip()
@@ -321,8 +276,13 @@ class CLIToolProvider:
             duration_ms=int((time.perf_counter() - started) * 1000),
         )
 
+    def environment(self, spec: ToolSpec) -> dict[str, str]:
+        """The whole environment `spec`'s tool runs with: the basics, then its own variables."""
+        return basic_env(os.environ) | self._extra_env | spec.env(self._settings, os.environ)
+
     async def _run(
-        self, label: str, argv: list[str], stdin_text: str | None, workdir: str, call: ModelCall
+        self, label: str, argv: list[str], stdin_text: str | None, workdir: str, env: dict[str, str],
+        call: ModelCall,
     ) -> tuple[bytes, bytes, int]:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -330,6 +290,7 @@ class CLIToolProvider:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=workdir,
+            env=env,
             start_new_session=True,
         )
         self.last_pid = proc.pid

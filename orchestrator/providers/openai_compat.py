@@ -1,13 +1,7 @@
-"""OpenAI and every OpenAI-compatible server (Gemini, OpenRouter, Ollama, vLLM) through the `openai` SDK.
+"""The backend for OpenAI and every OpenAI-compatible server (Gemini, OpenRouter, Ollama, vLLM): the `openai` SDK.
 
-Presets (provider name → base URL and key):
-
-    openai      OPENAI_BASE_URL or https://api.openai.com/v1, OPENAI_API_KEY
-                (a base URL alone is enough: local servers often want no key)
-    gemini      GEMINI_BASE_URL (Google's OpenAI-compatible endpoint), GEMINI_API_KEY
-    openrouter  OPENROUTER_BASE_URL, OPENROUTER_API_KEY
-    ollama      OLLAMA_BASE_URL (`/v1` appended to a bare root like http://localhost:11434), key "ollama"
-    vllm        VLLM_BASE_URL, VLLM_API_KEY or "EMPTY"
+Everything that differs between those vendors (base URL and key, budgets, what the output cap is
+called, reasoning effort) comes from the vendor's ProviderSpec (orchestrator.providers.vendors).
 
 A stream that breaks off before the model finished (no finish_reason) is an error, not a short
 answer: the deltas already delivered stay delivered, and the ProviderError says how far it got.
@@ -23,65 +17,20 @@ import asyncio
 import logging
 import time
 from contextlib import aclosing
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI
 
 from orchestrator.config import Settings
 from orchestrator.providers import sse
-from orchestrator.providers.base import Completion, DeltaCallback, ModelCall
-from orchestrator.providers.effort import budget, reasoning_effort
+from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderNotConfiguredError
 from orchestrator.providers.http import sdk_http_client
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
+from orchestrator.providers.spec import ProviderSpec
 
 log = logging.getLogger(__name__)
-
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-PRESETS: tuple[str, ...] = ("openai", "gemini", "openrouter", "ollama", "vllm")
-
-
-@dataclass(frozen=True, slots=True)
-class OpenAIPreset:
-    name: str
-    base_url: str | None  # None: not configured
-    api_key: str | None  # None: not configured
-    needs: str  # the variable that makes this preset usable
-
-
-def ollama_v1_url(url: str) -> str:
-    """Ollama's OpenAI-compatible API lives under /v1; accept the bare root users usually set."""
-    url = url.strip()
-    if "://" not in url:
-        url = f"http://{url}"
-    parts = urlsplit(url)
-    if parts.path in ("", "/"):
-        return url.rstrip("/") + "/v1"
-    return url
-
-
-def preset_for(name: str, settings: Settings) -> OpenAIPreset:
-    """Base URL and key for an OpenAI-compatible provider; None fields mean "not configured"."""
-    if name == "openai":
-        key = settings.openai_api_key
-        if key is None and settings.openai_base_url:
-            key = "not-needed"  # a local server behind OPENAI_BASE_URL
-        return OpenAIPreset(name, settings.openai_base_url or OPENAI_DEFAULT_BASE_URL, key, "OPENAI_API_KEY")
-    if name == "gemini":
-        return OpenAIPreset(name, settings.gemini_base_url, settings.gemini_api_key, "GEMINI_API_KEY")
-    if name == "openrouter":
-        return OpenAIPreset(name, settings.openrouter_base_url, settings.openrouter_api_key, "OPENROUTER_API_KEY")
-    if name == "ollama":
-        url = ollama_v1_url(settings.ollama_base_url) if settings.ollama_base_url else None
-        return OpenAIPreset(name, url, "ollama" if url else None, "OLLAMA_BASE_URL")
-    if name == "vllm":
-        url = settings.vllm_base_url
-        return OpenAIPreset(name, url, (settings.vllm_api_key or "EMPTY") if url else None, "VLLM_BASE_URL")
-    raise ValueError(f"no OpenAI-compatible preset named {name!r}; presets: {', '.join(PRESETS)}")
-
 
 def _status_line(exc: openai.APIStatusError) -> str:
     """`HTTP 500 Internal Server Error (server_error)`: the status and a code, never the body text."""
@@ -112,7 +61,7 @@ class OpenAICompatProvider:
 
     def __init__(
         self,
-        name: str,
+        spec: ProviderSpec,
         *,
         api_key: str,
         base_url: str,
@@ -120,23 +69,22 @@ class OpenAICompatProvider:
         timeout_s: float = 240.0,
         secrets: tuple[str, ...] | list[str] = (),
     ) -> None:
-        self.name = name
+        self.spec = spec
+        self.name = spec.name
         self.base_url = base_url
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
         self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
                                    http_client=sdk_http_client(openai, base_url, timeout_s))
 
     @classmethod
-    def from_settings(cls, name: str, settings: Settings) -> OpenAICompatProvider:
-        from orchestrator.providers.registry import ProviderNotConfiguredError
-
-        preset = preset_for(name, settings)
-        if not preset.base_url or not preset.api_key:
-            raise ProviderNotConfiguredError(preset.needs)
+    def from_settings(cls, spec: ProviderSpec, settings: Settings) -> OpenAICompatProvider:
+        endpoint = spec.endpoint(settings) if spec.endpoint else None
+        if endpoint is None or not endpoint.base_url or not endpoint.api_key:
+            raise ProviderNotConfiguredError(spec.required_variable or "a base URL and key")
         return cls(
-            name,
-            api_key=preset.api_key,
-            base_url=preset.base_url,
+            spec,
+            api_key=endpoint.api_key,
+            base_url=endpoint.base_url,
             max_retries=settings.debate_max_retries,
             timeout_s=settings.debate_call_timeout,
             secrets=settings.secrets(),
@@ -147,17 +95,14 @@ class OpenAICompatProvider:
         return self._client
 
     def _request(self, call: ModelCall) -> dict[str, Any]:
-        limit = call.max_tokens or budget(self.name, call.effort)
         kwargs: dict[str, Any] = {
             "model": call.model,
             "messages": [{"role": m.role, "content": m.content} for m in call.messages],
             "stream": True,
             "stream_options": {"include_usage": True},
+            self.spec.max_tokens_field: call.max_tokens or self.spec.budget(call.effort),
         }
-        # OpenAI's reasoning models reject max_tokens; compatible servers all understand max_tokens,
-        # not all of them max_completion_tokens.
-        kwargs["max_completion_tokens" if self.name == "openai" else "max_tokens"] = limit
-        effort = reasoning_effort(self.name, call.effort, call.model)
+        effort = self.spec.reasoning_effort(call.effort, call.model) if self.spec.reasoning_effort else None
         if effort:
             kwargs["reasoning_effort"] = effort
         return kwargs

@@ -1,105 +1,50 @@
-"""Model strings (`provider:model`) → Provider instances, through one registry open to plugins.
+"""The registry of ProviderSpecs: model strings (`provider:model`) → the spec that knows that provider.
 
-Built-in providers register through the same door a plugin does: `register_provider(name, factory)`
-with `factory: Callable[[Settings], Provider]`. Plugins can also ship an entry point in the group
-`debate_bot.providers` whose name is the provider name and whose object is such a factory; entry
-points are loaded lazily, the first time an unknown name is looked up or the list is asked for.
-
-A factory that cannot run for lack of credentials raises `ProviderNotConfiguredError(variable)`;
-`ProviderRegistry.resolve` turns that into one line naming the model and the variable to set.
+Built-ins and plugins come in through one door, `register(spec)`. A plugin ships an entry point in the
+group `debate_bot.providers`, named after the provider, whose object is a ProviderSpec (or, the older
+form, a bare factory `Callable[[Settings], Provider]`); entry points are loaded lazily, the first time
+an unknown name is looked up or the list is asked for. `register_provider(name, factory, ...)` builds a
+spec for the simple case. Every question about a provider (configured? family? default model? budget?
+price?) is answered here from its spec, so no other module keeps a table of providers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from orchestrator.config import Settings
-from orchestrator.providers.base import Provider
-from orchestrator.providers.effort import DEFAULT_MODELS, default_model_for
+from orchestrator.providers.base import ModelStringError, UnknownProviderError
+from orchestrator.providers.spec import (
+    DEFAULT_BUDGETS,
+    Endpoint,
+    ProviderFactory,
+    ProviderSpec,
+    check_effort,
+    family_from_name,
+)
+from orchestrator.providers.vendors import BUILTIN_SPECS
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "debate_bot.providers"
-BUILTIN_PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "gemini", "openrouter", "ollama", "vllm", "cli")
-
-ProviderFactory = Callable[[Settings], Provider]
-
-FAMILIES: dict[str, str] = {
-    "anthropic": "Anthropic",
-    "openai": "OpenAI",
-    "gemini": "Google",
-    "openrouter": "OpenRouter",
-    "ollama": "Local (Ollama)",
-    "vllm": "Local (vLLM)",
-    "cli": "CLI",
-}
-
-# For providers that host many vendors' models, the family comes from the model name.
-_MODEL_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("claude", "Anthropic"),
-    ("anthropic", "Anthropic"),
-    ("gpt", "OpenAI"),
-    ("openai", "OpenAI"),
-    ("codex", "OpenAI"),
-    ("o1", "OpenAI"),
-    ("o3", "OpenAI"),
-    ("o4", "OpenAI"),
-    ("gemini", "Google"),
-    ("gemma", "Google"),
-    ("google", "Google"),
-    ("llama", "Meta"),
-    ("meta", "Meta"),
-    ("qwen", "Qwen"),
-    ("mistral", "Mistral"),
-    ("mixtral", "Mistral"),
-    ("deepseek", "DeepSeek"),
-    ("phi", "Microsoft"),
-    ("grok", "xAI"),
-    ("x-ai", "xAI"),
-    ("command", "Cohere"),
-    ("kimi", "Moonshot"),
-    ("moonshot", "Moonshot"),
-    ("glm", "Zhipu"),
-)
-
-CLI_TOOLS: tuple[str, ...] = ("claude", "gemini", "codex", "opencode", "copilot")
+BUILTIN_PROVIDERS: tuple[str, ...] = tuple(spec.name for spec in BUILTIN_SPECS)
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
-
-class ModelStringError(ValueError):
-    """A model string is not `provider:model`."""
-
-
-class UnknownProviderError(ValueError):
-    """The provider part of a model string names no registered provider."""
-
-
-class ProviderNotConfiguredError(ValueError):
-    """A provider's credentials or base URL are missing. `variable` names what to set."""
-
-    def __init__(self, variable: str, model: str | None = None, *, fix: str | None = None) -> None:
-        self.variable = variable
-        self.model = model
-        self.fix = fix
-        who = model or "this provider"
-        super().__init__(f"{who} needs {variable} — {fix or 'set it in the environment or .env'}")
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    factory: ProviderFactory
-    family: str
-    is_configured: Callable[[Settings], bool] | None
-    needs: str | None
-
-
-_REGISTRY: dict[str, _Entry] = {}
+_SPECS: dict[str, ProviderSpec] = {}
 _entry_points_loaded = False
+
+
+def register(spec: ProviderSpec, *, replace: bool = False) -> None:
+    """Make `spec.name:` model strings resolve to `spec`."""
+    if not _NAME.match(spec.name):
+        raise ValueError(f"provider name {spec.name!r} must be lowercase letters, digits, '-' or '_'")
+    if spec.name in _SPECS and not replace:
+        raise ValueError(f"provider {spec.name!r} is already registered")
+    _SPECS[spec.name] = spec
 
 
 def register_provider(
@@ -111,23 +56,16 @@ def register_provider(
     needs: str | None = None,
     replace: bool = False,
 ) -> None:
-    """Register `factory` under `name`.
-
-    `is_configured(settings)` tells `configured()` whether it is usable (default: always);
-    `needs` names the variable for the not-configured message.
-    """
-    if not _NAME.match(name):
-        raise ValueError(f"provider name {name!r} must be lowercase letters, digits, '-' or '_'")
-    if name in _REGISTRY and not replace:
-        raise ValueError(f"provider {name!r} is already registered")
-    _REGISTRY[name] = _Entry(factory, family or FAMILIES.get(name, name.title()), is_configured, needs)
-    FAMILIES.setdefault(name, family or name.title())
+    """Register a provider known only by its factory: `is_configured(settings)` says whether it is usable
+    (default: always), `needs` names the variable for the not-configured message. Its models' family is
+    guessed from their names (`groq:llama-3.3` → Meta), else `family`."""
+    spec = ProviderSpec(name=name, family=family or name.title(), factory=factory, is_configured=is_configured,
+                        needs=needs, hosts_many_families=True)
+    register(spec, replace=replace)
 
 
 def unregister_provider(name: str) -> None:
-    _REGISTRY.pop(name, None)
-    if name not in BUILTIN_PROVIDERS:
-        FAMILIES.pop(name, None)
+    _SPECS.pop(name, None)
 
 
 def _load_entry_points() -> None:
@@ -136,32 +74,46 @@ def _load_entry_points() -> None:
         return
     _entry_points_loaded = True
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in _REGISTRY:
+        if ep.name in _SPECS:
             continue
         try:
-            factory = ep.load()
-            register_provider(ep.name, factory)
+            obj = ep.load()
+            if isinstance(obj, ProviderSpec):
+                if obj.name != ep.name:
+                    raise ValueError(f"the spec is named {obj.name!r}")
+                register(obj)
+            else:
+                register_provider(ep.name, obj)
         except Exception as exc:  # a broken plugin must not take the built-ins down with it
-            log.warning("provider plugin %s (%s) failed to load: %s", ep.name, ep.value, type(exc).__name__)
+            log.warning("provider plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
 
 
 def available_providers() -> list[str]:
     """Every registered provider name: the built-ins first, then plugins."""
     _load_entry_points()
-    builtins = [n for n in BUILTIN_PROVIDERS if n in _REGISTRY]
-    return builtins + sorted(n for n in _REGISTRY if n not in BUILTIN_PROVIDERS)
+    builtins = [n for n in BUILTIN_PROVIDERS if n in _SPECS]
+    return builtins + sorted(n for n in _SPECS if n not in BUILTIN_PROVIDERS)
 
 
-def _entry(name: str) -> _Entry:
-    entry = _REGISTRY.get(name)
-    if entry is None:
+def specs() -> list[ProviderSpec]:
+    """Every registered spec, in `available_providers()` order."""
+    return [_SPECS[name] for name in available_providers()]
+
+
+def find_spec(name: str) -> ProviderSpec | None:
+    """The spec registered as `name`, or None."""
+    name = name.strip().lower()
+    if name not in _SPECS:
         _load_entry_points()
-        entry = _REGISTRY.get(name)
-    if entry is None:
-        raise UnknownProviderError(
-            f"unknown provider {name!r}; valid providers: {', '.join(available_providers())}"
-        )
-    return entry
+    return _SPECS.get(name)
+
+
+def provider_spec(name: str) -> ProviderSpec:
+    """The spec registered as `name`; UnknownProviderError (listing the valid names) if there is none."""
+    spec = find_spec(name)
+    if spec is None:
+        raise UnknownProviderError(f"unknown provider {name!r}; valid providers: {', '.join(available_providers())}")
+    return spec
 
 
 def parse_model(s: str) -> tuple[str, str]:
@@ -173,165 +125,79 @@ def parse_model(s: str) -> tuple[str, str]:
         raise ModelStringError(
             f"model {s!r} is not provider:model — e.g. anthropic:claude-sonnet-4-6, openai:gpt-5 or cli:claude"
         )
-    _entry(provider)
+    provider_spec(provider)
     return provider, model
 
 
 def family(model_string: str) -> str:
     """The model family behind a model string, for picking opponents from different families."""
     provider, _, model = model_string.partition(":")
-    provider = provider.strip().lower()
-    if provider in ("anthropic", "openai", "gemini"):
-        return FAMILIES[provider]
-    name = model.strip().lower()
-    if provider == "cli":
-        name = {"codex": "openai", "copilot": "copilot", "opencode": "opencode"}.get(name, name)
-    for prefix, label in _MODEL_FAMILIES:
-        if name.startswith(prefix) or f"/{prefix}" in name:
-            return label
-    return FAMILIES.get(provider, provider.title() or "Unknown")
+    spec = find_spec(provider)
+    if spec is None:
+        return family_from_name(model) or provider.strip().title() or "Unknown"
+    return spec.family_of(model.strip())
 
 
-def cli_executable(tool: str) -> str:
-    """The executable for a CLI tool: `DEBATE_CLI_<TOOL>` if set, else the tool's own name."""
-    from orchestrator.providers.cli_tools import executable_for
-
-    return executable_for(tool)
-
-
-class ProviderRegistry:
-    """Turns model strings into provider clients, creating each client once and reusing it."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._clients: dict[str, Provider] = {}
-
-    def resolve(self, model_string: str) -> tuple[Provider, str]:
-        """`"openai:gpt-5"` → (the openai provider, `"gpt-5"`)."""
-        name, model = parse_model(model_string)
-        if name == "cli":
-            self._check_cli_tool(model)
-        client = self._clients.get(name)
-        if client is None:
-            entry = _entry(name)
-            if entry.is_configured is not None and not entry.is_configured(self.settings):
-                raise ProviderNotConfiguredError(entry.needs or "credentials", f"{name}:{model}")
-            try:
-                client = entry.factory(self.settings)
-            except ProviderNotConfiguredError as exc:
-                raise ProviderNotConfiguredError(exc.variable, f"{name}:{model}") from None
-            self._clients[name] = client
-        return client, model
-
-    @staticmethod
-    def _check_cli_tool(model: str) -> None:
-        tool = model.split("/", 1)[0]
-        if tool not in CLI_TOOLS:
-            valid = ", ".join(f"cli:{t}" for t in CLI_TOOLS)
-            raise ModelStringError(f"unknown CLI tool {tool!r}; valid: {valid}")
-        exe = cli_executable(tool)
-        if not shutil.which(exe):
-            raise ProviderNotConfiguredError(
-                f"the {exe} executable",
-                f"cli:{model}",
-                fix=f"install it on PATH or point DEBATE_CLI_{tool.upper()} at it",
-            )
-
-    def is_configured(self, name: str) -> bool:
-        entry = _entry(name)
-        return entry.is_configured is None or entry.is_configured(self.settings)
-
-    def configured(self) -> list[str]:
-        """Provider names whose credentials or base URL are set (`cli` is listed per tool instead)."""
-        return [n for n in available_providers() if n != "cli" and self.is_configured(n)]
-
-    def configured_cli_tools(self) -> list[str]:
-        """`cli:<tool>` for each supported CLI tool whose executable is on PATH."""
-        return [f"cli:{tool}" for tool in CLI_TOOLS if shutil.which(cli_executable(tool))]
-
-    def default_model(self, provider: str, effort: str | None = None) -> str:
-        """A sensible model for `provider` (`effort` may pick a cheaper one, e.g. anthropic low → haiku)."""
-        _entry(provider)
-        model = default_model_for(provider, effort) if effort else DEFAULT_MODELS.get(provider)
-        return model or "default"
-
-    def needs(self, provider: str) -> str | None:
-        """The variable a provider needs before it can be used, if known."""
-        return _entry(provider).needs
-
-    async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            try:
-                await client.aclose()
-            except Exception as exc:
-                log.debug("closing provider %s failed: %s", getattr(client, "name", "?"), type(exc).__name__)
+def budget(provider: str, effort: str) -> int:
+    """Max output tokens for one call at this effort (unknown providers get the default budgets)."""
+    check_effort(effort)
+    spec = find_spec(provider)
+    return spec.budget(effort) if spec else DEFAULT_BUDGETS[effort]
 
 
-# ---- built-ins: factories import their SDK lazily, so `debate --help` stays fast ----
+def reasoning_effort(provider: str, effort: str, model: str | None = None) -> str | None:
+    """The reasoning effort to send with a call, or None when the provider or model takes none."""
+    check_effort(effort)
+    spec = find_spec(provider)
+    if spec is None or spec.reasoning_effort is None:
+        return None
+    return spec.reasoning_effort(effort, model)
 
 
-def _openai_compatible(name: str) -> ProviderFactory:
-    def factory(settings: Settings) -> Provider:
-        from orchestrator.providers.openai_compat import OpenAICompatProvider
-
-        return OpenAICompatProvider.from_settings(name, settings)
-
-    factory.__name__ = f"{name}_factory"
-    return factory
+def default_model_for(provider: str, effort: str = "medium") -> str | None:
+    """The model to use when only the provider is named; None for providers we know nothing of."""
+    check_effort(effort)
+    spec = find_spec(provider)
+    return spec.default_model(effort) if spec else None
 
 
-def _anthropic_factory(settings: Settings) -> Provider:
-    from orchestrator.providers.anthropic_api import AnthropicProvider
-
-    return AnthropicProvider.from_settings(settings)
-
-
-def _cli_factory(settings: Settings) -> Provider:
-    from orchestrator.providers.cli_tools import CLIToolProvider
-
-    return CLIToolProvider(secrets=settings.secrets())
+def endpoint_for(provider: str, settings: Settings) -> Endpoint:
+    """Base URL and key of an HTTP provider from the settings; None fields mean "not configured"."""
+    spec = provider_spec(provider)
+    if spec.endpoint is None:
+        raise ValueError(f"provider {provider!r} is not reached over HTTP")
+    return spec.endpoint(settings)
 
 
-_BUILTIN_CHECKS: dict[str, tuple[str, Callable[[Settings], bool]]] = {
-    "anthropic": ("ANTHROPIC_API_KEY", lambda s: bool(s.anthropic_api_key)),
-    "openai": ("OPENAI_API_KEY", lambda s: bool(s.openai_api_key or s.openai_base_url)),
-    "gemini": ("GEMINI_API_KEY", lambda s: bool(s.gemini_api_key)),
-    "openrouter": ("OPENROUTER_API_KEY", lambda s: bool(s.openrouter_api_key)),
-    "ollama": ("OLLAMA_BASE_URL", lambda s: bool(s.ollama_base_url)),
-    "vllm": ("VLLM_BASE_URL", lambda s: bool(s.vllm_base_url)),
-}
+def configured_providers(settings: Settings) -> list[str]:
+    """The provider prefixes whose credentials or base URL are set. Host tools (`cli`) are not listed:
+    they need no credentials, and are offered per tool (`ProviderRegistry.configured_cli_tools`)."""
+    return [spec.name for spec in specs() if not spec.host_tool and spec.configured(settings)]
 
 
-def _register_builtins() -> None:
-    for name in BUILTIN_PROVIDERS:
-        if name == "cli":
-            register_provider(name, _cli_factory, replace=True)
-            continue
-        factory = _anthropic_factory if name == "anthropic" else _openai_compatible(name)
-        needs, check = _BUILTIN_CHECKS[name]
-        register_provider(name, factory, is_configured=check, needs=needs, replace=True)
-
-
-_register_builtins()
-
-
-SDK_MODULES = ("orchestrator.providers.openai_compat", "orchestrator.providers.anthropic_api")
+def is_cli_tool(model_string: str) -> bool:
+    """True when the model string runs a program on this host (`cli:…`, or a plugin marked `host_tool`).
+    Never raises: a malformed or unknown model string is not a host tool (parse_model says what is wrong)."""
+    provider, sep, _ = (model_string or "").partition(":")
+    spec = find_spec(provider) if sep else None
+    return spec is not None and spec.host_tool
 
 
 def _import_sdks() -> None:
-    import importlib
-
-    for name in SDK_MODULES:
+    for spec in specs():
+        if spec.preload is None:
+            continue
         try:
-            importlib.import_module(name)
+            spec.preload()
         except ImportError:
-            log.warning("could not preload %s", name, exc_info=True)
+            log.warning("could not preload the SDK of %s", spec.name, exc_info=True)
 
 
 async def preload_sdks() -> None:
     """Import the model SDKs in a worker thread. Imported lazily by the first debate, they would stall
     the event loop for seconds, and a chat platform's 3 s acknowledgement deadline with it."""
-    import asyncio
-
     await asyncio.to_thread(_import_sdks)
+
+
+for _spec in BUILTIN_SPECS:
+    register(_spec, replace=True)

@@ -8,6 +8,11 @@ and prints that tool's output shape. Scripted through the environment:
     FAKE_CLI_ECHO=1   reply with the prompt's last non-empty line
     FAKE_CLI_PIDFILE  hang mode writes "<pid>\\n<child pid>\\n" here (the child shares the process group)
     FAKE_CLI_LOG      append {"tool", "argv", "prompt_chars", "cwd"} as one JSON line per run
+
+The provider gives a tool a minimal environment, so these reach the fake only when the test passes
+them (`CLIToolProvider(extra_env=...)`). One behaviour needs no variable at all, so that it works
+through the registry exactly as configured in production: the model `report-env`
+(`cli:<tool>/report-env`) replies with the environment the tool saw, as a JSON object.
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ def _prompt(tool: str, argv: list[str]) -> str:
     return ""
 
 
+def _model(argv: list[str]) -> str | None:
+    for flag in ("--model", "-m"):
+        if flag in argv[:-1]:
+            return argv[argv.index(flag) + 1]
+    return None
+
+
 def _tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
@@ -74,7 +86,9 @@ def main(tool: str) -> None:
         print("Segmentation fault? {not json at all")
         return
 
-    if os.environ.get("FAKE_CLI_ECHO") == "1":
+    if _model(argv) == "report-env":
+        reply = json.dumps(dict(os.environ), sort_keys=True)
+    elif os.environ.get("FAKE_CLI_ECHO") == "1":
         lines = [line for line in prompt.splitlines() if line.strip()]
         reply = lines[-1] if lines else ""
     else:
