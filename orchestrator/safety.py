@@ -1,7 +1,15 @@
-"""Scrubbing secrets out of text before it is stored or shown, and short safe metadata from untrusted text.
+"""The one redactor and sanitizer: secrets out of text before anyone stores or sees it, control
+characters out of untrusted text, and short safe metadata from errors.
 
-Model output can echo the environment (a CLI tool reads the user's repo; a prompt-injected model
-can print a key it saw). Everything the store writes passes through one redactor.
+Model output can echo the environment (a CLI tool reads the user's repo; a prompt-injected model can
+print a key it saw), and a topic can carry bidi overrides that make a message read backwards. The
+engine applies one `Redactor` to every event where it is emitted (`DebateRun.emit`), before any sink,
+the log included, sees it; nothing downstream redacts again.
+
+Streamed text is redacted through `Redactor.stream()`: it holds back the tail of the turn that could
+still be the start of a secret (the last unfinished word, `Bearer ` or `api_key = ` waiting for its
+value, the beginning of a configured secret) and releases it once it cannot be, so a key split across
+deltas never leaves in pieces. Key shapes carry word boundaries, so `risk-adjusted` is not a key.
 """
 
 from __future__ import annotations
@@ -11,60 +19,143 @@ from collections.abc import Callable, Iterable
 
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 6  # shorter configured values would redact ordinary words
+MAX_HELD_CHARS = 4096  # a stream holds at most this much of one unbroken word...
+KEEP_HELD_CHARS = 1024  # ...then releases all but this tail (no real secret is this long)
+
+_B = r"(?<![A-Za-z0-9_])"  # a left word boundary that also holds before a '-' or '.'
 
 # Well-known credential shapes, redacted even when they are not one of our configured secrets.
 KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{10,}"),  # Anthropic
-    re.compile(r"sk-(?:proj-|svcacct-|or-v1-)?[A-Za-z0-9_\-]{16,}"),  # OpenAI, OpenRouter
-    re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack bot / user / legacy tokens
-    re.compile(r"xapp-[A-Za-z0-9\-]{10,}"),  # Slack app-level token
-    re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),  # Google / Gemini
-    re.compile(r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"),  # Discord bot
-    re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{20,}"),  # an Authorization header value
-    re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens (CLI tools run beside repositories)
-    re.compile(r"(?i)api[_-]?key[\"']?\s*[:=]\s*[\"']?[^\s\"',;]{6,}"),  # api_key=… in tool output
+    re.compile(_B + r"sk-ant-[A-Za-z0-9_\-]{10,}"),  # Anthropic
+    re.compile(_B + r"sk-(?:proj-|svcacct-|or-v1-)?[A-Za-z0-9_\-]{16,}"),  # OpenAI, OpenRouter
+    re.compile(_B + r"xox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack bot / user / legacy tokens
+    re.compile(_B + r"xapp-[A-Za-z0-9\-]{10,}"),  # Slack app-level token
+    re.compile(_B + r"AIza[0-9A-Za-z_\-]{30,}"),  # Google / Gemini
+    re.compile(_B + r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"),  # Discord bot
+    re.compile(r"(?i)" + _B + r"Bearer\s+[A-Za-z0-9._\-]{20,}"),  # an Authorization header value
+    re.compile(_B + r"gh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens (CLI tools run beside repositories)
+    re.compile(r"(?i)" + _B + r"api[_-]?key[\"']?\s*[:=]\s*[\"']?[^\s\"',;]{6,}"),  # api_key=… in tool output
 )
 
+# The unfinished beginnings of the shapes above that span whitespace, when they end the text so far.
+_OPEN_HEADS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(?i)" + _B + r"Bearer\s+\S*$"),
+    re.compile(r"(?i)" + _B + r"api[_-]?key[\"']?\s*(?:[:=]\s*[\"']?[^\s\"',;]*)?$"),
+)
+_LAST_WORD = re.compile(r"\S+$")
 
-def make_redactor(secrets: Iterable[str] = ()) -> Callable[[str], str]:
-    """A function replacing each configured secret and each well-known key shape with [redacted]."""
-    literal = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
-    patterns = list(KEY_PATTERNS)
-    if literal:
-        patterns.insert(0, re.compile("|".join(re.escape(s) for s in literal)))
+# NUL and the other C0/C1 controls except tab and newline (ANSI escapes, carriage returns that
+# overwrite a terminal line), and the bidi embeddings, overrides, isolates and marks.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
-    def redact(text: str) -> str:
+
+def strip_controls(text: str) -> str:
+    """`text` without NUL, terminal control characters or bidi controls; newlines and tabs stay."""
+    return _CONTROLS.sub("", text)
+
+
+class Redactor:
+    """Strips control characters and replaces each configured secret (`secrets`: the API keys and
+    tokens in Settings) and each well-known key shape with [redacted]. Call it on whole text;
+    `stream()` for text that arrives in pieces."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._literals = sorted({s.strip() for s in secrets if s and len(s.strip()) >= MIN_SECRET_CHARS},
+                                key=len, reverse=True)
+        self._patterns = list(KEY_PATTERNS)
+        if self._literals:
+            self._patterns.insert(0, re.compile("|".join(re.escape(s) for s in self._literals)))
+
+    def __call__(self, text: str) -> str:
         if not text:
             return text
-        for pattern in patterns:
+        text = strip_controls(text)
+        for pattern in self._patterns:
             text = pattern.sub(REDACTED, text)
         return text
 
-    return redact
+    def value(self, value: object) -> object:
+        """Every string inside a JSON-like value (a model's dump) scrubbed."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, list | tuple):
+            return type(value)(self.value(v) for v in value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        return value
+
+    def stream(self) -> StreamRedactor:
+        return StreamRedactor(self)
+
+    def _after(self, before: str, chunk: str) -> str:
+        """`chunk` redacted as it reads after the character `before` (the key shapes look one back)."""
+        if before:
+            shown = self(before + chunk)
+            if shown.startswith(before):
+                return shown[len(before):]
+        return self(chunk)
+
+    def _safe_cut(self, before: str, pending: str) -> int:
+        """How much of `pending` can be released: nothing that could still grow into a secret, and no
+        cut through a secret that is already whole."""
+        text = before + pending
+        offset = len(before)
+        last_word = _LAST_WORD.search(pending)
+        cut = last_word.start() if last_word else len(pending)
+        for head in _OPEN_HEADS:
+            match = head.search(text, offset)
+            if match:
+                cut = min(cut, match.start() - offset)
+        for literal in self._literals:
+            for start in range(max(0, len(pending) - len(literal) + 1), len(pending)):
+                if pending[start] == literal[0] and literal.startswith(pending[start:]):
+                    cut = min(cut, start)
+                    break
+        if len(pending) - cut > MAX_HELD_CHARS:  # one enormous word: let most of it go
+            cut = len(pending) - KEEP_HELD_CHARS
+        moved = True
+        while moved and cut > 0:
+            moved = False
+            for pattern in self._patterns:
+                for match in pattern.finditer(text, offset):
+                    start, end = match.start() - offset, match.end() - offset
+                    if start < cut < end:
+                        cut, moved = max(start, 0), True
+        return max(cut, 0)
 
 
-def no_redaction(text: str) -> str:
-    return text
+class StreamRedactor:
+    """One streamed text (a turn): `feed` each delta and show what it returns, `finish` at the end."""
 
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._pending = ""
+        self._before = ""  # the last character released, for the key shapes' left boundary
 
-def redact_value(value: object, redact: Callable[[str], str]) -> object:
-    """Apply `redact` to every string inside a JSON-like value (a model's dump)."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [redact_value(v, redact) for v in value]
-    if isinstance(value, dict):
-        return {k: redact_value(v, redact) for k, v in value.items()}
-    return value
+    def feed(self, delta: str) -> str:
+        self._pending += strip_controls(delta)
+        return self._release(self._redactor._safe_cut(self._before, self._pending))
+
+    def finish(self) -> str:
+        """Everything still held, redacted; the stream is empty afterwards."""
+        return self._release(len(self._pending))
+
+    def _release(self, cut: int) -> str:
+        if cut <= 0:
+            return ""
+        chunk, self._pending = self._pending[:cut], self._pending[cut:]
+        shown = self._redactor._after(self._before, chunk)
+        self._before = chunk[-1]
+        return shown
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_redact_known_shapes = make_redactor()
+_redact_known_shapes = Redactor()
 
 
 def sanitize_metadata(text: str, limit: int | None = 200, secrets: Iterable[str] = ()) -> str:
     """One line: configured `secrets` and well-known key shapes redacted, at most `limit` characters."""
-    redact = make_redactor(secrets) if secrets else _redact_known_shapes
+    redact: Callable[[str], str] = Redactor(secrets) if secrets else _redact_known_shapes
     text = " ".join(redact(_CONTROL.sub(" ", text)).split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-_FENCE = re.compile(r"^\s*```(\S*)")
+from orchestrator.safety import strip_controls
+
+_FENCE = re.compile(r"^\s*```([\w+#.-]{0,30})")  # a language name, never a whole line of junk
 ZWSP = "\u200b"
 
 
@@ -57,14 +59,22 @@ def _open_fence_language(text: str) -> str | None:
     return language
 
 
-_SLACK_BARE = re.compile(r"(?<![\w&])@(channel|here|everyone)\b", re.IGNORECASE)
+_SLACK_BARE = re.compile(r"@(channel|here|everyone)", re.IGNORECASE)  # even inside words: a cut may free one
+_MASKED_LINK = re.compile(r"\]\(")
+
+
+def _unlink(text: str) -> str:
+    """Break `[text](url)` so Discord (and Slack's markdown) show it as written, not as a disguised link."""
+    return _MASKED_LINK.sub("]" + ZWSP + "(", text)
 
 
 def neutralize_slack(text: str) -> str:
-    """Escape Slack's control characters so `<!channel>`, `<@U1>`, `<!subteam^S1>` show as text, and
-    put a zero-width space in bare @channel/@here/@everyone, which some clients still highlight."""
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _SLACK_BARE.sub(lambda m: "@" + ZWSP + m.group(1), escaped)
+    """Escape Slack's control characters so `<!channel>`, `<@U1>`, `<!subteam^S1>` and `<url|text>`
+    links show as text, put a zero-width space in bare @channel/@here/@everyone, which some clients
+    still highlight, and break `[text](url)` links. NUL, terminal and bidi controls are dropped (a
+    display name or an old log row can carry them too)."""
+    escaped = strip_controls(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _unlink(_SLACK_BARE.sub(lambda m: "@" + ZWSP + m.group(1), escaped))
 
 
 _DISCORD_MENTION = re.compile(r"<(@[!&]?|#)(\d+)>")
@@ -72,10 +82,11 @@ _DISCORD_BARE = re.compile(r"@(everyone|here)", re.IGNORECASE)
 
 
 def neutralize_discord(text: str) -> str:
-    """Defuse @everyone/@here and user, role and channel mentions; AllowedMentions.none() on every
-    send and edit is the real guard, this keeps the text from reading as a ping too."""
-    text = _DISCORD_BARE.sub(lambda m: "@" + ZWSP + m.group(1), text)
-    return _DISCORD_MENTION.sub(lambda m: "<" + m.group(1) + ZWSP + m.group(2) + ">", text)
+    """Defuse @everyone/@here, user, role and channel mentions, and `[text](url)` masked links;
+    AllowedMentions.none() on every send and edit is the real guard against pings, this keeps the
+    text from reading as one too. NUL, terminal and bidi controls are dropped."""
+    text = _DISCORD_BARE.sub(lambda m: "@" + ZWSP + m.group(1), strip_controls(text))
+    return _unlink(_DISCORD_MENTION.sub(lambda m: "<" + m.group(1) + ZWSP + m.group(2) + ">", text))
 
 
 def truncate(text: str, limit: int, marker: str = "…") -> str:

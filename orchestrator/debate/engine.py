@@ -11,9 +11,9 @@ from orchestrator.debate.formats.base import FormatResult
 from orchestrator.debate.judge import judge
 from orchestrator.debate.run import DebateRun
 from orchestrator.events import DebateCancelled, DebateFailed, DebateFinished, DebateStarted, EventBus, VerdictReached
-from orchestrator.models import DebateSpec, Outcome, Verdict
-from orchestrator.providers.registry import ProviderRegistry
-from orchestrator.safety import make_redactor, redact_value
+from orchestrator.models import DebateSpec, Outcome
+from orchestrator.providers.clients import ProviderRegistry
+from orchestrator.safety import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +25,11 @@ class Engine:
     def __init__(self, registry: ProviderRegistry, settings: Settings) -> None:
         self.registry = registry
         self.settings = settings
-        self.redact = make_redactor(settings.secrets())
+        self.redact = Redactor(settings.secrets())  # the one redactor: DebateRun.emit applies it to every event
 
     async def run(self, spec: DebateSpec, bus: EventBus) -> Outcome:
         run = DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact)
-        await bus.emit(DebateStarted(debate_id=spec.id, spec=spec))
+        await run.emit(DebateStarted(debate_id=spec.id, spec=spec))
         try:
             result = await get_format(spec.format).run(run)
             return await self._conclude(run, result)
@@ -38,8 +38,7 @@ class Engine:
             if task is not None:
                 task.uncancel()
             outcome = self._outcome(run, "cancelled", rounds=_rounds_done(run), error="Stopped on request.")
-            await bus.emit(DebateCancelled(debate_id=spec.id, outcome=outcome))
-            return outcome
+            return (await run.emit(DebateCancelled(debate_id=spec.id, outcome=outcome))).outcome
         except Exception as exc:
             log.exception("debate %s crashed", spec.id)
             return await self._fail(run, f"Debate failed: internal error ({type(exc).__name__}).", _rounds_done(run))
@@ -60,18 +59,15 @@ class Engine:
             await run.notice("The judge could not reach a verdict (its answers were unusable or it failed). "
                              "The transcript is kept in full.", "warning")
         else:
-            verdict = Verdict.model_validate(redact_value(verdict.model_dump(mode="json"), run.redact))
-            await run.bus.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict))
+            await run.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict))
         outcome = self._outcome(run, "completed", rounds=result.rounds_completed)
         if result.rounds_planned:
             outcome = outcome.model_copy(update={"rounds_planned": result.rounds_planned})
-        await run.bus.emit(DebateFinished(debate_id=run.debate_id, outcome=outcome))
-        return outcome
+        return (await run.emit(DebateFinished(debate_id=run.debate_id, outcome=outcome))).outcome
 
     async def _fail(self, run: DebateRun, message: str, rounds: int) -> Outcome:
         outcome = self._outcome(run, "failed", rounds=rounds, error=message)
-        await run.bus.emit(DebateFailed(debate_id=run.debate_id, outcome=outcome))
-        return outcome
+        return (await run.emit(DebateFailed(debate_id=run.debate_id, outcome=outcome))).outcome
 
     def _outcome(self, run: DebateRun, status: str, *, rounds: int, error: str | None = None) -> Outcome:
         return Outcome(

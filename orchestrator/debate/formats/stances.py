@@ -64,6 +64,7 @@ class StancesFormat:
             bus=EventBus(),
             stats=run.stats,
             warnings=run.warnings,
+            redact=run.redact,
         )  # same counters, no events: the raw JSON never reaches users
         completed = await self._rounds(run, seats)
         return FormatResult(
@@ -153,7 +154,7 @@ class StancesFormat:
     async def _envelope_turn(self, run: DebateRun, seat: Seat, round_no: int, user: str) -> EnvelopeTurn:
         """One debater's turn: call, parse, one JSON-only retry, then a rendered, an empty or a failed turn."""
         kind = "opening" if round_no == 1 else "rebuttal"
-        await run.bus.emit(
+        await run.emit(
             TurnStarted(
                 debate_id=run.debate_id, round=round_no, seat=seat.label, role=seat.role, kind=kind, model=seat.model
             )
@@ -165,7 +166,7 @@ class StancesFormat:
             last = attempts[-1]
             if last.status == "failed":
                 turn = _combine(attempts, status="failed", error=last.error)
-                await run.bus.emit(TurnFailed(debate_id=run.debate_id, turn=turn))
+                await run.emit(TurnFailed(debate_id=run.debate_id, turn=turn))
                 return EnvelopeTurn(seat, turn, None)
             try:
                 envelope = parse_envelope(last.text)
@@ -183,7 +184,7 @@ class StancesFormat:
                     )
         if envelope is None:
             turn = _combine(attempts, status="empty", error="no readable JSON answer, even after a reminder")
-            await run.bus.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))
+            await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))
             await run.notice(
                 f"Debater {seat.label}'s round {round_no} turn is recorded empty: its answer was not "
                 "in the required JSON format, even after a reminder.",
@@ -191,10 +192,10 @@ class StancesFormat:
             )
             return EnvelopeTurn(seat, turn, None)
         turn = _combine(attempts, text=render_envelope(envelope))
+        turn = (await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))).turn
         run.transcript.append(turn)
         self.latest[seat.label] = turn
         self.envelopes[seat.label].append(envelope)
-        await run.bus.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))
         return EnvelopeTurn(seat, turn, envelope)
 
 

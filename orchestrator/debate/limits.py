@@ -1,0 +1,72 @@
+"""The size cap on one model call's text: a provider that ignores max_tokens cannot flood a thread,
+the log or the next prompt.
+
+The cap is the call's token budget (its effort's, or its own `max_tokens`) at six characters a token:
+English runs about four to five, so an answer that honours its budget never reaches it. Past the cap
+the stream is abandoned (closing the connection stops the generation) and the text ends with a visible
+note; that cut text is what is stored, shown and given to later prompts.
+"""
+
+from __future__ import annotations
+
+import math
+
+from orchestrator.providers import budget
+from orchestrator.providers.base import Completion, DeltaCallback, ModelCall
+
+CHARS_PER_TOKEN = 6
+
+
+def call_char_limit(provider: str, call: ModelCall) -> int:
+    """The most characters one call to `provider` may return."""
+    return (call.max_tokens or budget(provider, call.effort)) * CHARS_PER_TOKEN
+
+
+def cut_note(limit: int) -> str:
+    return f"\n\n[cut: this turn passed the {limit:,}-character limit]"
+
+
+class TextTooLong(Exception):
+    """Raised from the delta callback to end a stream that has passed its cap."""
+
+
+class SizeCap:
+    """Wraps a delta callback: forwards text up to `limit` characters, then stops the stream."""
+
+    def __init__(self, limit: int, on_delta: DeltaCallback | None = None) -> None:
+        self.limit = limit
+        self._on_delta = on_delta
+        self._parts: list[str] = []
+        self._size = 0
+
+    async def add(self, delta: str) -> None:
+        room = self.limit - self._size
+        if len(delta) > room:
+            await self._forward(delta[:room])
+            raise TextTooLong
+        await self._forward(delta)
+
+    async def _forward(self, text: str) -> None:
+        if not text:
+            return
+        self._parts.append(text)
+        self._size += len(text)
+        if self._on_delta is not None:
+            await self._on_delta(text)
+
+    async def cut(self, call: ModelCall, duration_ms: int) -> Completion:
+        """The Completion of a stream stopped at the cap: the text so far and the note (streamed too).
+        Usage is estimated, as for any stream that reports none (about four characters a token)."""
+        note = cut_note(self.limit)
+        if self._on_delta is not None:
+            await self._on_delta(note)
+        text = "".join(self._parts)
+        prompt = sum(len(m.content) for m in call.messages)
+        return Completion(text=text + note, input_tokens=math.ceil(prompt / 4),
+                          output_tokens=math.ceil(len(text) / 4), duration_ms=duration_ms)
+
+    def check(self, completion: Completion) -> Completion:
+        """A finished completion cut to the cap, for a backend that returned more than it streamed."""
+        if len(completion.text) <= self.limit:
+            return completion
+        return completion.model_copy(update={"text": completion.text[: self.limit] + cut_note(self.limit)})
