@@ -1,8 +1,9 @@
-"""What the engine emits while a debate runs, and the Sink protocol that consumes it.
+"""What the engine emits while a debate runs, the Sink protocol that consumes it, and the bus.
 
-Sinks are called in order for every event and must return quickly: a platform sink buffers text
-deltas and flushes them from its own task. The store sink comes first, so a turn is in the log
-before any platform shows it.
+Store first, enforced here: the bus hands each event to the log sink and only once that write has
+returned to the platform sinks, in order. When the log write fails the event goes no further, the
+debate stops, and the platforms get one DebateFailed saying why (LOG_WRITE_FAILED). Platform sinks
+must return quickly: they buffer text deltas and flush them from their own tasks.
 """
 
 from __future__ import annotations
@@ -121,18 +122,70 @@ class Sink(Protocol):
     async def handle(self, event: EventBase) -> None: ...
 
 
+LOG_WRITE_FAILED = "Debate stopped: the log could not be written (disk full?). Nothing after this was saved."
+
+
+class LogWriteFailed(Exception):
+    """The log sink could not persist an event: the debate must stop (raised by `EventBus.emit`)."""
+
+
 class EventBus:
-    """Delivers each event to every sink in order; one failing sink never stops the debate."""
+    """Persists each event through `log`, then delivers it to every sink in order.
 
-    def __init__(self, sinks: list[Sink] | None = None) -> None:
+    A platform sink that fails is logged and skipped (it must not take the debate down). A log write
+    that fails stops the debate: that event and every later one are withheld from the platforms,
+    which get one DebateFailed instead (`failure` holds its outcome), and `emit` raises LogWriteFailed.
+    """
+
+    def __init__(self, sinks: list[Sink] | None = None, *, log: Sink | None = None) -> None:
+        self.log = log
         self.sinks: list[Sink] = list(sinks or [])
-
-    def subscribe(self, sink: Sink) -> None:
-        self.sinks.append(sink)
+        self.failure: Outcome | None = None
+        self._rounds = (0, 0)  # completed, planned
+        self._tokens = (0, 0)
 
     async def emit(self, event: EventBase) -> None:
+        if self.failure is not None:  # stopped: nothing more reaches the log or the platforms
+            return
+        if self.log is not None:
+            try:
+                await self.log.handle(event)
+            except Exception as exc:
+                log.exception("log write failed on %s for debate %s", type(event).__name__, event.debate_id)
+                await self._stop(event)
+                raise LogWriteFailed(LOG_WRITE_FAILED) from exc
+        self._count(event)
+        await self._deliver(event)
+
+    async def _deliver(self, event: EventBase) -> None:
         for sink in self.sinks:
             try:
                 await sink.handle(event)
-            except Exception:  # a broken sink must not take the debate down with it
+            except Exception:  # a broken platform sink must not take the debate down with it
                 log.exception("sink %s failed on %s", type(sink).__name__, type(event).__name__)
+
+    def _count(self, event: EventBase) -> None:
+        """What the platforms have been shown, for the outcome of a debate the log stopped."""
+        match event:
+            case DebateStarted(spec=spec):
+                self._rounds = (self._rounds[0], spec.rounds)
+            case RoundCompleted(round=round, total=total):
+                self._rounds = (max(self._rounds[0], round), total)
+            case TurnCompleted(turn=turn) | TurnFailed(turn=turn):
+                self._tokens = (self._tokens[0] + turn.input_tokens, self._tokens[1] + turn.output_tokens)
+            case _:
+                return
+
+    async def _stop(self, event: EventBase) -> None:
+        """Tell the platforms the debate stopped; try once to log that too (the write may work again)."""
+        if isinstance(event, DebateStarted):
+            self._count(event)
+        self.failure = Outcome(status="failed", rounds_completed=self._rounds[0], rounds_planned=self._rounds[1],
+                               input_tokens=self._tokens[0], output_tokens=self._tokens[1], error=LOG_WRITE_FAILED)
+        failed = DebateFailed(debate_id=event.debate_id, outcome=self.failure)
+        if self.log is not None and not isinstance(event, FINAL_EVENTS):
+            try:
+                await self.log.handle(failed)
+            except Exception:
+                log.warning("could not log the failure of debate %s either", event.debate_id)
+        await self._deliver(failed)

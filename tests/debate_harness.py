@@ -9,10 +9,9 @@ from pathlib import Path
 from orchestrator.config import Settings
 from orchestrator.debate.engine import Engine
 from orchestrator.events import EventBase, EventBus, Notice, TurnCompleted, TurnFailed
-from orchestrator.log.sink import StoreSink
-from orchestrator.log.store import Store
+from orchestrator.log import Store, StoreSink
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn
-from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.providers import ProviderRegistry
 from tests.fakes.llm_server import FakeLLMServer, RequestRecord
 
 JUDGE = "openai:judge"
@@ -80,7 +79,7 @@ async def run_debate(
     try:
         if store is not None:
             await store.start()
-        bus = EventBus([StoreSink(store), sink] if store is not None else [sink])
+        bus = EventBus([sink], log=StoreSink(store) if store is not None else None)
         outcome = await Engine(registry, settings).run(spec, bus)
     finally:
         if store is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from orchestrator.log.store import (
+from orchestrator.log.records import (
     DebateRecord,
     NoticeRecord,
     Tally,
@@ -99,7 +99,9 @@ def to_json(record: DebateRecord) -> dict[str, Any]:
         "format": record.format,
         "judge": record.judge,
         "platform": record.platform,
+        "workspace": record.workspace,
         "channel": record.channel,
+        "channel_private": record.channel_private,
         "thread": record.thread,
         "requested_by": record.requested_by,
         "created_at": _required_iso(record.created_at),
@@ -165,7 +167,9 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
             created_at=from_iso(data["created_at"]) or 0.0,
             finished_at=from_iso(data.get("finished_at")),
             platform=data.get("platform"),
+            workspace=data.get("workspace"),
             channel=data.get("channel"),
+            channel_private=data.get("channel_private"),
             thread=data.get("thread"),
             requested_by=data.get("requested_by"),
             rounds_planned=data.get("max_rounds") or 0,

@@ -1,10 +1,9 @@
-"""Queries the store runs inside its database thread: rows in, records out."""
+"""Queries the store runs inside its database thread: rows in, records out, each scoped in SQL."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlite_utils import Database
 from sqlite_utils.db import Table
@@ -17,15 +16,13 @@ from orchestrator.log.records import (
     DebateRecord,
     DebateSummary,
     NoticeRecord,
+    Scope,
     Tally,
     TokenTotals,
     TurnRecord,
     from_iso,
 )
 from orchestrator.models import DebateSpec, Seat, Verdict
-from orchestrator.providers.pricing import estimate_cost
-
-T = TypeVar("T")
 
 
 def table(db: Database, name: str) -> Table:
@@ -34,15 +31,19 @@ def table(db: Database, name: str) -> Table:
     return table
 
 
-def outside_transaction(fn: Callable[[Database], T]) -> Callable[[Database], T]:
-    """Wrap `fn` so it commits the transaction the writer opened and runs with none open."""
-
-    def run(db: Database) -> T:
-        if db.conn.in_transaction:
-            db.conn.execute("COMMIT")
-        return fn(db)
-
-    return run
+def scope_sql(scope: Scope | None, alias: str = "d") -> tuple[str, dict[str, Any]]:
+    """A condition on the `debates` row `alias` keeping what `scope` may see ("1" for the operator),
+    with its named parameters (`:scope_*`)."""
+    if scope is None:
+        return "1", {}
+    args: dict[str, Any] = {"scope_platform": scope.platform, "scope_channel": scope.channel,
+                            "scope_workspace": scope.workspace}
+    own_channel = (f"({alias}.channel = :scope_channel"
+                   f" and ({alias}.workspace = :scope_workspace or {alias}.workspace is null))")
+    if scope.workspace is None:
+        return f"({alias}.platform = :scope_platform and {own_channel})", args
+    public = f"({alias}.workspace = :scope_workspace and {alias}.channel_private = 0)"
+    return f"({alias}.platform = :scope_platform and ({own_channel} or {public}))", args
 
 
 def require_debate(db: Database, debate_id: str) -> None:
@@ -66,14 +67,14 @@ def tally(db: Database, debate_id: str) -> Tally:
 
 
 def token_totals(db: Database, debate_id: str) -> TokenTotals:
+    """Sums over the debate's turns; each turn's cost was estimated once, when it was logged."""
     rows = db.execute(
-        "select model, input_tokens, output_tokens from turns where debate_id = ?", [debate_id]
+        "select cost_usd, input_tokens, output_tokens from turns where debate_id = ?", [debate_id]
     ).fetchall()
     cost: float | None = 0.0
-    for model, input_tokens, output_tokens in rows:
-        turn_cost = estimate_cost(model or "", input_tokens or 0, output_tokens or 0)
+    for turn_cost, input_tokens, output_tokens in rows:
         if turn_cost is None:
-            if input_tokens or output_tokens:
+            if input_tokens or output_tokens:  # a priced-unknown model that used tokens
                 cost = None
         elif cost is not None:
             cost += turn_cost
@@ -86,19 +87,23 @@ def token_totals(db: Database, debate_id: str) -> TokenTotals:
     )
 
 
-def resolve_id(db: Database, id_or_prefix: str) -> str | None:
+def resolve_id(db: Database, id_or_prefix: str, scope: Scope | None = None) -> str | None:
+    """The full id for an id or a unique prefix (>= MIN_ID_PREFIX) among the debates `scope` sees."""
     key = id_or_prefix.strip()
     if not key:
         return None
-    if db.execute("select 1 from debates where id = ?", [key]).fetchone():
+    visible, args = scope_sql(scope)
+    args |= {"key": key, "length": len(key)}
+    if db.execute(f"select 1 from debates d where d.id = :key and {visible}", args).fetchone():
         return key
     if len(key) < MIN_ID_PREFIX:
         return None
     matches = [
         r[0]
         for r in db.execute(
-            "select id from debates where substr(id, 1, ?) = ? order by created_at desc limit 11",
-            [len(key), key],
+            f"select d.id from debates d where substr(d.id, 1, :length) = :key and {visible}"
+            " order by d.created_at desc limit 11",
+            args,
         ).fetchall()
     ]
     if len(matches) > 1:
@@ -116,9 +121,12 @@ def row_fields(row: dict[str, Any]) -> dict[str, Any]:
         "created_at": from_iso(row["created_at"]) or 0.0,
         "finished_at": from_iso(row["finished_at"]),
         "platform": row["platform"],
+        "workspace": row["workspace"],
         "channel": row["channel"],
+        "channel_private": None if row["channel_private"] is None else bool(row["channel_private"]),
         "thread": row["thread"],
         "requested_by": row["requested_by"],
+        "runner": row["runner"],
         "rounds_planned": row["rounds_planned"] or 0,
         "rounds_completed": row["rounds_completed"] or 0,
         "cost_usd": row["cost_usd"],
@@ -126,13 +134,14 @@ def row_fields(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_record(db: Database, debate_id: str) -> DebateRecord:
+def load_record(db: Database, debate_id: str, *, turns: bool = True) -> DebateRecord:
+    """One debate in full; with `turns=False`, without its turns and notices (a vote, a quote)."""
     row = dict_rows(db, "select * from debates where id = ?", [debate_id])[0]
     seats = tuple(
         Seat(label=r["label"], role=r["role"], model=r["model"])
         for r in dict_rows(db, "select * from seats where debate_id = ? order by position, label", [debate_id])
     )
-    turns = tuple(
+    turn_records = tuple(
         TurnRecord(
             id=r["id"],
             debate_id=r["debate_id"],
@@ -150,12 +159,14 @@ def load_record(db: Database, debate_id: str) -> DebateRecord:
             error=r["error"],
             cost_usd=r["cost_usd"],
         )
-        for r in dict_rows(db, "select * from turns where debate_id = ? order by round, id", [debate_id])
+        for r in (dict_rows(db, "select * from turns where debate_id = ? order by round, id", [debate_id])
+                  if turns else [])
     )
     verdict_row = db.execute("select json from verdicts where debate_id = ?", [debate_id]).fetchone()
     notices = tuple(
         NoticeRecord(at=from_iso(r["at"]) or 0.0, level=r["level"] or "info", text=r["text"])
-        for r in dict_rows(db, "select * from notices where debate_id = ? order by id", [debate_id])
+        for r in (dict_rows(db, "select * from notices where debate_id = ? order by id", [debate_id])
+                  if turns else [])
     )
     return DebateRecord(
         **row_fields(row),
@@ -166,7 +177,7 @@ def load_record(db: Database, debate_id: str) -> DebateRecord:
         warnings=tuple(json.loads(row["warnings"] or "[]")),
         spec=DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None,
         seats=seats,
-        turns=turns,
+        turns=turn_records,
         verdict=Verdict.model_validate_json(verdict_row[0]) if verdict_row and verdict_row[0] else None,
         notices=notices,
         tally=tally(db, debate_id),
@@ -185,3 +196,44 @@ def summary(row: dict[str, Any]) -> DebateSummary:
         recommendation=recommendation,
         votes=row["v_votes"] or 0,
     )
+
+
+SUMMARY_COLUMNS = """
+    d.*, v.winner as v_winner, v.split as v_split, v.recommendation as v_recommendation,
+    (select count(*) from votes where votes.debate_id = d.id) as v_votes,
+    (select model from seats s where s.debate_id = d.id and s.label = v.winner) as v_model"""
+
+
+def history(
+    db: Database, limit: int, scope: Scope | None, platform: str | None, channel: str | None
+) -> list[DebateSummary]:
+    """Newest first; the scope and filters are applied before the limit."""
+    visible, args = scope_sql(scope)
+    wheres = [visible]
+    if platform is not None:
+        wheres.append("d.platform = :platform")
+    if channel is not None:
+        wheres.append("d.channel = :channel")
+    sql = f"""
+        select {SUMMARY_COLUMNS}
+        from debates d left join verdicts v on v.debate_id = d.id
+        where {' and '.join(wheres)}
+        order by d.created_at desc, d.rowid desc
+        limit :limit"""
+    args |= {"platform": platform, "channel": channel, "limit": max(0, limit)}
+    return [summary(row) for row in dict_rows(db, sql, args)]
+
+
+def find_by_message(db: Database, platform: str, channel: str, message_id: str, scope: Scope | None) -> str | None:
+    """The debate that posted `message_id` in `channel` (any message key), or whose thread it is."""
+    visible, args = scope_sql(scope)
+    row = db.execute(
+        f"""select d.id from messages m join debates d on d.id = m.debate_id
+            where m.platform = :platform and m.channel = :channel and m.message_id = :message_id and {visible}
+            union all
+            select d.id from debates d
+            where d.platform = :platform and d.channel = :channel and d.thread = :message_id and {visible}
+            limit 1""",
+        args | {"platform": platform, "channel": channel, "message_id": message_id},
+    ).fetchone()
+    return row[0] if row else None

@@ -1,4 +1,4 @@
-"""What the debate log returns: records, summaries, search hits, tallies, and its errors.
+"""What the debate log takes and returns: scopes, records, summaries, search hits, tallies, errors.
 
 Timestamps are ISO-8601 UTC text in the file (readable in Datasette) and float epoch seconds in
 the models; `to_iso` / `from_iso` convert at this boundary.
@@ -27,6 +27,13 @@ class StoreClosedError(StoreError):
         super().__init__("the debate log is not open; call `await store.start()` first")
 
 
+class ReadOnlyLogError(StoreError):
+    """A write was sent to a log opened for reading only (`debate history`, `show`, …)."""
+
+    def __init__(self) -> None:
+        super().__init__("the debate log is open read-only here; only `debate run` and `debate serve` write to it")
+
+
 class DebateNotFoundError(StoreError):
     def __init__(self, debate_id: str) -> None:
         super().__init__(f"no debate with id {debate_id!r}")
@@ -41,6 +48,29 @@ class AmbiguousIdError(StoreError):
         super().__init__(f"{prefix!r} matches {len(matches)} debates ({shown}); type more of the id")
         self.prefix = prefix
         self.matches = matches
+
+
+# ---------------------------------------------------------------------------------------------
+# who is asking
+
+
+class Scope(BaseModel):
+    """Where a chat read comes from; the log shows only what that place may see, inside the query.
+
+    Visible: debates of the same platform and workspace (Slack team, Discord guild) started in a
+    public channel, plus every debate of the asker's own channel (private channels and DMs are seen
+    only from inside them). A debate whose privacy is unknown (logged before it was recorded) counts
+    as private. With no workspace (a DM outside any guild) only the asker's channel is visible.
+    `channel_private` says where the asker is; it does not change what the asker may see.
+    `None` instead of a Scope is the operator on the host (the CLI): everything.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    platform: str
+    workspace: str | None = None
+    channel: str | None = None
+    channel_private: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,9 +123,12 @@ class DebateRow(_Record):
     created_at: float
     finished_at: float | None = None
     platform: str | None = None
+    workspace: str | None = None  # Slack team id / Discord guild id
     channel: str | None = None
+    channel_private: bool | None = None  # None: logged before privacy was recorded
     thread: str | None = None
     requested_by: str | None = None
+    runner: str | None = None  # the process that runs it: "serve:<host>" or "cli:<host>:<pid>"
     rounds_planned: int = 0
     rounds_completed: int = 0
     cost_usd: float | None = None

@@ -134,7 +134,7 @@ def m003_full_text_search(db: Database) -> None:
 
     `turns` has an INTEGER PRIMARY KEY, so its FTS rowid is that key. `debates` and `verdicts`
     have TEXT keys; sqlite-utils indexes content tables by their implicit `rowid`, which SQLite
-    keeps stable for a table's life except through VACUUM: `Store.vacuum()` rebuilds FTS after.
+    keeps stable for a table's life except through VACUUM: rebuild the FTS tables after one.
     """
     tokenize = FTS_TOKENIZER if _tokenizer_available(db, FTS_TOKENIZER) else None
     for table, columns in FTS_COLUMNS.items():
@@ -147,6 +147,36 @@ def m004_request_keys(db: Database) -> None:
     whichever process or host receives it (they share this log)."""
     db["request_keys"].create({"key": str, "at": str}, pk="key", not_null={"at"})
     db["request_keys"].create_index(["at"])
+
+
+@migrations()
+def m005_tenancy_and_runner(db: Database) -> None:
+    """Typed tenancy on `debates` instead of message rows, and which process runs each debate.
+
+    `workspace` (Slack team / Discord guild) is backfilled from the "team" message rows Slack debates
+    kept before, which then go. `channel_private` stays NULL for older debates: unknown counts as
+    private. `runner` is NULL for older debates; a serving process sweeps those as its own.
+    """
+    debates = _table(db, "debates")
+    debates.add_column("workspace", str)
+    debates.add_column("channel_private", int)
+    debates.add_column("runner", str)
+    db.execute(
+        "update debates set workspace = (select m.message_id from messages m"
+        " where m.debate_id = debates.id and m.key = 'team')"
+        " where exists (select 1 from messages m where m.debate_id = debates.id and m.key = 'team')"
+    )
+    db.execute("delete from messages where key = 'team'")
+    debates.create_index(["platform", "workspace", "created_at"])
+    debates.create_index(["runner", "status"])
+    _table(db, "messages").create_index(["platform", "channel", "message_id"])
+
+
+@migrations()
+def m006_admission(db: Database) -> None:
+    """What admission counts by: a requester's starts in the last hour (`writes.admit`); running
+    debates are few, and the `status` index finds them."""
+    _table(db, "debates").create_index(["platform", "requested_by", "created_at"])
 
 
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;

@@ -13,17 +13,18 @@ from orchestrator.events import (
     TurnFailed,
     VerdictReached,
 )
-from orchestrator.log.store import Store
+from orchestrator.log.protocol import DebateLog
 
 
 class StoreSink:
-    """Persists what matters and awaits each write, so later sinks only see logged turns.
+    """Persists what matters and awaits each write; the EventBus holds every other sink back until
+    it has returned (and stops the debate when it raises), so platforms only show logged events.
 
     Text deltas, round and turn starts are ignored: the finished turn carries the whole text, and
     one row per delta would cost a transaction per token.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: DebateLog) -> None:
         self.store = store
 
     async def handle(self, event: EventBase) -> None:

@@ -3,12 +3,17 @@
 A `sqlite_utils.Database` works only in the thread that created it (Datasette's write-thread
 pattern). Each callable runs in its own transaction; its result or exception comes back to the
 awaiting coroutine through `loop.call_soon_threadsafe`, so the event loop never blocks on SQLite.
+
+A writer creates the file mode 0600 whatever the umask (SQLite gives the -wal and -shm files the
+database's own mode) and brings the schema up to date. A reader opens it read-only: no migration,
+no write, and an older schema is refused with what to run; a file not there yet reads as empty.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -19,13 +24,14 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.log.records import StoreClosedError, StoreError
-from orchestrator.log.schema import migrations
+from orchestrator.log.records import ReadOnlyLogError, StoreClosedError, StoreError
+from orchestrator.log.schema import MIGRATIONS_TABLE, migration_names, migrations
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000
+FILE_MODE = 0o600
 
 
 @dataclass(slots=True)
@@ -60,14 +66,47 @@ def _hand_back(
         log.debug("store result dropped: event loop closed")
 
 
+def create_private(path: Path) -> None:
+    """Create the database file with FILE_MODE (umask-independent) unless it exists already."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+
+
 def open_database(path: Path) -> Database:
     """Open the file with the pragmas the log relies on and bring the schema up to date."""
+    create_private(path)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
     db = Database(conn)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     db.execute("PRAGMA synchronous=NORMAL")
     migrations.apply(db)
+    return db
+
+
+def open_reader(path: Path) -> Database:
+    """Open the file read-only (SQLite `mode=ro`); refuse a schema older than this code reads."""
+    if not path.exists():
+        db = Database(memory=True)  # nothing logged yet: an empty log, and no file created
+        migrations.apply(db)
+        return db
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    db = Database(conn)
+    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    applied = set()
+    if db[MIGRATIONS_TABLE].exists():
+        applied = {r[0] for r in db.execute(f"select name from {MIGRATIONS_TABLE}").fetchall()}
+    missing = [name for name in migration_names() if name not in applied]
+    if missing:
+        db.close()
+        raise StoreError(f"the debate log at {path} uses an older schema; run `debate serve` or `debate run` "
+                         "once to upgrade it")
     return db
 
 
@@ -90,8 +129,9 @@ def _run_in_transaction(db: Database, fn: Callable[[Database], T], write: bool) 
 class DatabaseThread:
     """The thread and its queue; `start()` opens the file and migrates, `close()` drains and closes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
         self._queue: queue.SimpleQueue[_Job | _Stop] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
@@ -128,8 +168,8 @@ class DatabaseThread:
 
     def _serve(self, loop: asyncio.AbstractEventLoop, ready: asyncio.Future[None]) -> None:
         try:
-            db = open_database(self.path)
-        except sqlite3.Error as error:  # hand the failure to start(); the thread ends
+            db = open_reader(self.path) if self.readonly else open_database(self.path)
+        except (sqlite3.Error, OSError) as error:  # hand the failure to start(); the thread ends
             message = f"cannot open the debate log at {self.path}: {error} (check DEBATE_DB)"
             _hand_back(loop, ready, None, StoreError(message))
             return
@@ -141,7 +181,8 @@ class DatabaseThread:
             job = self._queue.get()
             if isinstance(job, _Stop):
                 try:
-                    db.execute("PRAGMA optimize")
+                    if not self.readonly:
+                        db.execute("PRAGMA optimize")
                     db.close()
                 except sqlite3.Error as error:
                     _hand_back(job.loop, job.future, None, error)
@@ -158,6 +199,8 @@ class DatabaseThread:
     async def submit(self, fn: Callable[[Database], T], *, write: bool) -> T:
         if self._thread is None:
             raise StoreClosedError()
+        if write and self.readonly:
+            raise ReadOnlyLogError()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._queue.put(_Job(fn, loop, future, write))

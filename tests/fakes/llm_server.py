@@ -50,6 +50,7 @@ class Reply:
 
     text            the reply, or a callable(request_json) -> str; None: the server's default text
     latency_s       wait before the first byte
+    gate            an asyncio.Event to wait for before the first byte (a test holds a call open)
     tokens_per_s    streaming pace (a token is a word here); 0 sends everything at once
     status          HTTP status; non-200 sends that API's realistic error JSON
     retry_after     seconds for Retry-After/retry-after-ms (429 defaults to 0.01)
@@ -61,6 +62,7 @@ class Reply:
 
     text: str | Callable[[dict[str, Any]], str] | None = None
     latency_s: float = 0.0
+    gate: asyncio.Event | None = None
     tokens_per_s: float = 0.0
     status: int = 200
     retry_after: float | None = None
@@ -276,6 +278,8 @@ class FakeLLMServer:
                 reply = Reply(status=401)
             if reply.latency_s > 0:
                 await asyncio.sleep(reply.latency_s)
+            if reply.gate is not None:
+                await reply.gate.wait()
             if reply.hang:
                 await self._closing.wait()
                 raise ConnectionResetError("server closing")

@@ -1,0 +1,76 @@
+"""`DebateLog`: the one interface the rest of the program has to the debate log.
+
+SQLite implements it today (store.py); a Postgres log will implement the same methods. Every read
+a chat user makes passes a `Scope`, applied inside the query before any limit; `None` is the
+operator on the host and sees everything. A start is admitted first (`admit`: the quotas counted
+and the debate's row reserved in one transaction, across every process sharing the log). Writes
+come from the log sink (every event, before any platform sees it) and from the adapters (votes,
+platform message ids, request keys).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Protocol, Self
+
+from orchestrator.log.records import DebateRecord, DebateSummary, Scope, SearchHit, Tally
+from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
+from orchestrator.quotas import Quota
+
+
+class DebateLog(Protocol):
+    # -- lifecycle
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+    # -- what starting a debate writes, before anything is posted (raises orchestrator.quotas.QuotaExceeded)
+    async def admit(self, spec: DebateSpec, quota: Quota, *, at: float | None = None) -> None: ...
+
+    # -- what a debate writes (through the log sink)
+    async def create_debate(self, spec: DebateSpec, *, at: float | None = None) -> None: ...
+
+    async def add_turn(self, turn: Turn) -> int: ...
+
+    async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None: ...
+
+    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None) -> None: ...
+
+    async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None: ...
+
+    # -- what the platforms write
+    async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally: ...
+
+    async def set_message(
+        self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str
+    ) -> None: ...
+
+    async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool: ...
+
+    # -- what only a serving process does at start
+    async def mark_interrupted(self) -> list[str]: ...
+
+    # -- reads
+    async def get_debate(
+        self, id_or_prefix: str, scope: Scope | None = None, *, turns: bool = True
+    ) -> DebateRecord | None: ...
+
+    async def find_by_message(
+        self, platform: str, channel: str, message_id: str, scope: Scope | None = None
+    ) -> str | None: ...
+
+    async def get_message(self, debate_id: str, key: str) -> str | None: ...
+
+    async def tally(self, debate_id: str) -> Tally: ...
+
+    async def history(
+        self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
+    ) -> list[DebateSummary]: ...
+
+    async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]: ...
