@@ -16,18 +16,21 @@ so a run fits the 2-minute budget; delays are reported both measured and in plat
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from bench.common import CHALLENGER, JUDGE, PROPOSER, Table, bench_settings, percentile
 from bench.llm_peer import PeerProcess, PeerStats, ReplyPlan
-from bots.slack.pacing import PacingLimits
+from bots.slack.surface import slack_limits
+from bots.thread import turn_key
 from bots.thread.text import neutralize_discord, neutralize_slack
 from orchestrator.app import Core
-from orchestrator.log.store import DebateRecord, Store
+from orchestrator.log import DebateRecord, Store
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.slack_api import SIGNING_SECRET, Limits, SlackAPIPeer, SlackBot, slash_body
 
@@ -68,11 +71,23 @@ async def _records(store: Store) -> list[DebateRecord]:
 
 
 async def _messages(store: Store, debate_id: str) -> dict[str, str]:
-    def fn(db: Any) -> dict[str, str]:
-        rows = db.execute("select key, message_id from messages where debate_id = ?", [debate_id]).fetchall()
+    """Every message key of the debate, read from the file on a connection of its own."""
+
+    def fn() -> dict[str, str]:
+        with closing(sqlite3.connect(store.path)) as db:
+            rows = db.execute("select key, message_id from messages where debate_id = ?", [debate_id]).fetchall()
         return {key: message_id for key, message_id in rows}
 
-    return await store.read(fn)
+    return await asyncio.to_thread(fn)
+
+
+def _turn_messages(keys: dict[str, str], turn: Any) -> list[str]:
+    """The ids of a turn's messages, part 0 first (`bots.thread.keys`)."""
+    ids, part = [], 0
+    while (key := turn_key(turn.round, turn.seat, turn.kind, part)) in keys:
+        ids.append(keys[key])
+        part += 1
+    return ids
 
 
 async def _wait(done: Callable[[], Awaitable[bool]], within: float) -> bool:
@@ -85,7 +100,7 @@ async def _wait(done: Callable[[], Awaitable[bool]], within: float) -> bool:
 
 
 async def bench_slack(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dict[str, Any]:
-    limits = PacingLimits(post_interval=1.05 / scale, updates=45, window=60.0 / scale, edit_interval=1.0 / scale,
+    limits = slack_limits(post_interval=1.05 / scale, updates=45, window=60.0 / scale, edit_interval=1.0 / scale,
                           active_horizon=5.0 / scale)
     async with PeerProcess(plan) as llm, SlackAPIPeer(Limits(post_interval=1.0 / scale, updates=50,
                                                               window=60.0 / scale)) as slack:
@@ -110,9 +125,7 @@ async def bench_slack(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dict[
         for turn in record.turns:
             turns += 1
             want = _words(neutralize_slack(turn.text))
-            prefix = f"turn:{turn.round}:{turn.seat}:{turn.kind}"
-            ts_list = [ts for key, ts in sorted(keys[record.id].items())
-                       if key == prefix or key.startswith(prefix + ":")]
+            ts_list = _turn_messages(keys[record.id], turn)
             shown = _words(" ".join(slack.messages[("C1", ts)].text for ts in ts_list
                                     if ("C1", ts) in slack.messages))
             if not want or want not in shown:
@@ -137,9 +150,9 @@ async def _all_done(core: Core, n: int) -> bool:
 
 async def bench_discord(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dict[str, Any]:
     from bots.discord import DebateBot, point_discord_at
-    from bots.discord.sink import Pacing
+    from bots.discord.surface import discord_limits
 
-    pacing = Pacing(min_edit_interval=1.2 / scale, channel_writes=5, channel_window=5.0 / scale)
+    pacing = discord_limits(writes=5, window=5.0 / scale, edit_interval=1.2 / scale)
     async with PeerProcess(plan) as llm, DiscordPeer(rate_limit=(5, 5.0 / scale)) as peer:
         settings = bench_settings(tmp / "discord.db", llm.openai_base_url, llm.anthropic_base_url,
                                   DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url,
@@ -165,7 +178,7 @@ async def bench_discord(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dic
                     # debate that failed to start never reaches the log, so "n debates logged" can't be the test
                     nonlocal quiet
                     idle = all(r.callback_at is not None for r in interactions) and not core.jobs.running() \
-                        and not bot._sinks
+                        and not bot.output._sinks
                     quiet = quiet + 1 if idle else 0
                     return quiet >= 4
 
@@ -184,9 +197,9 @@ async def bench_discord(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dic
         thread = record.thread or ""
         for turn in record.turns:
             turns += 1
-            message_id = keys[record.id].get(f"turn:{turn.round}:{turn.seat}:{turn.kind}")
-            message = peer.messages.get(message_id or "", {})
-            shown = _words(" ".join(e.get("description", "") for e in message.get("embeds", [])))
+            ids = _turn_messages(keys[record.id], turn)
+            shown = _words(" ".join(e.get("description", "") for m in ids for e in peer.messages.get(m, {})
+                                    .get("embeds", [])))
             want = _words(neutralize_discord(turn.text))
             if not want or want not in shown:
                 lost += 1
@@ -204,7 +217,7 @@ async def bench_discord(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dic
 
 
 async def _discord_done(core: Core, bot: Any, n: int) -> bool:
-    return await _all_done(core, n) and not bot._sinks
+    return await _all_done(core, n) and not bot.output._sinks
 
 
 def _rows(table: Table, platform: str, result: dict[str, Any], n: int, scale: float) -> None:

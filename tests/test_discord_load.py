@@ -12,14 +12,13 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import discord.http
 import pytest
 
 from bots.discord import DebateBot, point_discord_at
-from bots.discord.sink import Pacing
-from bots.discord.writer import ChannelPacer, ChannelPacers, ChannelWriter, LatestEdit, Priority, run_to_completion
+from bots.discord.surface import DiscordThread, discord_limits
+from bots.thread import Paced, Pacer, Urgency, run_to_completion, turn_key
 from bots.thread.text import neutralize_discord
 from orchestrator.app import Core
 from orchestrator.config import Settings, load_settings
@@ -29,7 +28,7 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 
 DEBATES = 8
 WINDOW = 1.0  # Discord's 5 writes per 5 s, five times faster
-PACING = Pacing(min_edit_interval=0.25, channel_writes=5, channel_window=WINDOW)
+PACING = discord_limits(writes=5, window=WINDOW, edit_interval=0.25)
 VERDICT = {
     "winner": "A", "reasoning": "A gave numbers.", "ratings": {}, "agreements": [], "disagreements": [],
     "unresolved": [], "recommendation": "Use Kafka for the audit log.",
@@ -53,6 +52,8 @@ def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Se
         OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm_server.openai_base_url,
         ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=llm_server.anthropic_base_url,
         DEBATE_MAX_RETRIES=0,
+        # many debates from one user in one channel: the chat quotas (tests/test_quotas.py) out of the way
+        DEBATE_MAX_RUNNING_PER_USER=50, DEBATE_MAX_RUNNING_PER_CHANNEL=50, DEBATE_MAX_STARTS_PER_USER_HOUR=100,
         DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
     )
 
@@ -79,9 +80,12 @@ async def _lost_turns(core: Core, peer: DiscordPeer) -> tuple[int, int]:
         assert record is not None
         for turn in record.turns:
             turns += 1
-            message_id = await core.store.get_message(record.id, f"turn:{turn.round}:{turn.seat}:{turn.kind}")
-            message = peer.messages.get(message_id or "", {})
-            shown = " ".join(" ".join(e.get("description", "").split()) for e in message.get("embeds", []))
+            shown, part = "", 0
+            while message_id := await core.store.get_message(record.id, turn_key(turn.round, turn.seat, turn.kind,
+                                                                                  part)):
+                message = peer.messages.get(message_id, {})  # every message of the turn, each under its key
+                shown += " ".join(" ".join(e.get("description", "").split()) for e in message.get("embeds", []))
+                part += 1
             lost += not turn.text or " ".join(neutralize_discord(turn.text).split()) not in shown
     return lost, turns
 
@@ -121,8 +125,7 @@ async def test_debates_started_at_once_in_one_channel_share_its_budget(settings:
 
 async def _sinks_closed(bot: DebateBot) -> None:
     """Every debate's sink has rendered its final event (and landed its final root edit)."""
-    while bot._sinks:
-        await asyncio.wait([asyncio.ensure_future(s.wait_closed()) for s in list(bot._sinks)])
+    await bot.output.rendered()
 
 
 async def test_a_thread_is_opened_even_through_429s_discord_py_gives_up_on(
@@ -145,65 +148,41 @@ async def test_a_thread_is_opened_even_through_429s_discord_py_gives_up_on(
 
 
 async def test_one_pacer_per_channel_id() -> None:
-    pacers = ChannelPacers(5, WINDOW)
-    parent = pacers(1)
-    assert pacers(1) is parent and pacers(2) is not parent
-    assert len(pacers) == 1  # nobody holds channel 2's pacer and it never wrote: gone
-    async with parent.slot():
-        pass
-    del parent  # nobody holds it, but its window still has a write in it: it is kept
-    assert pacers(1).idle(asyncio.get_running_loop().time()) is False
+    pacer = Pacer(discord_limits(5, WINDOW))
+    parent = pacer.channel("1")
+    async with pacer.posting("1"):
+        assert pacer.channel("1") is parent  # one budget per channel id, shared by everything written there
+    assert pacer.channel("2") is not parent  # looking another channel up forgets those at rest, not this one:
+    assert pacer.channel("1") is parent  # its window still has a write in it
+    assert pacer.channel_count == 1  # channel 2 never wrote: gone
+    assert not parent.idle(asyncio.get_running_loop().time())
 
 
 async def test_urgent_writes_go_first_and_the_limit_holds() -> None:
     loop = asyncio.get_running_loop()
-    pacer = ChannelPacer(2, 0.2)
+    pacer = Pacer(discord_limits(2, 0.2))
     order: list[str] = []
     times: list[float] = []
 
-    async def write(name: str, priority: Priority) -> None:
-        async with pacer.slot(priority):
+    async def write(name: str, urgency: Urgency) -> None:
+        async with pacer.posting("C", urgency):
             order.append(name)
             times.append(loop.time())
 
-    await asyncio.gather(write("a", Priority.NORMAL), write("b", Priority.NORMAL))  # the window is now full
-    waiting = [asyncio.create_task(write(f"p{i}", Priority.PROGRESS)) for i in range(2)]
-    waiting += [asyncio.create_task(write("n", Priority.NORMAL)), asyncio.create_task(write("u", Priority.URGENT))]
-    cancelled = asyncio.create_task(write("x", Priority.URGENT))
+    async def edit(name: str, urgency: Urgency) -> None:  # edits take the channel's writes too
+        async with pacer.editing("C", name, urgency):
+            order.append(name)
+            times.append(loop.time())
+
+    await asyncio.gather(write("a", Urgency.REPLY), edit("b", Urgency.TEXT))  # the window is now full
+    waiting = [asyncio.create_task(write(f"p{i}", Urgency.STATUS)) for i in range(2)]
+    waiting += [asyncio.create_task(edit("n", Urgency.REPLY)), asyncio.create_task(write("u", Urgency.OPEN))]
+    cancelled = asyncio.create_task(write("x", Urgency.OPEN))
     await asyncio.sleep(0)
     cancelled.cancel()
     await asyncio.gather(*waiting)
     assert order == ["a", "b", "u", "n", "p0", "p1"]
     assert all(later - earlier >= 0.2 - 0.01 for earlier, later in zip(times, times[2:], strict=False))
-
-
-class _Message:
-    """Stands in for a `discord.PartialMessage`: records the edits."""
-
-    def __init__(self) -> None:
-        self.id = 1
-        self.edits: list[str] = []
-
-    async def edit(self, **kwargs: Any) -> None:
-        self.edits.append(str(kwargs["content"]))
-
-
-async def test_status_edits_coalesce_and_the_last_one_lands() -> None:
-    pacer = ChannelPacer(1, 0.1)
-    message = _Message()
-    status = LatestEdit(message, pacer)  # type: ignore[arg-type]
-    async with pacer.slot():  # someone else holds the channel's only slot
-        for i in range(5):
-            status.set(content=f"progress {i}")
-        status.set(Priority.NORMAL, content="final")
-        await asyncio.sleep(0)
-    await status.flush()
-    assert message.edits == ["final"]
-    assert status.dropped == 5
-
-    status.set(content="again")
-    await status.flush()
-    assert message.edits == ["final", "again"]
 
 
 async def test_a_write_cancelled_in_flight_does_not_stall_the_next_one_on_its_route(
@@ -225,16 +204,18 @@ async def test_a_write_cancelled_in_flight_does_not_stall_the_next_one_on_its_ro
     async with await Core.open(settings) as core, DebateBot(core) as bot:
         point_discord_at(settings)
         await bot.login(TOKEN)
-        writer = ChannelWriter(bot.get_partial_messageable(int(CHANNEL_ID)), ChannelPacer(5, WINDOW))
-        message = await writer.send(content="streaming")
+        channel = bot.get_partial_messageable(int(CHANNEL_ID))
+        out = Paced(DiscordThread(channel, channel), Pacer(discord_limits(5, WINDOW, edit_interval=0.0)))
+        message_id = await out.post(lambda: {"content": "streaming"}, Urgency.TEXT)
         monkeypatch.setattr(discord.http.Ratelimit, "_refresh", marked_refresh)
-        flusher = asyncio.create_task(writer.edit(message, content="streaming more"))
+        flusher = asyncio.create_task(out.edit(message_id, lambda: {"content": "streaming more"}, Urgency.TEXT))
         await refreshing.wait()
         flusher.cancel()
         with pytest.raises(asyncio.CancelledError):
             await flusher
-        await asyncio.wait_for(writer.edit(message, content="final"), 5)  # was: 30 s in Ratelimit.acquire
-    assert peer.messages[str(message.id)]["content"] == "final"
+        final = out.edit(message_id, lambda: {"content": "final"}, Urgency.TEXT)
+        await asyncio.wait_for(final, 5)  # was: 30 s in Ratelimit.acquire
+    assert peer.messages[message_id]["content"] == "final"
 
 
 async def test_a_started_write_is_finished_before_its_cancelled_caller_returns() -> None:

@@ -23,7 +23,7 @@ from bots.slack.runtime import SlackRuntime
 from bots.slack.serve import run_slack
 from orchestrator.app import RESTART_NOTICE, Core
 from orchestrator.config import Settings, load_settings
-from orchestrator.log.store import INTERRUPTED_ERROR, Store
+from orchestrator.log import INTERRUPTED_ERROR, Store
 from orchestrator.models import DebateSpec, Seat, Turn, now
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer
@@ -80,9 +80,9 @@ async def test_a_restart_marks_cut_off_debates_on_their_root_messages(tmp_path: 
         }
         async with Store(settings.debate_db) as store:
             for spec in (slack_spec, slack_gone, discord_spec, discord_gone):
-                await store.create_debate(spec.model_copy(update={"thread": roots[spec.id]}))
+                workspace = "T1" if spec is slack_spec else None
+                await store.create_debate(spec.model_copy(update={"thread": roots[spec.id], "workspace": workspace}))
                 await store.set_message(spec.id, "root", spec.platform, spec.channel, roots[spec.id])
-            await store.set_message(slack_spec.id, "team", "slack", SLACK_CHANNEL, "T1")
             await store.add_turn(Turn(debate_id=slack_spec.id, round=1, seat="A", role="proposer", kind="opening",
                                       model="openai:gpt-5", text="Tabs.", started_at=now(), input_tokens=100,
                                       output_tokens=50))
@@ -153,9 +153,8 @@ async def test_with_several_workspaces_each_root_is_edited_with_its_workspace_bo
         roots = {spec.id: await _slack_root(client, spec) for spec in (installed, uninstalled)}
         async with Store(settings.debate_db) as store:
             for spec, team in ((installed, "T9"), (uninstalled, "T8")):
-                await store.create_debate(spec.model_copy(update={"thread": roots[spec.id]}))
+                await store.create_debate(spec.model_copy(update={"thread": roots[spec.id], "workspace": team}))
                 await store.set_message(spec.id, "root", "slack", SLACK_CHANNEL, roots[spec.id])
-                await store.set_message(spec.id, "team", "slack", SLACK_CHANNEL, team)
 
         async with await Core.open(settings) as core:
             stop = asyncio.Event()

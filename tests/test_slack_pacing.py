@@ -11,17 +11,17 @@ from itertools import pairwise
 from pathlib import Path
 
 from bots.slack.blocks import turn_header
-from bots.slack.pacing import Pacer, PacingLimits, Urgency
-from bots.thread.live import LiveTurns
+from bots.slack.surface import slack_limits
+from bots.thread import Pacer, Urgency, turn_key
 from bots.thread.text import neutralize_slack
-from orchestrator.events import TextDelta, TurnStarted
-from orchestrator.log.store import DebateRecord, Store
+from orchestrator.events import TurnStarted
+from orchestrator.log import DebateRecord, Store
 from orchestrator.models import Turn
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Call, Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 
-FAST = PacingLimits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
+FAST = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
 TurnKey = tuple[str, int, str, str]  # debate id, round, seat, kind
 
 
@@ -35,7 +35,7 @@ async def shown_turns_match_the_log(store: Store, peer: SlackAPIPeer, debate_id:
     record = await store.get_debate(debate_id)
     assert record is not None and record.channel is not None
     for turn in record.turns:
-        ts = await store.get_message(debate_id, f"turn:{turn.round}:{turn.seat}:{turn.kind}")
+        ts = await store.get_message(debate_id, turn_key(turn.round, turn.seat, turn.kind, 0))
         assert ts is not None, turn
         assert peer.message(record.channel, ts).text == f"{header_of(debate_id, turn)}\n{neutralize_slack(turn.text)}"
     return len(record.turns)
@@ -81,12 +81,15 @@ async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
 
 async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path: Path) -> None:
     # Slack's limits, 30 times faster: 1 post per 0.033 s per channel, 50 chat.update per 2 s per workspace
-    slack_limits = Limits(post_interval=1 / 30, updates=50, window=2.0, retry_after=0)
-    ours = PacingLimits(post_interval=0.04, updates=45, window=2.0, edit_interval=0.1, active_horizon=0.5)
-    async with SlackAPIPeer(slack_limits) as peer, FakeLLMServer() as llm:
+    peer_limits = Limits(post_interval=1 / 30, updates=50, window=2.0, retry_after=0)
+    ours = slack_limits(post_interval=0.04, updates=45, window=2.0, edit_interval=0.1, active_horizon=0.5)
+    async with SlackAPIPeer(peer_limits) as peer, FakeLLMServer() as llm:
         script_judge(llm)
         llm.default = Reply(text="Point, counterpoint, evidence. " * 12, tokens_per_s=120)
-        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url)
+        # twenty debates from one user in one channel: the chat quotas (tests/test_quotas.py) out of the way
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  DEBATE_MAX_RUNNING_PER_USER=50, DEBATE_MAX_RUNNING_PER_CHANNEL=50,
+                                  DEBATE_MAX_STARTS_PER_USER_HOUR=100)
         async with SlackBot(settings, ours) as bot:
             started = time.monotonic()
             await asyncio.gather(*(bot.command(f"Question {i}: tabs or spaces? --rounds 1", peer, channel="C1")
@@ -131,7 +134,7 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
 
 
 async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> None:
-    pacer = Pacer(PacingLimits(post_interval=0.05, updates=4, window=0.2, edit_interval=0.0, active_horizon=1.0))
+    pacer = Pacer(slack_limits(post_interval=0.05, updates=4, window=0.2, edit_interval=0.0, active_horizon=1.0))
     loop = asyncio.get_running_loop()
     times: dict[str, list[float]] = {"C1": [], "C2": []}
 
@@ -147,14 +150,15 @@ async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> 
 
     start = loop.time()
     for i in range(8):  # 4 from the full bucket, then 4 more at 20 per second
-        await pacer.before_update(f"m{i}")
+        async with pacer.editing("C1", f"m{i}"):
+            pass
     assert loop.time() - start >= 0.18
     assert pacer.streaming() == 8
     assert pacer.min_edit_interval() == 8 * 0.2 / 4  # each streaming message gets its share
 
 
 async def test_a_busy_channel_posts_turn_text_before_new_debates_and_verdicts() -> None:
-    pacer = Pacer(PacingLimits(post_interval=0.05))
+    pacer = Pacer(slack_limits(post_interval=0.05))
     order: list[str] = []
 
     async def post(name: str, urgency: Urgency) -> None:
@@ -173,102 +177,20 @@ async def test_a_busy_channel_posts_turn_text_before_new_debates_and_verdicts() 
 
 
 async def test_the_update_budget_goes_first_to_the_message_that_waited_longest_to_change() -> None:
-    pacer = Pacer(PacingLimits(updates=1, window=0.1, edit_interval=0.0))
-    await pacer.before_update("C1:spent")  # the bucket is empty now
-    pacer.shown("C1:old")
+    pacer = Pacer(slack_limits(updates=1, window=0.1, edit_interval=0.0))
+    async with pacer.editing("C1", "spent"):  # the bucket is empty now
+        pass
+    pacer.shown("C1", "old")
     await asyncio.sleep(0.02)
-    pacer.shown("C1:recent")
+    pacer.shown("C1", "recent")
     order: list[str] = []
 
-    async def edit(key: str, urgency: Urgency = Urgency.TEXT) -> None:
-        await pacer.before_update(key, urgency)
-        order.append(key)
+    async def edit(message: str, urgency: Urgency = Urgency.TEXT) -> None:
+        async with pacer.editing("C1", message, urgency):
+            order.append(message)
 
     # asked for in the opposite order, and a root's progress asked for before both
-    tasks = [asyncio.create_task(edit("C1:root", Urgency.STATUS)), asyncio.create_task(edit("C1:recent")),
-             asyncio.create_task(edit("C1:old"))]
+    tasks = [asyncio.create_task(edit("root", Urgency.STATUS)), asyncio.create_task(edit("recent")),
+             asyncio.create_task(edit("old"))]
     await asyncio.gather(*tasks)
-    assert order == ["C1:old", "C1:recent", "C1:root"]
-
-
-class _Thread:
-    """A ThreadWriter recording what it was asked to do; `post_latest`/`edit_latest` render late."""
-
-    limit = 3500
-    min_edit_interval = 0.02
-
-    def __init__(self) -> None:
-        self.messages: dict[str, str] = {}
-        self.log: list[tuple[str, str, str]] = []
-        self.gate = asyncio.Event()
-        self.gate.set()
-
-    async def post(self, text: str) -> str:
-        message_id = f"m{len(self.messages)}"
-        self.messages[message_id] = text
-        self.log.append(("post", message_id, text))
-        return message_id
-
-    async def edit(self, message_id: str, text: str) -> None:
-        self.messages[message_id] = text
-        self.log.append(("edit", message_id, text))
-
-    async def post_latest(self, render: Callable[[], str]) -> str:
-        await self.gate.wait()  # the platform's budget
-        return await self.post(render())
-
-    async def edit_latest(self, message_id: str, render: Callable[[], str | None]) -> None:
-        await self.gate.wait()
-        if (text := render()) is not None:
-            await self.edit(message_id, text)
-
-
-def _started(seat: str = "A") -> TurnStarted:
-    return TurnStarted(debate_id="d1", round=1, seat=seat, role="proposer", kind="opening", model="m")
-
-
-def _delta(text: str, seat: str = "A") -> TextDelta:
-    return TextDelta(debate_id="d1", round=1, seat=seat, kind="opening", delta=text)
-
-
-def _turn(text: str, seat: str = "A") -> Turn:
-    return Turn(debate_id="d1", round=1, seat=seat, role="proposer", kind="opening", model="m", text=text)
-
-
-async def test_a_deferred_turn_is_first_shown_by_a_post_that_carries_its_text() -> None:
-    thread = _Thread()
-    live = LiveTurns(thread, lambda e: f"*{e.seat}*", first_post_grace=0.05, placeholder_after=5.0)
-    await live.begin(_started())
-    await asyncio.sleep(0.03)
-    assert thread.log == [], "nothing is posted before the turn has text"
-    thread.gate.clear()  # the channel is busy: the post waits, and text keeps arriving
-    live.feed(_delta("Evidence "))
-    await asyncio.sleep(0.1)
-    live.feed(_delta("first, then opinion."))
-    thread.gate.set()
-    await asyncio.sleep(0.01)
-    assert thread.log[0] == ("post", "m0", "*A*\nEvidence first, then opinion. ▍"), "rendered when it could go"
-
-    thread.gate.clear()  # the final edit waits for the budget; the worker need not
-    ids = await live.finish(_turn("Evidence first, then opinion. Done."), wait_for_edits=False)
-    assert ids == ["m0"] and thread.messages["m0"].endswith("▍")
-    thread.gate.set()
-    await live.drain()
-    assert thread.messages == {"m0": "*A*\nEvidence first, then opinion. Done."}
-
-
-async def test_a_turn_that_ends_before_its_first_post_needs_no_edit_and_a_slow_one_gets_a_placeholder() -> None:
-    thread = _Thread()
-    live = LiveTurns(thread, lambda e: f"*{e.seat}*", first_post_grace=0.05, placeholder_after=0.05)
-    await live.begin(_started("A"))
-    live.feed(_delta("Short."))
-    assert await live.finish(_turn("Short.")) == ["m0"]
-    assert thread.log == [("post", "m0", "*A*\nShort.")]
-
-    await live.begin(_started("B"))
-    await asyncio.sleep(0.1)  # no text yet: the placeholder shows the turn has begun
-    assert thread.log[1] == ("post", "m1", "*B*\n_…_")
-    live.feed(_delta("Late but here.", "B"))
-    await live.finish(_turn("Late but here.", "B"))
-    assert thread.messages["m1"] == "*B*\nLate but here."
-    await live.aclose()
+    assert order == ["old", "recent", "root"]

@@ -1,0 +1,69 @@
+"""The live thread, written once for every platform: a debate's events become messages in a chat thread.
+
+Where each behaviour lives:
+
+- `sink.py`     `ThreadSink`: the job's sink for one debate. A queue and one worker per debate apply the
+                events in order, up to the final event; the root message's status; the verdict.
+- `live.py`     `LiveTurns`: turns streamed as they are written, split into parts, edited as text arrives.
+- `coalesce.py` latest text wins: `Paced` renders every write when the pacer lets it go; `Latest` keeps
+                one message at the newest state set on it; `run_to_completion` for writes that started.
+- `pacing.py`   one pacing model (`Limits`, `Pacer`, `Urgency`) to which each platform gives its limits.
+- `text.py`     splitting to a platform's limit without breaking code blocks; neutralizing mentions.
+- `restart.py`  after a restart, the root messages of debates it cut off say so.
+- `keys.py`     the one scheme of message keys: `root`, `turn:{round}:{seat}:{kind}:{part}`, `verdict`.
+                Each message's platform id is recorded in the log under its key as soon as the post is
+                answered, before anything else is written for the debate.
+
+A platform plugs in with one module, its surface (`bots/slack/surface.py`, `bots/discord/surface.py`).
+What a surface must provide:
+
+1. **Limits**: a function returning `Limits` for its platform (writes per channel and window, whether
+   edits count against the channel, an optional workspace-wide edit budget, the shortest interval
+   between two edits of a message, a handicap per `Urgency` in each queue, and whether a turn's first
+   post waits for text or shows a placeholder). The bot builds one `Pacer` from it per workspace (or
+   one per bot, where the platform's limits are per channel only) and shares it with every debate.
+2. **A `Surface` object per debate** (see `surface.py`): `platform` (the log's name for it),
+   `root_channel`, `thread_channel`, `stream_limit`;
+   `post(message, in_thread=)` returning the message's id and `edit(message_id, message, in_thread=)`:
+   one platform call each, retrying only a rate limit its client gave up on, never pinging anyone;
+   and the rendering of a debate into its own message type: `root(spec, Running | Ended)`,
+   `round(event)` (or None), `turn_header(event)`, `neutralize(text)`, `turn(seat, chunk)`,
+   `turn_ending(turn)`, `notice(event)`, `verdict(spec, verdict, tally, outcome)`, `ended(outcome)`
+   (or None).
+3. **Glue at the call sites**: post (or receive) the root message, then
+   `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)` and `core.jobs.start(spec, [sink])`;
+   for restarts, `announce_interrupted(core, platform, reach)` with a `reach(record)` that returns a
+   surface and pacer able to edit that debate's root (or None).
+
+Nothing else: pacing, coalescing, splitting, ordering, the message keys and the restart notice are here.
+"""
+
+from bots.thread.coalesce import Latest, Paced, run_to_completion
+from bots.thread.keys import ROOT, VERDICT, turn_key
+from bots.thread.live import LiveTurns
+from bots.thread.pacing import STRICT, Limits, Pacer, Pacers, Urgency
+from bots.thread.restart import Reach, announce_interrupted
+from bots.thread.sink import ThreadSink
+from bots.thread.surface import Ended, RootState, Running, Surface
+
+__all__ = [
+    "ROOT",
+    "STRICT",
+    "VERDICT",
+    "Ended",
+    "Latest",
+    "Limits",
+    "LiveTurns",
+    "Paced",
+    "Pacer",
+    "Pacers",
+    "Reach",
+    "RootState",
+    "Running",
+    "Surface",
+    "ThreadSink",
+    "Urgency",
+    "announce_interrupted",
+    "run_to_completion",
+    "turn_key",
+]

@@ -1,55 +1,59 @@
 """Streams turns into a chat thread as they are written, whatever the platform.
 
-Each turn becomes one message, edited as text arrives (at most once per `min_edit_interval`) and
-continued in a new message before the platform's `limit`. Several turns may stream at once (parallel
-rounds); each has its own flusher task. The platform supplies a ThreadWriter; this class owns timing.
+Each turn becomes one message, edited as text arrives (at most once per the pacer's
+`min_edit_interval`) and continued in a new message before the surface's `stream_limit`. Several turns
+may stream at once (parallel rounds); each has its own flusher task. The surface renders each message;
+this class owns timing, and records every message's id under its key (`turn:{round}:{seat}:{kind}:{part}`)
+as soon as it is posted.
 
-By default a turn's message is posted as a placeholder when the turn starts. With `first_post_grace`
-the first post waits for the turn's first text instead, so it is the post that shows the text: where
-edits are scarcer than posts (Slack), a turn's first words then never wait for an edit. A writer that
-also implements `LatestTextWriter` renders each post and edit only when its platform lets the call
-go, so a call that waited long carries the newest text, and a turn that ended meanwhile needs no edit.
+With `first_post_grace` None a turn's message is posted as a placeholder when the turn starts.
+With a number the first post waits for the turn's first text instead, so it is the post that shows the
+text: where edits are scarcer than posts (Slack), a turn's first words then never wait for an edit.
+Every post and edit is rendered only when the pacer lets it go (`Paced`), so a call that waited long
+carries the newest text, and a turn that ended meanwhile needs no further edit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from bots.thread.coalesce import Paced
+from bots.thread.keys import turn_key
+from bots.thread.pacing import Urgency
 from bots.thread.text import split_message
 from orchestrator.events import TextDelta, TurnStarted
-from orchestrator.models import Turn
+from orchestrator.models import DebateSpec, Seat, Turn
 
 log = logging.getLogger(__name__)
 
 TurnKey = tuple[int, str, str]  # round, seat, kind
+SEAT_ROLES = ("proposer", "challenger", "debater", "judge")
 
 
-class ThreadWriter(Protocol):
-    limit: int
-    min_edit_interval: float
+def seat_of(spec: DebateSpec, event: TurnStarted) -> Seat:
+    """The debater's seat, or for the judge or a summarizer (not a debater's chair) one made up alike."""
+    try:
+        return spec.seat(event.seat)
+    except KeyError:
+        role = event.role if event.role in SEAT_ROLES else "judge"
+        return Seat(label=event.seat, role=role, model=event.model)  # type: ignore[arg-type]
 
-    async def post(self, text: str) -> str: ...
 
-    async def edit(self, message_id: str, text: str) -> None: ...
-
-
-@runtime_checkable
-class LatestTextWriter(Protocol):
-    """Optional for a ThreadWriter: take the text as a function, called when the call is finally made."""
-
-    async def post_latest(self, render: Callable[[], str]) -> str: ...
-
-    async def edit_latest(self, message_id: str, render: Callable[[], str | None]) -> None:
-        """`render` returning None means there is nothing new to show: no call is made."""
+def started(turn: Turn) -> TurnStarted:
+    """The start event of a turn whose start was never seen."""
+    return TurnStarted(debate_id=turn.debate_id, round=turn.round, seat=turn.seat, role=turn.role,
+                       kind=turn.kind, model=turn.model)
 
 
 @dataclass
 class _LiveTurn:
+    key: TurnKey
     header: str
+    seat: Seat
     text: str = ""
     final: bool = False
     message_ids: list[str] = field(default_factory=list)
@@ -57,41 +61,41 @@ class _LiveTurn:
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # text arrived, or the turn ended
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     posted: asyncio.Event = field(default_factory=asyncio.Event)  # ended, and every message it needs exists
-    writing: bool = False  # a post or edit is on its way: cancelling it could orphan a message or wedge
-    # the platform client's own rate-limit bookkeeping
     flusher: asyncio.Task[None] | None = None
-
-
-def _identity(text: str) -> str:
-    return text
 
 
 class LiveTurns:
     def __init__(
         self,
-        writer: ThreadWriter,
-        render_header: Callable[[TurnStarted], str],
-        neutralize: Callable[[str], str] = _identity,
+        out: Paced[Any],
+        spec: DebateSpec,
+        on_posted: Callable[[str, str], Awaitable[None]],
         placeholder: str = "_…_",
         *,
         first_post_grace: float | None = None,
         placeholder_after: float | None = None,
     ) -> None:
-        """`first_post_grace`: None posts the placeholder when a turn begins. A number defers the
-        turn's first post until its text has been arriving that many seconds (or the turn ended); a
-        turn still without text `placeholder_after` seconds after it began shows the placeholder."""
-        self.writer = writer
-        self.render_header = render_header
-        self.neutralize = neutralize
+        """`on_posted(key, message_id)` records each message as soon as it exists. `first_post_grace`:
+        None posts the placeholder when a turn begins. A number defers the turn's first post until its
+        text has been arriving that many seconds (or the turn ended); a turn still without text
+        `placeholder_after` seconds after it began shows the placeholder."""
+        self.out = out
+        self.surface = out.surface
+        self.spec = spec
+        self.on_posted = on_posted
         self.placeholder = placeholder
         self.first_post_grace = first_post_grace
         self.placeholder_after = placeholder_after
         self._turns: dict[TurnKey, _LiveTurn] = {}
         self._ending: set[asyncio.Task[None]] = set()  # ended turns whose last edits are still to come
 
+    def _new(self, event: TurnStarted) -> _LiveTurn:
+        return _LiveTurn(key=(event.round, event.seat, event.kind), header=self.surface.turn_header(event),
+                         seat=seat_of(self.spec, event))
+
     async def begin(self, event: TurnStarted) -> None:
-        key = (event.round, event.seat, event.kind)
-        live = _LiveTurn(header=self.render_header(event))
+        live = self._new(event)
+        key = live.key
         self._turns[key] = live
         if self.first_post_grace is None:
             await self._sync(live)  # the placeholder: users see the turn has started
@@ -113,14 +117,11 @@ class LiveTurns:
         key = (turn.round, turn.seat, turn.kind)
         live = self._turns.pop(key, None)
         if live is None:
-            live = _LiveTurn(header=turn.seat)
+            live = self._new(started(turn))
         live.final = True
         live.text = display_text if display_text is not None else turn.text
         live.changed.set()
         live.ended.set()
-        if live.flusher is not None and not live.writing and not isinstance(self.writer, LatestTextWriter):
-            live.flusher.cancel()  # the edit it was about to make would show stale text
-            await asyncio.gather(live.flusher, return_exceptions=True)
         if live.flusher is None or live.flusher.done():
             live.flusher = asyncio.create_task(self._stream(live), name=f"live-{key}")
         flusher = live.flusher
@@ -156,10 +157,10 @@ class LiveTurns:
             log.warning("live: the final text of a turn could not be shown", exc_info=task.exception())
 
     def _render(self, live: _LiveTurn) -> list[str]:
-        body = self.neutralize(live.text) if live.text else self.placeholder
+        body = self.surface.neutralize(live.text) if live.text else self.placeholder
         if not live.final and live.text:
             body += " ▍"
-        return split_message(f"{live.header}\n{body}", self.writer.limit)
+        return split_message(f"{live.header}\n{body}", self.surface.stream_limit)
 
     async def _stream(self, live: _LiveTurn) -> None:
         """A turn's flusher: its first post (when deferred), edits as text arrives, then the final text."""
@@ -172,7 +173,7 @@ class LiveTurns:
         last = loop.time()
         while not live.final:
             await live.changed.wait()
-            wait = self.writer.min_edit_interval - (loop.time() - last)
+            wait = self.out.pacer.min_edit_interval() - (loop.time() - last)
             if wait > 0:
                 await self._pause(live, wait)  # pacing: coalesce every delta that arrives meanwhile
             if live.final:
@@ -232,41 +233,28 @@ class LiveTurns:
     async def _post(self, live: _LiveTurn, index: int) -> None:
         sent = ""
 
-        def render() -> str:
+        def render() -> Any:
             nonlocal sent
             chunks = self._render(live)
             sent = chunks[index] if index < len(chunks) else self.placeholder  # a final text shorter than the stream
-            return sent
+            return self.surface.turn(live.seat, sent)
 
-        live.writing = True
-        try:
-            if isinstance(self.writer, LatestTextWriter):
-                message_id = await self.writer.post_latest(render)
-            else:
-                message_id = await self.writer.post(render())
-        finally:
-            live.writing = False
+        message_id = await self.out.post(render, Urgency.TEXT)
         live.message_ids.append(message_id)
         live.shown.append(sent)
+        await self.on_posted(turn_key(*live.key, index), message_id)
 
     async def _edit(self, live: _LiveTurn, index: int) -> None:
         sent: str | None = None
 
-        def render() -> str | None:
+        def render() -> Any:
             nonlocal sent
             chunks = self._render(live)
             if index >= len(chunks) or chunks[index] == live.shown[index]:
                 return None
             sent = chunks[index]
-            return sent
+            return self.surface.turn(live.seat, sent)
 
-        live.writing = True
-        try:
-            if isinstance(self.writer, LatestTextWriter):
-                await self.writer.edit_latest(live.message_ids[index], render)
-            elif (text := render()) is not None:
-                await self.writer.edit(live.message_ids[index], text)
-        finally:
-            live.writing = False
+        await self.out.edit(live.message_ids[index], render, Urgency.TEXT)
         if sent is not None:
             live.shown[index] = sent

@@ -1,0 +1,114 @@
+"""Slack's surface for `bots.thread`: post and edit one message, Slack's limits, and how a debate looks.
+
+Messages are `(text, blocks)`; the blocks come from `bots.slack.blocks`, which makes every piece of
+model or user text safe. A debate's root is a channel message and its thread is the replies under it
+(`thread_ts`), so both live in one channel: posts are spaced per channel (about 1 per second) and
+chat.update draws from one budget per workspace (Tier 3, about 50 a minute). Where edits are that
+scarce, a turn's first post waits for its first text (`first_post_grace`), round progress shows on the
+root only, and a debate that ends without a verdict says so on the root, not in the thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.slack import blocks
+from bots.thread import Ended, Limits, RootState, Urgency
+from bots.thread.text import neutralize_slack, truncate
+from orchestrator.events import Notice, RoundStarted, TurnStarted
+from orchestrator.log import Tally
+from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
+
+PLATFORM = "slack"
+STREAM_LIMIT = 3500  # a streamed message continues in a new reply before this
+TEXT_LIMIT = 3900  # chat.postMessage / chat.update answer msg_too_long near 4,000
+
+Blocks = list[dict[str, Any]]
+Message = tuple[str, Blocks | None]  # text and, optionally, blocks
+
+# How far a request moves in its queue, in periods of that budget (one post interval for posts,
+# window / updates for chat.update): negative goes ahead of older requests, positive behind newer ones.
+POST_ORDER = {Urgency.OPEN: 0.0, Urgency.USER: 0.0, Urgency.TEXT: 0.0, Urgency.REPLY: 10.0, Urgency.STATUS: 120.0}
+UPDATE_ORDER = {Urgency.OPEN: -30.0, Urgency.USER: -30.0, Urgency.TEXT: 0.0, Urgency.REPLY: 3.0,
+                Urgency.STATUS: 30.0}
+
+
+def slack_limits(post_interval: float = 1.05, updates: int = 45, window: float = 60.0, edit_interval: float = 1.0,
+                 active_horizon: float = 5.0, first_post_grace: float | None = None,
+                 placeholder_after: float = 8.0) -> Limits:
+    """Slack's limits, a little under the published ones for clock jitter: one post per `post_interval`
+    per channel, `updates` chat.update per `window` per workspace. A turn's first post waits
+    `first_post_grace` after its first text (default: half a post interval, which a channel's next
+    post often waits anyway)."""
+    return Limits(
+        channel_writes=1, channel_window=post_interval, edit_interval=edit_interval, edits=updates,
+        edit_window=window, write_order=POST_ORDER, edit_order=UPDATE_ORDER, active_horizon=active_horizon,
+        first_post_grace=post_interval / 2 if first_post_grace is None else first_post_grace,
+        placeholder_after=placeholder_after,
+    )
+
+
+class SlackThread:
+    """One debate's root message in a channel and the thread of replies under it (`root_ts`; None
+    before the root exists, or to reach the channel only)."""
+
+    platform = PLATFORM
+    stream_limit = STREAM_LIMIT
+
+    def __init__(self, client: AsyncWebClient, channel: str, root_ts: str | None) -> None:
+        self.client = client
+        self.root_channel = self.thread_channel = channel
+        self.root_ts = root_ts
+
+    async def post(self, message: Message, *, in_thread: bool = True) -> str:
+        text, message_blocks = message
+        kwargs: dict[str, Any] = {"channel": self.root_channel, "text": truncate(text, TEXT_LIMIT)}
+        if message_blocks is not None:
+            kwargs["blocks"] = message_blocks
+        if in_thread and self.root_ts:
+            kwargs["thread_ts"] = self.root_ts
+        response = await self.client.chat_postMessage(**kwargs, unfurl_links=False, unfurl_media=False)
+        return str(response["ts"])
+
+    async def edit(self, message_id: str, message: Message, *, in_thread: bool = True) -> None:
+        text, message_blocks = message
+        kwargs: dict[str, Any] = {"channel": self.root_channel, "ts": message_id, "text": truncate(text, TEXT_LIMIT)}
+        if message_blocks is not None:
+            kwargs["blocks"] = message_blocks
+        await self.client.chat_update(**kwargs)
+
+    def root(self, spec: DebateSpec, state: RootState) -> Message:
+        if isinstance(state, Ended):
+            return blocks.final_root(spec, state.outcome, state.verdict)
+        return blocks.root_message(spec, "running", blocks.round_status(state.round) if state.round else "starting")
+
+    def round(self, event: RoundStarted) -> Message | None:
+        return None  # progress goes into the root's status: no post takes a channel slot ahead of turn text
+
+    def turn_header(self, event: TurnStarted) -> str:
+        return blocks.turn_header(event)
+
+    def neutralize(self, text: str) -> str:
+        return neutralize_slack(text)
+
+    def turn(self, seat: Seat, chunk: str) -> Message:
+        return chunk, None
+
+    def turn_ending(self, turn: Turn) -> str | None:
+        if turn.status == "failed":
+            return f"{turn.text}\n\n:x: _This turn failed: {turn.error or 'no answer'}_".strip()
+        if turn.status == "empty" or not turn.text.strip():
+            return "_(no answer)_"
+        return None
+
+    def notice(self, event: Notice) -> list[Message]:
+        return [blocks.notice_line(event)]
+
+    def verdict(self, spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
+        tokens = None if outcome is None else (outcome.input_tokens, outcome.output_tokens)
+        return blocks.verdict_message(spec, verdict, tally, tokens)
+
+    def ended(self, outcome: Outcome) -> Message | None:
+        return None  # the root message's final status says how it ended

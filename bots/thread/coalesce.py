@@ -1,0 +1,132 @@
+"""Latest text wins: every write renders its message only when the pacer lets it go.
+
+`Paced` is how the thread code writes through a surface: it waits for the pacer's slot, then calls the
+render function it was given, then makes the call. A write that waited long therefore carries the
+newest text, and an edit whose render finds nothing new (None) makes no call. `Latest` keeps one message
+(a root's status) showing the newest state set on it: a state still waiting when a newer one is set is
+never sent, and the last one set always lands. A write that has started is run to completion even if
+its caller is cancelled (`run_to_completion`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from bots.thread.pacing import Pacer, Urgency
+from bots.thread.surface import M, Surface
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+async def run_to_completion(write: Awaitable[T]) -> T:
+    """Await a write that has started; if the caller is cancelled meanwhile, finish it first, then re-raise.
+
+    A write abandoned halfway can orphan a message or wedge the platform client: cancelling a task inside
+    discord.py's `HTTPClient.request` can leave that route's rate-limit bucket without its wake-up (a
+    cancel landing in `Ratelimit._refresh`), and the next request on the route then waits up to 30 s. The
+    caller is held for at most the one request in flight.
+    """
+    task = asyncio.ensure_future(write)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                continue  # cancelled again: still let the write finish; the first cancel is re-raised below
+        raise
+
+
+class Paced(Generic[M]):
+    """A surface's writes, paced by `pacer` and rendered late."""
+
+    def __init__(self, surface: Surface[M], pacer: Pacer) -> None:
+        self.surface = surface
+        self.pacer = pacer
+
+    def _channel(self, in_thread: bool) -> str:
+        return self.surface.thread_channel if in_thread else self.surface.root_channel
+
+    async def post(self, render: Callable[[], M], urgency: Urgency, *, in_thread: bool = True) -> str:
+        """Post what `render` returns once the channel's turn comes; returns the message's id."""
+        channel = self._channel(in_thread)
+        async with self.pacer.posting(channel, urgency):
+            message_id = await run_to_completion(self.surface.post(render(), in_thread=in_thread))
+        self.pacer.shown(channel, message_id)
+        return message_id
+
+    async def edit(self, message_id: str, render: Callable[[], M | None], urgency: Urgency, *,
+                   in_thread: bool = True) -> bool:
+        """Edit to what `render` returns once the budgets allow; None skips the call. Returns whether it edited."""
+        async with self.pacer.editing(self._channel(in_thread), message_id, urgency):
+            message = render()
+            if message is None:
+                return False
+            await run_to_completion(self.surface.edit(message_id, message, in_thread=in_thread))
+        return True
+
+
+class Latest(Generic[M]):
+    """Keeps one message showing the newest state set on it, as fast as its budgets allow.
+
+    `set` never waits. While an edit waits for its slot, a newer state replaces the older one, which is
+    then never sent: with many debates in one channel, progress edits coalesce instead of queueing. A
+    state set more urgently than the one waiting queues again at its urgency. `flush` waits until the
+    last state set has landed (or failed, which is logged).
+    """
+
+    def __init__(self, out: Paced[M], message_id: str, *, in_thread: bool) -> None:
+        self.out = out
+        self.message_id = message_id
+        self.in_thread = in_thread
+        self.dropped = 0  # states replaced before they were written
+        self._pending: tuple[Urgency, Callable[[], M]] | None = None
+        self._waiting_at: Urgency | None = None  # the urgency the writer is queued with, while it is queued
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def set(self, render: Callable[[], M], urgency: Urgency = Urgency.STATUS) -> None:
+        if self._closed:
+            return
+        if self._pending is not None:
+            self.dropped += 1
+        self._pending = (urgency, render)
+        if self._task is not None and not self._task.done():
+            if self._waiting_at is None or urgency >= self._waiting_at:
+                return  # the running writer picks the new state up when its slot comes
+            self._task.cancel()  # queued behind less urgent work: queue again at this urgency
+            self._waiting_at = None
+        self._task = asyncio.create_task(self._run(), name=f"latest-{self.message_id}")
+
+    async def flush(self) -> None:
+        while self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
+
+    async def aclose(self) -> None:
+        """Set nothing more; a state still waiting is dropped, one being written lands."""
+        self._closed = True
+        task = self._task
+        if task is not None:
+            if self._waiting_at is not None:
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _take(self) -> M:
+        assert self._pending is not None
+        self._waiting_at = None
+        _urgency, render = self._pending
+        self._pending = None
+        return render()
+
+    async def _run(self) -> None:
+        while self._pending is not None:
+            self._waiting_at = self._pending[0]
+            try:
+                await self.out.edit(self.message_id, self._take, self._waiting_at, in_thread=self.in_thread)
+            except Exception:
+                log.warning("could not edit message %s", self.message_id, exc_info=True)

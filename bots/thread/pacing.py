@@ -1,0 +1,318 @@
+"""One pacing model for every platform's writes, shared by every debate a `Pacer` serves.
+
+A platform states its limits as a `Limits` (Slack: `bots.slack.surface.slack_limits`, Discord:
+`bots.discord.surface.discord_limits`); the pacer makes writers wait their turn instead of collecting
+429s. Three budgets, each present or not per platform:
+
+- **channel**: at most `channel_writes` writes per `channel_window` seconds in one channel, a write
+  counted from when it was answered and writes in flight counting too, so requests that bunch up on the
+  way never arrive closer together than the platform allows. Slack: posts, 1 per 1.05 s. Discord: every
+  write (`edits_use_channel`), 5 per 5 s; a thread is a channel of its own.
+- **edits**: `edits` per `edit_window` for everything the pacer serves, a token bucket refilled
+  continuously (Slack's chat.update, Tier 3: about 50 a minute per workspace). None: no such budget.
+- **one message**: an edit waits `edit_interval` after the previous edit of that message was answered.
+  `min_edit_interval()` grows with the number of messages streaming at once, so live turns coalesce
+  harder when many debates share the edit budget.
+
+Waiting writes are not served in arrival order but by `Urgency`, decided when a slot opens: a request's
+place is its time plus a handicap per urgency counted in that budget's period (`write_order` for the
+channel, `edit_order` for the edit budget). Small handicaps (Slack) only tilt the queue, so no urgency
+starves; handicaps far apart (Discord, `STRICT`) make a strict priority, then arrival order. In the edit
+budget, streamed text (`Urgency.TEXT`) queues by when its message last changed, so the message that has
+shown nothing new for longest is edited first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Urgency(IntEnum):
+    """Who goes first when a budget is scarce; lower values are more urgent."""
+
+    OPEN = 0  # opening a debate's thread: nothing of that debate can show before it
+    USER = 1  # the answer to someone's click or command: vote tallies, quotes
+    TEXT = 2  # a streaming turn's text: its first post, continuations, edits
+    REPLY = 3  # the rest of a thread: verdicts, notices, a debate's final status
+    STATUS = 4  # a new debate's root message, progress on it
+
+    @staticmethod
+    def even() -> dict[Urgency, float]:
+        return dict.fromkeys(Urgency, 0.0)
+
+
+STRICT = 1e6  # a handicap step no queue outlives: the urgencies it separates are strict priorities
+SHOWN_MEMORY = 10  # edit windows: how long the pacer remembers when a message last changed
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A platform's write limits and how its threads spend them (see the module docstring)."""
+
+    channel_writes: int
+    channel_window: float
+    edit_interval: float
+    edits_use_channel: bool = False
+    edits: int | None = None
+    edit_window: float = 60.0
+    write_order: Mapping[Urgency, float] = field(default_factory=Urgency.even)
+    edit_order: Mapping[Urgency, float] = field(default_factory=Urgency.even)
+    active_horizon: float = 5.0  # a message edited this recently counts as streaming
+    # None: a turn's message is posted as a placeholder when the turn begins. A number: the first post
+    # waits for the turn's first text and then this long, so it opens with a phrase (where posts are
+    # cheaper than edits, a turn's first words then never wait for an edit).
+    first_post_grace: float | None = None
+    placeholder_after: float | None = None  # with a grace: a turn still without text shows a placeholder
+
+    @property
+    def channel_period(self) -> float:
+        return self.channel_window / self.channel_writes
+
+    @property
+    def edit_period(self) -> float:
+        return self.edit_window / self.edits if self.edits else 0.0
+
+
+class _Queue(ABC):
+    """Grants waiting requests lowest key first, when `available()` allows; a grant spends one."""
+
+    def __init__(self) -> None:
+        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for _key, _arrival, grant in self._waiters if not grant.done())
+
+    async def wait(self, key: float) -> None:
+        """Until granted. A caller cancelled after its grant gives it back (`refund`)."""
+        grant: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (key, next(self._arrivals), grant))
+        self.pump()
+        try:
+            await grant
+        except asyncio.CancelledError:
+            if grant.done() and not grant.cancelled():
+                self.refund()
+            raise
+
+    def pump(self) -> None:
+        """Grant every waiter that may go now, best key first; look again when the next may."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        while self._waiters:
+            if self._waiters[0][2].done():  # cancelled while waiting
+                heapq.heappop(self._waiters)
+                continue
+            delay = self.available()
+            if delay > 0:
+                self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+                return
+            if delay < 0:  # busy: whoever holds the budget pumps when done
+                return
+            _key, _arrival, grant = heapq.heappop(self._waiters)
+            self.spend()
+            grant.set_result(None)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.pump()
+
+    @abstractmethod
+    def available(self) -> float:
+        """0: one may go now; > 0: seconds until one may; < 0: not until something else happens."""
+
+    @abstractmethod
+    def spend(self) -> None:
+        """A waiter was granted: take what it uses."""
+
+    @abstractmethod
+    def refund(self) -> None:
+        """A granted waiter was cancelled before using its grant: give it back."""
+
+
+class ChannelBudget(_Queue):
+    """`writes` writes per `window` seconds in one channel, each counted from when it was answered."""
+
+    def __init__(self, writes: int, window: float) -> None:
+        super().__init__()
+        self.writes = writes
+        self.window = window
+        self._answered: deque[float] = deque()
+        self._inflight = 0
+
+    def _free(self, now: float) -> int:
+        while self._answered and now - self._answered[0] >= self.window:
+            self._answered.popleft()
+        return self.writes - len(self._answered) - self._inflight
+
+    def idle(self, now: float) -> bool:
+        """Nothing in flight, nothing waiting, no write in the window: a fresh budget would behave the same."""
+        return self._free(now) == self.writes and not self.waiting
+
+    def available(self) -> float:
+        now = asyncio.get_running_loop().time()
+        if self._free(now) > 0:
+            return 0.0
+        if not self._answered:
+            return -1.0  # every write is in flight: the first to be answered pumps
+        return self._answered[0] + self.window - now
+
+    def spend(self) -> None:
+        self._inflight += 1
+
+    def refund(self) -> None:
+        self._inflight -= 1
+        self.pump()
+
+    def done(self) -> None:
+        self._inflight -= 1
+        self._answered.append(asyncio.get_running_loop().time())
+        self.pump()
+
+
+class EditBudget(_Queue):
+    """`edits` edits per `window` seconds, refilled continuously."""
+
+    def __init__(self, edits: int, window: float) -> None:
+        super().__init__()
+        self.capacity = float(edits)
+        self.rate = edits / window
+        self.tokens = float(edits)
+        self.refilled_at: float | None = None
+
+    def _refill(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if self.refilled_at is not None:
+            self.tokens = min(self.capacity, self.tokens + (now - self.refilled_at) * self.rate)
+        self.refilled_at = now
+
+    def available(self) -> float:
+        self._refill()
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+
+    def spend(self) -> None:
+        self.tokens -= 1
+
+    def refund(self) -> None:
+        self.tokens = min(self.capacity, self.tokens + 1)
+        self.pump()
+
+
+class Pacer:
+    """Every write one workspace (Slack) or one bot (Discord) makes, paced to `limits`."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._channels: dict[str, ChannelBudget] = {}
+        self._edits = EditBudget(limits.edits, limits.edit_window) if limits.edits else None
+        self._last_edit: dict[str, float] = {}  # message key -> when its last edit was granted or answered
+        self._shown: dict[str, float] = {}  # message key -> when it last changed (posted or edited)
+
+    @staticmethod
+    def _now() -> float:
+        return asyncio.get_running_loop().time()
+
+    def channel(self, channel: str) -> ChannelBudget:
+        """The one budget of `channel`; budgets back at rest are forgotten (a fresh one behaves the same),
+        so the pacer does not grow with every thread ever written to."""
+        now = self._now()
+        for idle in [c for c, budget in self._channels.items() if c != channel and budget.idle(now)]:
+            del self._channels[idle]
+        budget = self._channels.get(channel)
+        if budget is None:
+            budget = self._channels[channel] = ChannelBudget(self.limits.channel_writes, self.limits.channel_window)
+        return budget
+
+    @property
+    def channel_count(self) -> int:
+        return len(self._channels)
+
+    async def _channel_turn(self, channel: str, urgency: Urgency) -> ChannelBudget:
+        budget = self.channel(channel)
+        await budget.wait(self._now() + self.limits.write_order[urgency] * self.limits.channel_period)
+        return budget
+
+    @asynccontextmanager
+    async def posting(self, channel: str, urgency: Urgency = Urgency.REPLY) -> AsyncIterator[None]:
+        """Hold one of `channel`'s writes for a post: when several wait, the most urgent goes first."""
+        budget = await self._channel_turn(channel, urgency)
+        try:
+            yield
+        finally:
+            budget.done()
+
+    def shown(self, channel: str, message_id: str) -> None:
+        """Record that a message just changed visibly: it was posted."""
+        now = self._now()
+        self._shown[f"{channel}:{message_id}"] = now
+        if len(self._shown) > 256:
+            horizon = now - SHOWN_MEMORY * self.limits.edit_window
+            for key in [k for k, at in self._shown.items() if at < horizon]:
+                del self._shown[key]
+
+    @asynccontextmanager
+    async def editing(self, channel: str, message_id: str, urgency: Urgency = Urgency.REPLY) -> AsyncIterator[None]:
+        """Hold what one edit of a message needs: its `edit_interval`, then the edit budget and the
+        channel's write, as the limits have them."""
+        key = f"{channel}:{message_id}"
+        last = self._last_edit.get(key)
+        if last is not None and (wait := last + self.limits.edit_interval - self._now()) > 0:
+            await asyncio.sleep(wait)
+        if self._edits is not None:
+            since = self._shown.get(key, self._now()) if urgency == Urgency.TEXT else self._now()
+            await self._edits.wait(since + self.limits.edit_order[urgency] * self.limits.edit_period)
+        budget = None
+        if self.limits.edits_use_channel:
+            try:
+                budget = await self._channel_turn(channel, urgency)
+            except BaseException:
+                if self._edits is not None:
+                    self._edits.refund()
+                raise
+        self._last_edit[key] = self._shown[key] = self._now()
+        try:
+            yield
+        finally:
+            if budget is not None:
+                budget.done()
+            # the next edit waits `edit_interval` from the answer, so jitter never bunches two together
+            self._last_edit[key] = self._shown[key] = self._now()
+
+    def streaming(self) -> int:
+        """How many messages were edited within the last `active_horizon` seconds."""
+        horizon = self._now() - self.limits.active_horizon
+        for key in [k for k, at in self._last_edit.items() if at < horizon]:
+            del self._last_edit[key]
+        return len(self._last_edit)
+
+    def min_edit_interval(self) -> float:
+        """The edit interval each streaming message should keep so all of them fit the edit budget."""
+        if not self.limits.edits:
+            return self.limits.edit_interval
+        share = max(1, self.streaming()) * self.limits.edit_window / self.limits.edits
+        return max(self.limits.edit_interval, share)
+
+
+class Pacers:
+    """One Pacer per workspace (a Slack team; token mode, like a Discord bot, has a single one)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._by_workspace: dict[str, Pacer] = {}
+
+    def for_workspace(self, workspace: str | None) -> Pacer:
+        key = workspace or "-"
+        if key not in self._by_workspace:
+            self._by_workspace[key] = Pacer(self.limits)
+        return self._by_workspace[key]

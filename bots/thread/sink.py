@@ -1,0 +1,156 @@
+"""Renders one debate's events into its thread, whatever the platform: the `Sink` the job is given.
+
+`handle()` only enqueues, so the engine never waits on a platform's pacing; one worker task per debate
+applies the events in order: streamed turns (`LiveTurns`), round markers and notices, the verdict with
+its buttons, and the root message's status (a `Latest`: progress coalesces, the final state lands).
+Every message is recorded in the log under its key (`bots.thread.keys`) as soon as the platform has
+answered its post, before anything else is written for the debate.
+
+Many debates may share a channel and a workspace, so the thread spends their budgets on what readers
+wait for: the worker moves on once a finished turn's messages exist (its final edit follows in the
+background, drained at the end), round progress goes into the root's status (least urgent, coalesced),
+and the verdict is posted with its token counts: the debate ends right after its verdict, so the post
+waits up to `VERDICT_GRACE` for the final event, and renders when its slot comes (a debate that has not
+ended by then gets its counts edited in once it has).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from bots.thread.coalesce import Latest, Paced
+from bots.thread.keys import ROOT, VERDICT
+from bots.thread.live import LiveTurns
+from bots.thread.pacing import Pacer, Urgency
+from bots.thread.surface import Ended, Running, Surface
+from orchestrator.events import (
+    FINAL_EVENTS,
+    EventBase,
+    Notice,
+    RoundStarted,
+    TextDelta,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    VerdictReached,
+)
+from orchestrator.log import DebateLog
+from orchestrator.models import DebateSpec, Outcome, Verdict
+
+log = logging.getLogger(__name__)
+VERDICT_GRACE = 2.0  # seconds a verdict's post waits for the debate's end, to carry its token counts
+
+
+class ThreadSink:
+    def __init__(self, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec, root_id: str) -> None:
+        """Prefer `open`, which records the root message first."""
+        self.surface = surface
+        self.store = store
+        self.spec = spec
+        self.root_id = root_id
+        self.out: Paced[Any] = Paced(surface, pacer)
+        self.live = LiveTurns(self.out, spec, self._record, first_post_grace=pacer.limits.first_post_grace,
+                              placeholder_after=pacer.limits.placeholder_after)
+        self.status: Latest[Any] = Latest(self.out, root_id, in_thread=False)
+        self.verdict: Verdict | None = None
+        self.verdict_id: str | None = None
+        self._outcome: Outcome | None = None  # known as soon as the final event is queued
+        self._verdict_final = False  # the verdict was posted with the debate's token counts
+        self._ended = asyncio.Event()  # the final event has been queued
+        self._queue: asyncio.Queue[EventBase] = asyncio.Queue()
+        self._worker = asyncio.create_task(self._run(), name=f"thread-sink-{spec.id}")
+
+    @classmethod
+    async def open(cls, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec,
+                   root_id: str) -> ThreadSink:
+        """Record the debate's root message under `root`, then start rendering its events."""
+        await store.set_message(spec.id, ROOT, surface.platform, surface.root_channel, root_id)
+        return cls(surface, pacer, store, spec, root_id)
+
+    async def handle(self, event: EventBase) -> None:
+        if isinstance(event, FINAL_EVENTS):
+            self._outcome = event.outcome  # type: ignore[attr-defined]
+            self._ended.set()
+        self._queue.put_nowait(event)
+
+    async def wait_closed(self) -> None:
+        """Until the final event has been rendered (or the worker was cancelled); never raises."""
+        await asyncio.gather(self._worker, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        self._worker.cancel()
+        await self.wait_closed()
+        await self.status.aclose()
+        await self.live.aclose()
+
+    async def _run(self) -> None:
+        while True:
+            event = await self._queue.get()
+            try:
+                await self._apply(event)
+            except Exception:  # one failed render must not stop the rest of the thread
+                log.exception("%s: rendering %s for debate %s failed", self.surface.platform,
+                              type(event).__name__, self.spec.id)
+            if isinstance(event, FINAL_EVENTS):
+                return
+
+    async def _apply(self, event: EventBase) -> None:
+        if isinstance(event, TextDelta):
+            self.live.feed(event)
+        elif isinstance(event, TurnStarted):
+            await self.live.begin(event)
+        elif isinstance(event, TurnCompleted | TurnFailed):
+            await self.live.finish(event.turn, self.surface.turn_ending(event.turn), wait_for_edits=False)
+        elif isinstance(event, RoundStarted):
+            await self._round(event)
+        elif isinstance(event, Notice):
+            for message in self.surface.notice(event):
+                await self.out.post(lambda m=message: m, Urgency.REPLY)
+        elif isinstance(event, VerdictReached):
+            await self._post_verdict(event.verdict)
+        elif isinstance(event, FINAL_EVENTS):
+            await self._finish(event.outcome)  # type: ignore[attr-defined]
+
+    async def _record(self, key: str, message_id: str) -> None:
+        await self.store.set_message(self.spec.id, key, self.surface.platform, self.surface.thread_channel, message_id)
+
+    async def _round(self, event: RoundStarted) -> None:
+        marker = self.surface.round(event)
+        if marker is not None:
+            await self.out.post(lambda: marker, Urgency.REPLY)
+        self.status.set(lambda: self.surface.root(self.spec, Running(event)), Urgency.STATUS)
+
+    async def _post_verdict(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        tally = await self.store.tally(self.spec.id)  # no votes yet: the buttons come with this post
+        ended = asyncio.ensure_future(self._ended.wait())
+        try:
+            await asyncio.wait({ended}, timeout=VERDICT_GRACE)
+        finally:
+            ended.cancel()
+
+        def render() -> Any:
+            outcome = self._outcome
+            self._verdict_final = outcome is not None
+            return self.surface.verdict(self.spec, verdict, tally, outcome)
+
+        self.verdict_id = await self.out.post(render, Urgency.REPLY)
+        await self._record(VERDICT, self.verdict_id)
+
+    async def _finish(self, outcome: Outcome) -> None:
+        if self.verdict is None and (ended := self.surface.ended(outcome)) is not None:
+            await self.out.post(lambda: ended, Urgency.REPLY)
+        tally = await self.store.tally(self.spec.id)
+        final = Ended(outcome, self.verdict, tally)
+        self.status.set(lambda: self.surface.root(self.spec, final), Urgency.REPLY)
+        # the turns' last edits and the root's final status draw on the same budgets: queue them together
+        await asyncio.gather(self.live.drain(), self.status.flush())
+        await self.live.aclose()
+        await self.status.aclose()
+        verdict = self.verdict
+        if verdict is not None and self.verdict_id is not None and not self._verdict_final:
+            tally = await self.store.tally(self.spec.id)
+            await self.out.edit(self.verdict_id, lambda: self.surface.verdict(self.spec, verdict, tally, outcome),
+                                Urgency.REPLY)
