@@ -1,28 +1,49 @@
-"""One grammar for `/debate …`, shared by Slack, Discord and anything else that takes text commands.
+"""One grammar and one set of rules for starting a debate, from Slack, Discord and the CLI.
 
     /debate <topic> [--format F] [--rounds N] [--vs MODEL,MODEL] [--judge MODEL] [--effort E]
     /debate help | models | history [N] | search <query> | show <id> | stop <id> | quote <id>
 
-Options may appear anywhere; every word that is not an option is the topic, so apostrophes and
-quotes in a topic need no escaping. Slack turns `--` into an em dash on some clients; both work.
+`parse_command` reads that text (Slack). Options may appear anywhere; every word that is not an option
+is the topic, so apostrophes and quotes in a topic need no escaping. Slack turns `--` into an em dash
+on some clients; both work. Discord's typed options and the CLI's argparse values skip the text but
+not the rules: every surface calls `start_request`, which checks topic, format, rounds, debaters,
+effort and model strings against the limits in `orchestrator.models` with the same messages, then
+`build_spec`, which seats the debate and, for chat, holds it to the operator's `ChatPolicy`; chat
+surfaces then go through `chat_spec`, which also admits it under the quotas (orchestrator/quotas.py).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from orchestrator.app import Core
 from orchestrator.config import Settings
 from orchestrator.debate.seating import NoProviderConfigured, choose_seats
-from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MAX_TOPIC_CHARS, DebateSpec, Effort, Format
-from orchestrator.providers.registry import (
+from orchestrator.models import (
+    EFFORTS,
+    FORMATS,
+    MAX_DEBATERS,
+    MAX_ROUNDS,
+    MAX_TOPIC_CHARS,
+    MIN_DEBATERS,
+    MIN_ROUNDS,
+    DebateSpec,
+    Effort,
+    Format,
+)
+from orchestrator.policy import ChatPolicy, NotAllowed
+from orchestrator.providers import (
     ModelStringError,
     ProviderNotConfiguredError,
     ProviderRegistry,
     UnknownProviderError,
+    parse_model,
 )
+from orchestrator.quotas import Quota, QuotaExceeded
 
 SUBCOMMANDS = ("help", "models", "history", "search", "show", "stop", "quote")
 OPTIONS = ("format", "rounds", "vs", "judge", "effort", "proposer", "challenger")
@@ -30,8 +51,8 @@ OPTIONS = ("format", "rounds", "vs", "judge", "effort", "proposer", "challenger"
 HELP_TEXT = (
     "*Start a debate*\n"
     "`/debate <topic>` runs a challenge debate (proposer vs challenger, 2 rounds) and a judge's verdict.\n"
-    "Options: `--format challenge|consensus|stances`  `--rounds 1-5`  `--vs MODEL,MODEL`  "
-    "`--judge MODEL`  `--effort low|medium|high|max`\n"
+    f"Options: `--format {'|'.join(FORMATS)}`  `--rounds {MIN_ROUNDS}-{MAX_ROUNDS}`  `--vs MODEL,MODEL`  "
+    f"`--judge MODEL`  `--effort {'|'.join(EFFORTS)}`\n"
     "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
@@ -98,6 +119,11 @@ _OPTION_RE = re.compile(r"^(?:--|—|–)([a-z-]+)(?:=(.*))?$", re.IGNORECASE)
 _ID_RE = re.compile(r"^[0-9a-f]{4,32}$")
 
 
+def _small_number(text: str) -> bool:
+    """ASCII digits only (`"²".isdigit()` is true, `int("²")` fails), and few enough to be a count."""
+    return text.isascii() and text.isdigit() and len(text) <= 6
+
+
 def _debate_id(words: list[str], name: str) -> str:
     if len(words) != 1 or not _ID_RE.match(words[0].lower()):
         raise CommandError(f"`/debate {name}` takes one debate id, e.g. `/debate {name} 3f2a9c01d4`.")
@@ -128,43 +154,11 @@ def _split_options(words: list[str]) -> tuple[list[str], dict[str, str]]:
     return rest, options
 
 
-def _models(value: str) -> tuple[str, ...]:
-    models = tuple(m.strip() for m in value.split(",") if m.strip())
-    if not 2 <= len(models) <= 4:
-        raise CommandError(
-            "`--vs` takes 2 to 4 models separated by commas, e.g. `--vs openai:gpt-5,anthropic:claude-sonnet-4-6`."
-        )
-    return models
-
-
 def _start(words: list[str], options: dict[str, str]) -> StartDebate:
-    topic = " ".join(words).strip()
-    if not topic:
-        raise CommandError("Give a topic, e.g. `/debate Should we adopt Rust for ingest?` (`/debate help` for more).")
-    if len(topic) > MAX_TOPIC_CHARS:
-        raise CommandError(
-            f"The topic is {len(topic):,} characters; the limit is {MAX_TOPIC_CHARS:,}. Shorten it and try again."
-        )
-    fmt = options.get("format")
-    if fmt is not None and fmt not in FORMATS:
-        raise CommandError(f"Unknown format `{fmt}`. Choose one of: {', '.join(FORMATS)}.")
-    effort = options.get("effort")
-    if effort is not None and effort not in EFFORTS:
-        raise CommandError(f"Unknown effort `{effort}`. Choose one of: {', '.join(EFFORTS)}.")
-    rounds: int | None = None
-    if "rounds" in options:
-        if not options["rounds"].isdigit() or not 1 <= int(options["rounds"]) <= MAX_ROUNDS:
-            raise CommandError(f"`--rounds` must be a whole number from 1 to {MAX_ROUNDS}.")
-        rounds = int(options["rounds"])
-    return StartDebate(
-        topic=topic,
-        format=fmt,  # type: ignore[arg-type]
-        rounds=rounds,
-        debaters=_models(options["vs"]) if "vs" in options else None,
-        proposer=options.get("proposer"),
-        challenger=options.get("challenger"),
-        judge=options.get("judge"),
-        effort=effort,  # type: ignore[arg-type]
+    return start_request(
+        " ".join(words), format=options.get("format"), rounds=options.get("rounds"), debaters=options.get("vs"),
+        proposer=options.get("proposer"), challenger=options.get("challenger"), judge=options.get("judge"),
+        effort=options.get("effort"),
     )
 
 
@@ -181,7 +175,7 @@ def parse_command(text: str) -> Command:
         if head == "models":
             return Models()
         if head == "history":
-            if rest and not rest[0].isdigit():
+            if rest and not _small_number(rest[0]):
                 raise CommandError("`/debate history` takes an optional count, e.g. `/debate history 20`.")
             return History(limit=min(int(rest[0]), 50) if rest else 10)
         if head == "search":
@@ -195,6 +189,84 @@ def parse_command(text: str) -> Command:
     return _start(rest, options)
 
 
+# ---- the rules: one set for Slack, Discord and the CLI, with the limits named in orchestrator/models.py
+
+
+def _topic(text: str) -> str:
+    topic = text.strip()
+    if not topic:
+        raise CommandError("The topic is empty: give the question to debate, e.g. “Should we adopt Rust for ingest?”")
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise CommandError(
+            f"The topic is {len(topic):,} characters; the limit is {MAX_TOPIC_CHARS:,}. Shorten it and try again."
+        )
+    return topic
+
+
+def _choice(name: str, value: str | None, choices: tuple[str, ...]) -> str | None:
+    if value is not None and value not in choices:
+        raise CommandError(f"Unknown {name} `{value}`. Choose one of: {', '.join(choices)}.")
+    return value
+
+
+def _rounds(value: str | int | None) -> int | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not _small_number(text) or not MIN_ROUNDS <= int(text) <= MAX_ROUNDS:
+        raise CommandError(f"Rounds must be a whole number from {MIN_ROUNDS} to {MAX_ROUNDS}.")
+    return int(text)
+
+
+def _model(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_model(value)
+    except (ModelStringError, UnknownProviderError) as exc:
+        raise CommandError(str(exc)) from None
+    return value.strip()
+
+
+def _debaters(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else value
+    models = tuple(m.strip() for m in parts if m.strip())
+    if not MIN_DEBATERS <= len(models) <= MAX_DEBATERS:
+        raise CommandError(f"Name {MIN_DEBATERS} to {MAX_DEBATERS} debaters, separated by commas, "
+                           "e.g. `openai:gpt-5,anthropic:claude-sonnet-4-6`.")
+    return tuple(_model(m) or m for m in models)
+
+
+def start_request(
+    topic: str,
+    *,
+    format: str | None = None,
+    rounds: str | int | None = None,
+    debaters: str | Sequence[str] | None = None,
+    proposer: str | None = None,
+    challenger: str | None = None,
+    judge: str | None = None,
+    effort: str | None = None,
+) -> StartDebate:
+    """Check a request to start a debate, from any surface, and return it as a `StartDebate`.
+
+    The values are as the user gave them (rounds may still be text, debaters a comma-separated string);
+    a bad one raises `CommandError` with the same message whichever surface it came from.
+    """
+    return StartDebate(
+        topic=_topic(topic),
+        format=_choice("format", format, FORMATS),  # type: ignore[arg-type]
+        rounds=_rounds(rounds),
+        debaters=_debaters(debaters),
+        proposer=_model(proposer),
+        challenger=_model(challenger),
+        judge=_model(judge),
+        effort=_choice("effort", effort, EFFORTS),  # type: ignore[arg-type]
+    )
+
+
 def _default_rounds(fmt: Format, settings: Settings) -> int:
     """Consensus runs until agreement (at most 4 rounds); stances runs openings and 2 rebuttals."""
     return {"consensus": 4, "stances": 3}.get(fmt, settings.debate_rounds)
@@ -205,14 +277,24 @@ def build_spec(
     settings: Settings,
     registry: ProviderRegistry,
     *,
+    policy: ChatPolicy | None,
     platform: str,
     channel: str | None = None,
     thread: str | None = None,
     requested_by: str | None = None,
 ) -> tuple[DebateSpec, list[str]]:
-    """Resolve seats and defaults into a DebateSpec; returns it with notes to show the user."""
+    """Resolve seats and defaults into a DebateSpec; returns it with notes to show the user.
+
+    `policy` is the chat policy every chat surface must pass; None only for the operator (the CLI).
+    Nothing is started here: a refused request has run nothing and posted nothing.
+    """
     fmt: Format = command.format or settings.debate_format  # type: ignore[assignment]
+    rounds = command.rounds or _default_rounds(fmt, settings)
+    effort = command.effort or settings.debate_effort
     try:
+        if policy is not None:
+            rounds = policy.rounds(command.rounds, _default_rounds(fmt, settings))
+            effort = policy.effort(command.effort, settings.debate_effort)
         seating = choose_seats(
             settings,
             registry,
@@ -221,23 +303,50 @@ def build_spec(
             proposer=command.proposer,
             challenger=command.challenger,
             judge=command.judge,
+            allow=policy.allows if policy is not None else None,
         )
         spec = DebateSpec(
             topic=command.topic,
             format=fmt,
-            rounds=command.rounds or _default_rounds(fmt, settings),
+            rounds=rounds,
             seats=seating.seats,
             judge=seating.judge,
-            effort=command.effort or settings.debate_effort,  # type: ignore[arg-type]
+            effort=effort,  # type: ignore[arg-type]
             platform=platform,
             channel=channel,
             thread=thread,
             requested_by=requested_by,
         )
-        for model in dict.fromkeys([*(seat.model for seat in spec.seats), spec.judge]):
+        seats = [*((seat.role, seat.model) for seat in spec.seats), ("judge", spec.judge)]
+        if policy is not None:  # before anything resolves a model: a refused cli: tool is never looked at
+            for role, model in seats:
+                policy.check_model(model, role)
+        for model in dict.fromkeys(model for _role, model in seats):
             registry.resolve(model)  # fail now, not in round 1, when a credential or tool is missing
-    except (ModelStringError, UnknownProviderError, ProviderNotConfiguredError, NoProviderConfigured) as exc:
+    except NoProviderConfigured as exc:
+        if policy is None:
+            raise CommandError(str(exc)) from None
+        raise CommandError("No model is available for chat debates on this server yet; the operator configures "
+                           "a provider and DEBATE_CHAT_MODELS.") from None
+    except (ModelStringError, UnknownProviderError, ProviderNotConfiguredError, NotAllowed) as exc:
         raise CommandError(str(exc)) from None
     except ValidationError as exc:
         raise CommandError(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
     return spec, seating.notes
+
+
+async def chat_spec(
+    command: StartDebate, core: Core, *, platform: str, channel: str, requested_by: str, workspace: str | None = None,
+    channel_private: bool = False,
+) -> tuple[DebateSpec, list[str]]:
+    """What every chat surface does before it posts anything: the spec held to the chat policy, then
+    admitted under the chat quotas (its slot reserved in the log). A refusal is a `CommandError` for the
+    user alone. Once this returns, the surface must `core.jobs.start` it or `core.jobs.abandon` it."""
+    spec, notes = build_spec(command, core.settings, core.registry, policy=ChatPolicy(core.settings, core.registry),
+                             platform=platform, channel=channel, requested_by=requested_by)
+    spec = spec.model_copy(update={"workspace": workspace, "channel_private": channel_private})
+    try:
+        await core.jobs.admit(spec, Quota.from_settings(core.settings))
+    except QuotaExceeded as exc:
+        raise CommandError(exc.user_text()) from None
+    return spec, notes

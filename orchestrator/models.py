@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from orchestrator.safety import strip_controls
+
 Format = Literal["challenge", "consensus", "stances"]
 Effort = Literal["low", "medium", "high", "max"]
 Role = Literal["proposer", "challenger", "debater", "judge"]
@@ -15,10 +17,14 @@ TurnStatus = Literal["ok", "failed", "empty"]
 DebateStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
 Rating = Literal["high", "medium", "low"]
 
+# The limits every surface checks, through bots/commands.py; the models below enforce them again.
 FORMATS: tuple[str, ...] = ("challenge", "consensus", "stances")
-EFFORTS: tuple[str, ...] = ("low", "medium", "high", "max")
+EFFORTS: tuple[str, ...] = ("low", "medium", "high", "max")  # in order: each spends more than the one before
 MAX_TOPIC_CHARS = 4000
+MIN_ROUNDS = 1
 MAX_ROUNDS = 5
+MIN_DEBATERS = 2
+MAX_DEBATERS = 4
 
 
 def new_debate_id() -> str:
@@ -55,19 +61,21 @@ class DebateSpec(Frozen):
     id: str = Field(default_factory=new_debate_id)
     topic: str
     format: Format = "challenge"
-    rounds: int = Field(default=2, ge=1, le=MAX_ROUNDS)
+    rounds: int = Field(default=2, ge=MIN_ROUNDS, le=MAX_ROUNDS)
     seats: tuple[Seat, ...]
     judge: str
     effort: Effort = "medium"
     platform: str = "cli"
+    workspace: str | None = None  # Slack team id / Discord guild id; who may recall it (orchestrator.log.Scope)
     channel: str | None = None
+    channel_private: bool = False  # a private channel or a DM: recalled only from inside it
     thread: str | None = None
     requested_by: str | None = None
 
     @field_validator("topic")
     @classmethod
     def _topic_fits(cls, value: str) -> str:
-        value = value.strip()
+        value = strip_controls(value).strip()  # no NUL, terminal escapes or bidi overrides, stored or posted
         if not value:
             raise ValueError("the topic is empty")
         if len(value) > MAX_TOPIC_CHARS:
@@ -77,8 +85,8 @@ class DebateSpec(Frozen):
     @field_validator("seats")
     @classmethod
     def _enough_seats(cls, value: tuple[Seat, ...]) -> tuple[Seat, ...]:
-        if not 2 <= len(value) <= 4:
-            raise ValueError("a debate needs 2 to 4 debaters")
+        if not MIN_DEBATERS <= len(value) <= MAX_DEBATERS:
+            raise ValueError(f"a debate needs {MIN_DEBATERS} to {MAX_DEBATERS} debaters")
         return value
 
     def seat(self, label: str) -> Seat:

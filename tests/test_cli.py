@@ -158,3 +158,21 @@ async def test_proposer_failure_exits_1_with_a_clear_message(tmp_path: Path) -> 
     assert code == 1
     assert "proposer" in err and "failed in round 1" in err
     assert "sk-test" not in err
+
+
+async def test_the_operator_may_seat_a_cli_tool_that_chat_may_not(tmp_path: Path) -> None:
+    """The chat policy keeps `cli:` tools from Slack and Discord; the CLI on the host is the operator."""
+    bin_dir, ran = tmp_path / "bin", tmp_path / "tools-ran"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "opencode"
+    wrapper.write_text(f'#!/bin/sh\necho opencode >> "{ran}"\n'
+                       f'exec "{sys.executable}" "{ROOT / "tests" / "fakes" / "cli_bin" / "opencode"}" "$@"\n')
+    wrapper.chmod(0o755)
+    async with FakeLLMServer() as srv:
+        script_judge(srv, "A")
+        env = two_providers(tmp_path, srv)
+        env["PATH"] = str(bin_dir) + os.pathsep + env["PATH"]
+        code, _, err = await debate(tmp_path, "run", "Tabs or spaces?", "--rounds", "1", "--proposer", "cli:opencode",
+                                    "--challenger", "openai:gpt-5", env=env)
+    assert code == 0, err
+    assert ran.read_text().split() == ["opencode"]

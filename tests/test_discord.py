@@ -270,16 +270,17 @@ async def test_autocomplete_errors_and_stop_signal(settings: Settings, peer: Dis
 
 
 async def test_a_429_without_via_is_retried_by_the_writer(settings: Settings, peer: DiscordPeer) -> None:
-    from bots.discord.writer import ChannelPacer, ChannelWriter
+    from bots.discord.surface import discord_limits, post_in_channel
+    from bots.thread import Pacer
 
     async with await Core.open(settings) as core, DebateBot(core) as bot:
         point_discord_at(settings)
         await bot.login(TOKEN)
         peer.fail_next("POST", rf"^/channels/{CHANNEL_ID}/messages$", count=1, retry_after=0.1, via=False)
-        writer = ChannelWriter(bot.get_partial_messageable(int(CHANNEL_ID)), ChannelPacer(5, 5.0))
-        message = await writer.send(content="nothing lost")
+        channel = bot.get_partial_messageable(int(CHANNEL_ID))
+        message_id = await post_in_channel(Pacer(discord_limits()), channel, {"content": "nothing lost"})
     statuses = [c.status for c in peer.calls if c.path == f"/channels/{CHANNEL_ID}/messages"]
     assert statuses == [429, 200]
-    assert peer.messages[str(message.id)]["content"] == "nothing lost"
+    assert peer.messages[message_id]["content"] == "nothing lost"
 
 

@@ -11,15 +11,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bots.cli.terminal import Style, TerminalSink, render_history, render_hits, render_record
-from bots.commands import CommandError, StartDebate, build_spec
+from bots.commands import CommandError, StartDebate, build_spec, start_request
 from bots.signals import on_stop_signals
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings, load_settings
 from orchestrator.debate.seating import SETUP_HINT
-from orchestrator.log.export import to_json, to_markdown
-from orchestrator.log.store import AmbiguousIdError
-from orchestrator.models import EFFORTS, FORMATS, MAX_TOPIC_CHARS
-from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.log import AmbiguousIdError, to_json, to_markdown
+from orchestrator.models import EFFORTS, FORMATS
+from orchestrator.providers import ProviderRegistry
+from orchestrator.quotas import QuotaExceeded
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
@@ -36,13 +36,14 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a debate in the terminal")
     run.add_argument("topic", metavar="TOPIC")
-    run.add_argument("--format", choices=FORMATS)
-    run.add_argument("--rounds", type=int)
+    # values stay text here: bots/commands.py checks them, with the same messages as in chat
+    run.add_argument("--format", metavar="|".join(FORMATS))
+    run.add_argument("--rounds", metavar="N")
     run.add_argument("--proposer", metavar="MODEL")
     run.add_argument("--challenger", metavar="MODEL")
     run.add_argument("--debaters", metavar="MODEL,MODEL,…")
     run.add_argument("--judge", metavar="MODEL")
-    run.add_argument("--effort", choices=EFFORTS)
+    run.add_argument("--effort", metavar="|".join(EFFORTS))
     run.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
 
     sub.add_parser("demo", help="run a sample debate with whatever provider is configured")
@@ -77,25 +78,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _start_command(args: argparse.Namespace) -> StartDebate:
-    topic = args.topic.strip()
-    if not topic:
-        raise UsageError("the topic is empty; give the question to debate, e.g. debate run \"Should we use Rust?\"")
-    if len(topic) > MAX_TOPIC_CHARS:
-        raise UsageError(f"the topic is {len(topic):,} characters; the limit is {MAX_TOPIC_CHARS:,}")
-    debaters = tuple(m.strip() for m in args.debaters.split(",") if m.strip()) if args.debaters else None
-    if debaters is not None and not 2 <= len(debaters) <= 4:
-        raise UsageError("--debaters takes 2 to 4 models separated by commas")
-    if args.rounds is not None and not 1 <= args.rounds <= 5:
-        raise UsageError("--rounds must be between 1 and 5")
-    return StartDebate(topic=topic, format=args.format, rounds=args.rounds, debaters=debaters,
-                       proposer=args.proposer, challenger=args.challenger, judge=args.judge, effort=args.effort)
+    try:
+        return start_request(args.topic, format=args.format, rounds=args.rounds, debaters=args.debaters,
+                             proposer=args.proposer, challenger=args.challenger, judge=args.judge, effort=args.effort)
+    except CommandError as exc:
+        raise UsageError(str(exc)) from None
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     command = _start_command(args)
     registry = ProviderRegistry(settings)
     try:
-        spec, notes = build_spec(command, settings, registry, platform="cli", requested_by=_user())
+        # the host's user is the operator: no chat policy
+        spec, notes = build_spec(command, settings, registry, policy=None, platform="cli", requested_by=_user())
     except CommandError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -103,7 +98,12 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     progress = sys.stderr if args.json else sys.stdout
     for note in notes:
         print(f"ℹ {note}", file=progress)
-    async with await Core.open(settings) as core:
+    async with await Core.open(settings, role="run") as core:
+        try:
+            await core.jobs.admit(spec)  # the operator: no chat quotas, but the global cap
+        except QuotaExceeded as exc:
+            print(f"debate: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         task = core.jobs.start(spec, [TerminalSink(progress)])
         on_stop_signals(task.cancel)
         outcome = await task
@@ -143,7 +143,8 @@ def _user() -> str | None:
 
 
 async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -> int:
-    async with await Core.open(settings) as core:
+    """For the commands that only read: the log opened read-only, nothing recovered."""
+    async with await Core.open(settings, role="read") as core:
         return await fn(core)
 
 

@@ -21,7 +21,7 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
-from orchestrator.log.store import DebateRecord, DebateSummary, SearchHit
+from orchestrator.log import DebateRecord, DebateSummary, SearchHit
 from orchestrator.models import DebateSpec, Outcome, Verdict
 
 _SEAT_COLOURS = {"A": "36", "B": "35", "C": "33", "D": "32"}  # cyan, magenta, yellow, green

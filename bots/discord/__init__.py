@@ -1,4 +1,22 @@
-"""Discord adapter: `/debate` in a public thread, live turns, persistent votes and quotes."""
+"""Discord adapter: `/debate` in a public thread, live turns, persistent votes and quotes.
+
+Where each behaviour lives:
+
+- `client.py`   `DebateBot` (a `commands.Bot`): gets the core in its constructor; `setup_hook` adds the
+                cog, registers the verdict buttons and starts the restart notices; `run_discord`.
+- `commands.py` `DebateCog`: every slash command (their docstrings are what users read), the Quote
+                menu, the answers to button clicks, and `report`, the one place failures become an
+                ephemeral message. Starting goes through `bots.commands` (the shared rules and the
+                chat policy).
+- `access.py`   who sees and stops what: the `Scope` of an interaction (a thread counts as its parent
+                channel), channel privacy (@everyone lacks View Channel), stop rights, where a quote goes.
+- `buttons.py`  the persistent vote and quote buttons (`DynamicItem`s); a click dispatches a client
+                event the cog listens to, so the buttons need nothing from the core or the client.
+- `output.py`   what the bot writes with its token outside interaction replies: its pacer, threads,
+                quotes, and each debate's sink.
+- `surface.py`  Discord's surface for `bots.thread`: post, edit, limits, and how a debate looks;
+                `render.py` the embeds; `sync.py` `debate discord-sync`.
+"""
 
 from bots.discord.client import DebateBot, point_discord_at, run_discord
 from bots.discord.sync import SyncResult, sync_commands

@@ -1,37 +1,31 @@
 """Persistent verdict buttons: votes and quotes that keep working after a restart.
 
 Each button's `custom_id` carries the debate id and the choice (`debate:vote:{id}:{choice}`,
-`debate:quote:{id}`); discord.py matches it against the `DynamicItem` templates registered in
-`setup_hook`, so no view state lives in memory. Votes go to SQLite; the tally shown on the verdict
-message is re-read from there on every click.
+`debate:quote:{id}`); discord.py matches it against the `DynamicItem` templates the bot registers in
+`setup_hook`, so no view state lives in memory. A click knows nothing of the core: it dispatches a
+client event (`on_debate_vote`, `on_debate_quote`, the way discord.py's own tree dispatches
+`app_command_completion`), and the cog that holds the core answers it.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 from discord import ui
 
-from bots.commands import CommandError
-from bots.discord.render import quote_embed, with_tally
-from bots.discord.writer import NO_MENTIONS, ChannelWriter
-from orchestrator.log.store import DebateRecord
-from orchestrator.models import DebateSpec, Vote
+from orchestrator.models import DebateSpec
 
-if TYPE_CHECKING:
-    from bots.discord.client import DebateBot
-
-log = logging.getLogger(__name__)
+VOTE_EVENT = "debate_vote"  # listeners: on_debate_vote(interaction, debate_id, choice)
+QUOTE_EVENT = "debate_quote"  # listeners: on_debate_quote(interaction, debate_id)
 
 VOTE_TEMPLATE = r"debate:vote:(?P<id>[0-9a-f]+):(?P<choice>[a-z0-9:_-]+)"
 QUOTE_TEMPLATE = r"debate:quote:(?P<id>[0-9a-f]+)"
 _DEBATE_ID = re.compile(r"^debate:(?:vote|quote):([0-9a-f]+)")
 
 
-def _choice_label(choice: str) -> str:
+def choice_label(choice: str) -> str:
     if choice == "agree":
         return "Agree with the verdict"
     if choice == "disagree":
@@ -39,7 +33,7 @@ def _choice_label(choice: str) -> str:
     return f"Side with {choice.removeprefix('side:').upper()}"
 
 
-def _stored_choice(custom_choice: str) -> str:
+def stored_choice(custom_choice: str) -> str:
     """custom_ids are lower case; a side is stored as `side:<LABEL>`, the seat's own label."""
     if custom_choice.startswith("side:"):
         return "side:" + custom_choice.removeprefix("side:").upper()
@@ -59,27 +53,12 @@ class VoteButton(ui.DynamicItem[ui.Button[Any]], template=VOTE_TEMPLATE):
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: ui.Item[Any], match: re.Match[str], /
     ) -> VoteButton:
-        label = getattr(item, "label", None) or _choice_label(match["choice"])
+        label = getattr(item, "label", None) or choice_label(match["choice"])
         style = getattr(item, "style", discord.ButtonStyle.secondary)
         return cls(match["id"], match["choice"], label, style)
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: DebateBot = interaction.client  # type: ignore[assignment]
-        choice = _stored_choice(self.choice)
-        vote = Vote(debate_id=self.debate_id, user=str(interaction.user.id), choice=choice, platform="discord")
-        tally = await bot.core.store.record_vote(vote)
-        message = interaction.message
-        if message is not None and message.embeds:
-            labels = await _seat_labels(bot, self.debate_id)
-            embed = with_tally(message.embeds[0], tally, labels)
-            await interaction.response.edit_message(embed=embed, allowed_mentions=NO_MENTIONS)
-        else:
-            await interaction.response.defer()
-        await interaction.followup.send(
-            f"Your vote: **{_choice_label(self.choice)}**. Click another button to change it.",
-            ephemeral=True,
-            allowed_mentions=NO_MENTIONS,
-        )
+        interaction.client.dispatch(VOTE_EVENT, interaction, self.debate_id, self.choice)
 
 
 class QuoteButton(ui.DynamicItem[ui.Button[Any]], template=QUOTE_TEMPLATE):
@@ -97,10 +76,10 @@ class QuoteButton(ui.DynamicItem[ui.Button[Any]], template=QUOTE_TEMPLATE):
         return cls(match["id"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        try:
-            await quote_debate(interaction, self.debate_id)
-        except CommandError as exc:
-            await reply_privately(interaction, str(exc))
+        interaction.client.dispatch(QUOTE_EVENT, interaction, self.debate_id)
+
+
+BUTTONS: tuple[type[ui.DynamicItem[Any]], ...] = (VoteButton, QuoteButton)
 
 
 def verdict_view(spec: DebateSpec) -> ui.View:
@@ -124,47 +103,3 @@ def debate_id_of(message: discord.Message) -> str | None:
             if match:
                 return match.group(1)
     return None
-
-
-async def _seat_labels(bot: DebateBot, debate_id: str) -> tuple[str, ...]:
-    record = await bot.core.store.get_debate(debate_id)
-    return tuple(seat.label for seat in record.seats) if record else ()
-
-
-async def reply_privately(interaction: discord.Interaction, text: str) -> None:
-    """One ephemeral message, whether or not the interaction was answered already."""
-    if interaction.response.is_done():
-        await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
-    else:
-        await interaction.response.send_message(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
-
-
-def _thread_link(record: DebateRecord, guild_id: int | None) -> str:
-    where = "@me" if guild_id is None else str(guild_id)
-    return f"https://discord.com/channels/{where}/{record.thread or record.channel}"
-
-
-async def quote_debate(interaction: discord.Interaction, id_or_prefix: str) -> None:
-    """Post a debate's recommendation into the channel it was started from, linking to its thread."""
-    bot: DebateBot = interaction.client  # type: ignore[assignment]
-    record = await bot.core.store.get_debate(id_or_prefix)
-    if record is None:
-        raise CommandError(f"No debate `{id_or_prefix}`; `/debate-history` lists recent ones.")
-    if record.verdict is None:
-        raise CommandError(f"Debate `{record.id}` has no verdict yet, so there is nothing to quote.")
-    if record.platform != "discord" or not record.channel:
-        raise CommandError(f"Debate `{record.id}` did not run in Discord; use `/debate-show {record.id}` instead.")
-    await interaction.response.defer(ephemeral=True, thinking=True)
-    seat = record.seat(record.verdict.winner)
-    winner = f"{seat.label} ({seat.model})" if seat else record.verdict.winner
-    embed = quote_embed(
-        record.topic, record.verdict.recommendation, winner, _thread_link(record, interaction.guild_id),
-        interaction.user.display_name,
-    )
-    channel_id = int(record.channel)
-    channel = bot.get_partial_messageable(channel_id, guild_id=interaction.guild_id)
-    await ChannelWriter(channel, bot.pacers(channel_id)).send(embed=embed)  # shares the channel's pacer
-    await interaction.followup.send(
-        f"Quoted the recommendation of `{record.id}` in <#{record.channel}>.", ephemeral=True,
-        allowed_mentions=NO_MENTIONS,
-    )

@@ -1,7 +1,10 @@
-"""The Discord client: default intents, no mentions, commands and persistent buttons from setup_hook.
+"""The Discord bot: default intents, no mentions; the core comes in through the constructor.
 
-`run_discord(core, stop)` is what `debate serve` runs beside Slack in one TaskGroup. The command
-tree is never synced here (Discord allows 200 creates per guild per day): `debate discord-sync` does it.
+`setup_hook` adds the `DebateCog` (every command, the Quote menu, the answers to button clicks),
+handing it the core and the bot's `DiscordOutput`; registers the verdict buttons, which survive
+restarts; and starts the restart notices. `run_discord(core, stop)` is what `debate serve` runs beside
+Slack in one TaskGroup. The command tree is never synced here (Discord allows 200 creates per guild
+per day): `debate discord-sync` does it.
 """
 
 from __future__ import annotations
@@ -12,17 +15,20 @@ from typing import Any
 
 import discord
 import yarl
+from discord.ext import commands
 
-from bots.discord.buttons import QuoteButton, VoteButton
-from bots.discord.commands import DebateTree, register_commands
-from bots.discord.restart import announce_interrupted
-from bots.discord.sink import Pacing, ThreadSink
-from bots.discord.writer import NO_MENTIONS, ChannelPacers
+from bots.discord.buttons import BUTTONS
+from bots.discord.commands import DebateCog
+from bots.discord.output import DiscordOutput
+from bots.discord.surface import NO_MENTIONS, PLATFORM, root_reach
+from bots.thread import Limits, announce_interrupted
+from bots.web import Health
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
-from orchestrator.providers.registry import preload_sdks
+from orchestrator.providers import preload_sdks
 
 log = logging.getLogger(__name__)
+
 
 def point_discord_at(settings: Settings) -> None:
     """Send discord.py's REST and gateway traffic to the configured URLs (Discord, or a local peer)."""
@@ -30,29 +36,30 @@ def point_discord_at(settings: Settings) -> None:
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
 
 
-class DebateBot(discord.Client):
-    """One Discord bot user running debates for every guild it is in."""
+class DebateBot(commands.Bot):
+    """One Discord bot user running debates for every guild it is in: slash commands and buttons only."""
 
-    def __init__(self, core: Core, *, pacing: Pacing | None = None, **options: Any) -> None:
+    def __init__(self, core: Core, *, pacing: Limits | None = None, **options: Any) -> None:
         options.setdefault("intents", discord.Intents.default())  # no privileged intents needed
-        super().__init__(allowed_mentions=NO_MENTIONS, **options)
+        super().__init__(command_prefix=commands.when_mentioned, help_command=None, allowed_mentions=NO_MENTIONS,
+                         **options)
         self.core = core
-        self.pacing = pacing or Pacing()
-        # one pacer per channel id for every write the bot makes with its token (threads are channels)
-        self.pacers = ChannelPacers(self.pacing.channel_writes, self.pacing.channel_window)
-        self.tree = DebateTree(self)
-        self._sinks: set[ThreadSink] = set()
+        self.output = DiscordOutput(self, core.store, pacing)
         self._restart_notices: asyncio.Task[None] | None = None
 
     async def setup_hook(self) -> None:
-        """Runs once, after login and before the gateway connects: commands, persistent buttons, slow
+        """Runs once, after login and before the gateway connects: the cog, persistent buttons, slow
         imports, and (in the background) the root messages of debates a restart cut off."""
-        register_commands(self.tree)
-        self.add_dynamic_items(VoteButton, QuoteButton)
-        if self.core.interrupted:
-            self._restart_notices = asyncio.create_task(announce_interrupted(self.core, self, self.pacers),
-                                                        name="discord-restart-notices")
+        await self.add_cog(DebateCog(self, self.core, self.output))
+        self.add_dynamic_items(*BUTTONS)
+        self._announce_restarts()
         await preload_sdks()  # a first `/debate` must still be answered within Discord's 3 s
+
+    def _announce_restarts(self) -> None:
+        if self.core.interrupted:
+            self._restart_notices = asyncio.create_task(
+                announce_interrupted(self.core, PLATFORM, root_reach(self, self.output.pacer)),
+                name="discord-restart-notices")
 
     async def close(self) -> None:
         if self._restart_notices is not None:
@@ -60,14 +67,15 @@ class DebateBot(discord.Client):
             await asyncio.gather(self._restart_notices, return_exceptions=True)
         await super().close()
 
+    async def on_message(self, message: discord.Message, /) -> None:
+        """Messages are never commands here (no message content intent): nothing to process."""
+
     async def on_ready(self) -> None:
         log.info("discord: connected as %s to %d guild(s)", self.user, len(self.guilds))
 
-    def track(self, sink: ThreadSink) -> None:
-        """Keep a debate's sink alive until it has rendered its final event."""
-        self._sinks.add(sink)
-        done = asyncio.ensure_future(sink.wait_closed())
-        done.add_done_callback(lambda _f: self._sinks.discard(sink))
+    def gateway_up(self) -> bool:
+        """For /healthz: ready and connected now (is_ready() stays true while the gateway reconnects)."""
+        return self.is_ready() and not self.is_closed() and self.ws is not None and self.ws.open
 
 
 def bot_token(settings: Settings) -> str:
@@ -76,11 +84,15 @@ def bot_token(settings: Settings) -> str:
     return settings.discord_bot_token
 
 
-async def run_discord(core: Core, stop: asyncio.Event, *, pacing: Pacing | None = None, **options: Any) -> None:
-    """Run the bot until `stop` is set (or the connection fails for good), then close it cleanly."""
+async def run_discord(core: Core, stop: asyncio.Event, *, pacing: Limits | None = None,
+                      health: Health | None = None, **options: Any) -> None:
+    """Run the bot until `stop` is set (or the connection fails for good), then close it cleanly;
+    `health` (the process's /healthz) reports whether the gateway is up."""
     token = bot_token(core.settings)
     point_discord_at(core.settings)
     bot = DebateBot(core, pacing=pacing, **options)
+    if health is not None:
+        health.watch("discord", bot.gateway_up)
     async with bot:
         runner = asyncio.create_task(bot.start(token), name="discord-bot")
         stopper = asyncio.create_task(stop.wait(), name="discord-stop")

@@ -11,7 +11,7 @@ from discord import Colour, Embed
 
 from bots.thread.text import neutralize_discord, truncate
 from orchestrator.events import TurnStarted
-from orchestrator.log.store import Tally
+from orchestrator.log import Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, Verdict
 
 SEAT_COLOURS = {"A": 0x3B82F6, "B": 0xF97316, "C": 0x22C55E, "D": 0xA855F7}
@@ -122,6 +122,10 @@ def verdict_embed(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, t
         embed.add_field(name="Warnings", value=safe("\n".join(outcome.warnings), 1024), inline=False)
     embed.add_field(name="Votes", value=tally_text(tally, tuple(s.label for s in spec.seats)), inline=False)
     embed.set_footer(text=_footer(spec, outcome))
+    # every part fits its own limit, together they may not; leave room for the Votes field to grow
+    overflow = len(embed) - (EMBED_TOTAL_LIMIT - 100)
+    if overflow > 0:
+        embed.description = truncate(embed.description or "", len(embed.description or "") - overflow)
     return embed
 
 

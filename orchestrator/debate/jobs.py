@@ -1,4 +1,10 @@
-"""Starts, limits, tracks and cancels debates. Each debate is one asyncio task kept in a dict."""
+"""Admits, starts, tracks and cancels debates. Each debate is one asyncio task kept in a dict.
+
+A debate is admitted before anything about it is posted (`admit`: the log counts the quotas and
+reserves its row in one transaction, orchestrator/quotas.py has the rules), then started once its
+platform has somewhere to render it (`start`). An admitted debate that will never start gives its
+slot back (`abandon`).
+"""
 
 from __future__ import annotations
 
@@ -6,23 +12,19 @@ import asyncio
 import logging
 
 from orchestrator.debate.engine import Engine
-from orchestrator.events import EventBus, Sink
-from orchestrator.log.sink import StoreSink
-from orchestrator.log.store import Store
+from orchestrator.events import EventBus, LogWriteFailed, Sink
+from orchestrator.log import DebateLog, StoreSink
 from orchestrator.models import DebateSpec, Outcome
+from orchestrator.quotas import Quota
 
 log = logging.getLogger(__name__)
-
-
-class TooManyDebates(Exception):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"{limit} debates are already running; try again when one finishes.")
 
 
 class DebateJobs:
     """Every running debate, by id. Holding the task here keeps it from being garbage-collected."""
 
-    def __init__(self, engine: Engine, store: Store, *, max_concurrent: int = 50) -> None:
+    def __init__(self, engine: Engine, store: DebateLog, *, max_concurrent: int = 50) -> None:
+        """`max_concurrent` is the global cap an `admit` without a chat quota holds to (the operator's)."""
         self.engine = engine
         self.store = store
         self.max_concurrent = max_concurrent
@@ -34,17 +36,37 @@ class DebateJobs:
     def is_running(self, debate_id: str) -> bool:
         return debate_id in self._tasks
 
+    async def admit(self, spec: DebateSpec, quota: Quota | None = None) -> None:
+        """Reserve the debate's slot in the log, or raise QuotaExceeded (nothing logged, nothing to undo).
+
+        `quota`: a chat user's (`Quota.from_settings`); None is the operator, held to the global cap only.
+        """
+        await self.store.admit(spec, quota or Quota.operator(self.max_concurrent))
+
+    async def abandon(self, debate_id: str, reason: str) -> None:
+        """An admitted debate that will not start (its root message could not be posted): it ends failed,
+        with `reason`, and holds no slot."""
+        await self.store.finish_debate(debate_id, Outcome(status="failed", error=reason))
+
     def start(self, spec: DebateSpec, sinks: list[Sink] | None = None) -> asyncio.Task[Outcome]:
-        """Start a debate now; the store persists every event before `sinks` see it."""
+        """Start a debate now (admitted already, unless quotas do not apply); the store persists every
+        event before `sinks` see it."""
         if spec.id in self._tasks:
             return self._tasks[spec.id]
-        if len(self._tasks) >= self.max_concurrent:
-            raise TooManyDebates(self.max_concurrent)
-        bus = EventBus([StoreSink(self.store), *(sinks or [])])
-        task = asyncio.create_task(self.engine.run(spec, bus), name=f"debate-{spec.id}")
+        bus = EventBus(list(sinks or []), log=StoreSink(self.store))
+        task = asyncio.create_task(self._run(spec, bus), name=f"debate-{spec.id}")
         self._tasks[spec.id] = task
         task.add_done_callback(lambda _t, debate_id=spec.id: self._tasks.pop(debate_id, None))
         return task
+
+    async def _run(self, spec: DebateSpec, bus: EventBus) -> Outcome:
+        """The engine's outcome, unless the log stopped the debate: then the outcome users were shown."""
+        try:
+            outcome = await self.engine.run(spec, bus)
+        except LogWriteFailed:  # raised before the engine's own handling (its first event)
+            assert bus.failure is not None
+            return bus.failure
+        return bus.failure or outcome
 
     def find(self, id_or_prefix: str) -> str | None:
         matches = [d for d in self._tasks if d.startswith(id_or_prefix)]

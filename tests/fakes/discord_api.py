@@ -5,6 +5,12 @@ It records every REST call, keeps the messages and threads it was asked to creat
 `Via` on demand (`fail_next`) or when a channel goes over `rate_limit` writes per window, and pushes
 INTERACTION_CREATE payloads built by `slash_command`, `button_click` and `message_command`.
 
+Tenancy: `add_channel` declares more text channels (one hidden from @everyone by a permission
+overwrite, or one in another guild), `everyone_permissions` is the @everyone role sent in GUILD_CREATE
+(the default has every bit, Administrator included, so every channel reads as public), an interaction
+can carry the member's resolved `permissions`, come from another channel (`channel_id`), or from a DM
+(`dm=True`: no guild, no member). Each interaction's record keeps every answer the bot sent to it.
+
 JSON is served with Content-Type exactly `application/json`: discord.py parses nothing else.
 """
 
@@ -29,6 +35,10 @@ BOT_ID = "710000000000000002"
 GUILD_ID = "720000000000000001"
 CHANNEL_ID = "730000000000000001"
 EVERYONE_PERMISSIONS = str((1 << 41) - 1)
+VIEW_CHANNEL = 1 << 10
+MANAGE_MESSAGES = 1 << 13
+# what @everyone has on a typical server: view, send, embed, history, app commands, threads; no moderation
+MEMBER_PERMISSIONS = str(VIEW_CHANNEL | 1 << 6 | 1 << 11 | 1 << 14 | 1 << 16 | 1 << 31 | 1 << 38)
 
 
 @dataclass
@@ -62,6 +72,12 @@ class _Interaction:
     channel_id: str
     original: str | None = None
     callback_at: float | None = None
+    answers: list[JSON] = field(default_factory=list)  # every callback's data and webhook body, in order
+
+    @property
+    def ephemeral(self) -> list[JSON]:
+        """The answers only the user sees (a deferral's "thinking…" not included)."""
+        return [a for a in self.answers if (a.get("flags") or 0) & 64 and not (a.get("flags") or 0) & 128]
 
 
 def _iso(ts: float | None = None) -> str:
@@ -88,6 +104,7 @@ class DiscordPeer:
     commands: dict[str, list[JSON]] = field(default_factory=dict)
     interactions: dict[str, _Interaction] = field(default_factory=dict)
     identifies: int = 0
+    everyone_permissions: str = EVERYONE_PERMISSIONS
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(900_000_000_000_000_000)
@@ -134,6 +151,17 @@ class DiscordPeer:
         return f"ws://127.0.0.1:{self.port}/gateway/"
 
     # ---------------------------------------------------------------- test controls
+    def add_channel(self, channel_id: str, name: str, *, hidden: bool = False, guild_id: str = GUILD_ID) -> JSON:
+        """A text channel; `hidden` denies View Channel to @everyone (a private channel). Channels of
+        other guilds are not in GUILD_CREATE (the bot is not in that guild) but accept posts."""
+        overwrites = [{"id": guild_id, "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}] if hidden else []
+        self.channels[channel_id] = {
+            "id": channel_id, "type": 0, "guild_id": guild_id, "name": name, "position": len(self.channels),
+            "permission_overwrites": overwrites, "nsfw": False, "topic": None, "last_message_id": None,
+            "rate_limit_per_user": 0, "parent_id": None, "flags": 0,
+        }
+        return self.channels[channel_id]
+
     def fail_next(self, method: str, path_regex: str, *, count: int = 1, retry_after: float = 0.05,
                   via: bool = True) -> None:
         """Answer the next `count` matching calls with 429 (`Via` set unless via=False)."""
@@ -158,26 +186,37 @@ class DiscordPeer:
         return [c for c in self.calls if c.is_write and c.status < 300]
 
     # ---------------------------------------------------------------- interactions
-    def _member(self, user_id: str, name: str) -> JSON:
+    def _user(self, user_id: str) -> JSON:
+        name = f"user{user_id[-3:]}"
+        return {"id": user_id, "username": name, "discriminator": "0", "global_name": name, "avatar": None}
+
+    def _member(self, user_id: str, permissions: str) -> JSON:
         return {
-            "user": {"id": user_id, "username": name, "discriminator": "0", "global_name": name, "avatar": None},
-            "roles": [], "joined_at": _iso(), "deaf": False, "mute": False, "flags": 0,
-            "permissions": EVERYONE_PERMISSIONS, "nick": None, "avatar": None,
+            "user": self._user(user_id), "roles": [], "joined_at": _iso(), "deaf": False, "mute": False,
+            "flags": 0, "permissions": permissions, "nick": None, "avatar": None,
         }
 
-    def _interaction(self, kind: int, data: JSON, channel_id: str, user_id: str, **extra: Any) -> JSON:
+    def _interaction(self, kind: int, data: JSON, channel_id: str, user_id: str, *, permissions: str | None = None,
+                     dm: bool = False, **extra: Any) -> JSON:
+        """`permissions`: the member's, as Discord resolves them in the channel (default: every bit)."""
         interaction_id = str(next(self._ids))
+        if dm:
+            place: JSON = {"channel": {"id": channel_id, "type": 1, "recipients": [self._user(user_id)],
+                                       "last_message_id": None, "flags": 0},
+                           "user": self._user(user_id), "context": 1, "authorizing_integration_owners": {"1": user_id}}
+        else:
+            place = {"guild_id": GUILD_ID, "channel": self.channels[channel_id], "context": 0,
+                     "member": self._member(user_id, permissions or EVERYONE_PERMISSIONS),
+                     "authorizing_integration_owners": {"0": GUILD_ID}, "guild_locale": "en-US"}
         return {
-            "id": interaction_id, "application_id": APP_ID, "type": kind, "data": data,
-            "guild_id": GUILD_ID, "channel_id": channel_id, "channel": self.channels[channel_id],
-            "member": self._member(user_id, f"user{user_id[-3:]}"), "token": f"itoken-{interaction_id}",
-            "version": 1, "app_permissions": EVERYONE_PERMISSIONS, "locale": "en-US", "guild_locale": "en-US",
-            "entitlements": [], "authorizing_integration_owners": {"0": GUILD_ID}, "context": 0,
-            "attachment_size_limit": 8 * 1024 * 1024, **extra,
+            "id": interaction_id, "application_id": APP_ID, "type": kind, "data": data, "channel_id": channel_id,
+            "token": f"itoken-{interaction_id}", "version": 1, "app_permissions": EVERYONE_PERMISSIONS,
+            "locale": "en-US", "entitlements": [], "attachment_size_limit": 8 * 1024 * 1024, **place, **extra,
         }
 
     def slash_command(self, name: str, options: dict[str, Any] | None = None, *, user_id: str = "740000000000000001",
-                      channel_id: str = CHANNEL_ID, autocomplete: str | None = None) -> JSON:
+                      channel_id: str = CHANNEL_ID, autocomplete: str | None = None, permissions: str | None = None,
+                      dm: bool = False) -> JSON:
         """An application command (type 2), or with `autocomplete=option` an autocomplete request (type 4)."""
         kinds = {bool: 5, int: 4, float: 10, str: 3}
         opts = [{"name": k, "type": kinds[type(v)], "value": v} for k, v in (options or {}).items()]
@@ -185,18 +224,22 @@ class DiscordPeer:
             if opt["name"] == autocomplete:
                 opt["focused"] = True
         data = {"id": "750000000000000001", "name": name, "type": 1, "options": opts}
-        return self._interaction(4 if autocomplete else 2, data, channel_id, user_id)
+        return self._interaction(4 if autocomplete else 2, data, channel_id, user_id, permissions=permissions, dm=dm)
 
-    def button_click(self, message_id: str, custom_id: str, *, user_id: str = "740000000000000001") -> JSON:
+    def button_click(self, message_id: str, custom_id: str, *, user_id: str = "740000000000000001",
+                     channel_id: str | None = None, permissions: str | None = None) -> JSON:
+        """A click on a component of a stored message; `channel_id` says where the click claims to come from."""
         message = self.messages[message_id]
         data = {"custom_id": custom_id, "component_type": 2}
-        return self._interaction(3, data, message["channel_id"], user_id, message=message)
+        return self._interaction(3, data, channel_id or message["channel_id"], user_id, permissions=permissions,
+                                 message=message)
 
-    def message_command(self, name: str, message_id: str, *, user_id: str = "740000000000000001") -> JSON:
+    def message_command(self, name: str, message_id: str, *, user_id: str = "740000000000000001",
+                        channel_id: str | None = None, permissions: str | None = None) -> JSON:
         message = self.messages[message_id]
         data = {"id": "750000000000000002", "name": name, "type": 3, "target_id": message_id,
                 "resolved": {"messages": {message_id: message}}}
-        return self._interaction(2, data, message["channel_id"], user_id)
+        return self._interaction(2, data, channel_id or message["channel_id"], user_id, permissions=permissions)
 
     async def dispatch_interaction(self, payload: JSON) -> _Interaction:
         record = _Interaction(payload, time.monotonic(), payload["channel_id"])
@@ -244,10 +287,10 @@ class DiscordPeer:
             "unavailable": False, "member_count": 2, "large": False, "features": [], "emojis": [],
             "stickers": [], "members": [], "presences": [], "voice_states": [], "stage_instances": [],
             "guild_scheduled_events": [], "soundboard_sounds": [], "premium_tier": 0,
-            "roles": [{"id": GUILD_ID, "name": "@everyone", "permissions": EVERYONE_PERMISSIONS,
+            "roles": [{"id": GUILD_ID, "name": "@everyone", "permissions": self.everyone_permissions,
                        "position": 0, "color": 0, "hoist": False, "managed": False, "mentionable": False,
                        "flags": 0}],
-            "channels": [c for c in self.channels.values() if c["type"] == 0],
+            "channels": [c for c in self.channels.values() if c["type"] == 0 and c["guild_id"] == GUILD_ID],
             "threads": self.threads(), "joined_at": _iso(), "preferred_locale": "en-US",
         })
         await self._notify()
@@ -363,13 +406,14 @@ class DiscordPeer:
             return _json({"message": "Interaction has already been acknowledged.", "code": 40060}, 400)
         record.callback_at = call.at
         kind, data = body["type"], body.get("data") or {}
+        record.answers.append({**data, **({"flags": (data.get("flags") or 0) | 128} if kind == 5 else {})})
         message: JSON | None = None
         if kind in (4, 5):
             loading = {"flags": (data.get("flags") or 0) | 128} if kind == 5 else {}
             message = self._new_message(record.channel_id, {**data, **loading},
                                         interaction_metadata={
                                             "id": interaction_id, "type": record.payload["type"],
-                                            "user": record.payload["member"]["user"],
+                                            "user": record.payload.get("member", record.payload)["user"],
                                             "authorizing_integration_owners": {"0": GUILD_ID},
                                         })
             record.original = message["id"]
@@ -389,6 +433,8 @@ class DiscordPeer:
 
     def _webhook(self, method: str, token: str, message_ref: str | None, body: Any) -> web.Response:
         record = next(r for r in self.interactions.values() if r.payload["token"] == token)
+        if method in ("POST", "PATCH") and isinstance(body, dict):
+            record.answers.append(body)
         if message_ref is None:
             return _json(self._new_message(record.channel_id, body, webhook_id=APP_ID))
         message_id = record.original if message_ref == "@original" else message_ref

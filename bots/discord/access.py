@@ -1,0 +1,73 @@
+"""Who may see and stop what in Discord: the `Scope` of an interaction, channel privacy, stop rights.
+
+The rules (README "Security and limits", CONTRACT "Who sees what"):
+
+- A debate records its guild (`workspace`) and whether its channel is private: a channel is private
+  when @everyone lacks View Channel there; anything that is not a guild channel (a DM, a channel the
+  bot cannot resolve) counts as private. Debates start only in guild text channels.
+- Every read from chat passes `scope_of(interaction)`: the guild, and "the channel asked from". For a
+  thread that channel is its parent: Discord shows a thread only to those who can view its parent, and
+  a debate is logged under the parent (its thread is the `thread` column), so votes and quotes from
+  inside a debate's thread see that debate. A DM has no guild: it sees only debates started in that
+  DM, which is none.
+- Stopping is for the debate's requester, or a member with Manage Messages in the debate's channel.
+  That permission is the one Discord resolved for the interaction (`interaction.permissions`), so a
+  moderator stops a debate from its channel or its thread; from anywhere else only the requester can.
+"""
+
+from __future__ import annotations
+
+import discord
+
+from orchestrator.log import DebateRecord, Scope
+
+PLATFORM = "discord"
+
+
+def home_channel(channel: object) -> discord.abc.Snowflake | None:
+    """The channel a place counts as: a thread's parent (when known), else the channel itself."""
+    if isinstance(channel, discord.Thread):
+        return channel.parent or discord.Object(channel.parent_id)
+    return channel if isinstance(channel, discord.abc.Snowflake) else None
+
+
+def is_private(channel: object) -> bool:
+    """True unless `channel` (or a thread's parent) is a guild channel @everyone may view."""
+    if isinstance(channel, discord.Thread):
+        channel = channel.parent
+    if not isinstance(channel, discord.abc.GuildChannel):
+        return True
+    everyone = channel.guild.default_role
+    return everyone is None or not channel.permissions_for(everyone).view_channel
+
+
+def scope_of(interaction: discord.Interaction) -> Scope:
+    """What a chat read from this interaction may see: its guild's public channels, and its own channel."""
+    home = home_channel(interaction.channel)
+    return Scope(platform=PLATFORM, workspace=str(interaction.guild_id) if interaction.guild_id else None,
+                 channel=str(home.id) if home is not None else None,
+                 channel_private=is_private(interaction.channel))
+
+
+def may_stop(interaction: discord.Interaction, record: DebateRecord) -> bool:
+    """The requester, or a member with Manage Messages asking from the debate's channel or thread."""
+    if record.requested_by is not None and record.requested_by == str(interaction.user.id):
+        return True
+    home = home_channel(interaction.channel)
+    if home is None or str(home.id) != record.channel or str(interaction.guild_id) != record.workspace:
+        return False
+    permissions = interaction.permissions
+    return permissions.manage_messages or permissions.administrator
+
+
+def quote_target(record: DebateRecord, scope: Scope) -> tuple[int, int] | None:
+    """(channel id, guild id) a quote of `record` may be posted in: the debate's own channel, and only
+    in the asker's guild; None when there is no such place (another platform, another guild)."""
+    if record.platform != PLATFORM or not record.channel or scope.workspace is None:
+        return None
+    if record.workspace is None:  # logged before guilds were: only from inside its own channel
+        if record.channel != scope.channel:
+            return None
+    elif record.workspace != scope.workspace:
+        return None
+    return int(record.channel), int(scope.workspace)

@@ -1,0 +1,55 @@
+"""What the bot writes with its own token, outside interaction replies: paced, one budget per channel.
+
+The bot makes one `DiscordOutput` and hands it to its cog, so commands never reach for the client to
+write. It holds the bot's one `Pacer` (Discord's limits are per channel, so one per bot) and builds,
+each in one small method, everything that writes through it: a thread on a debate's root message, a
+post into a channel (quotes), each live debate's `ThreadSink` (kept until it has rendered its final
+event). The writing itself lives in `bots.discord.surface` and `bots.thread`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import discord
+
+from bots.discord.surface import DiscordThread, discord_limits, open_thread, post_in_channel
+from bots.thread import Limits, Pacer, ThreadSink
+from orchestrator.log import DebateLog
+from orchestrator.models import DebateSpec
+
+THREAD_ARCHIVE_MINUTES = 1440
+THREAD_CREATE_ATTEMPTS = 8  # each after discord.py's own retries: a debate must not be lost to a 429
+
+
+class DiscordOutput:
+    def __init__(self, client: discord.Client, store: DebateLog, limits: Limits | None = None) -> None:
+        self.client = client
+        self.store = store
+        self.pacer = Pacer(limits or discord_limits())
+        self._sinks: set[ThreadSink] = set()
+
+    async def open_thread(self, message: discord.Message, name: str) -> discord.Thread:
+        """A public thread on a debate's root message, first in line in the parent channel."""
+        return await open_thread(self.pacer, message, attempts=THREAD_CREATE_ATTEMPTS, name=name,
+                                 auto_archive_duration=THREAD_ARCHIVE_MINUTES)
+
+    async def send(self, channel_id: int, guild_id: int | None, **message: object) -> str:
+        """Post into a channel through its budget (shared with everything else written there)."""
+        channel = self.client.get_partial_messageable(channel_id, guild_id=guild_id)
+        return await post_in_channel(self.pacer, channel, dict(message))
+
+    async def open_sink(self, spec: DebateSpec, thread: discord.Thread, root: discord.PartialMessage,
+                        notes: list[str]) -> ThreadSink:
+        """The sink that renders one debate into its thread (it records the root message first)."""
+        surface = DiscordThread(thread, root.channel, notes=notes)  # type: ignore[arg-type]
+        sink = await ThreadSink.open(surface, self.pacer, self.store, spec, str(root.id))
+        self._sinks.add(sink)
+        done = asyncio.ensure_future(sink.wait_closed())
+        done.add_done_callback(lambda _f: self._sinks.discard(sink))
+        return sink
+
+    async def rendered(self) -> None:
+        """Wait until every debate's sink has rendered its final event (and landed its final root edit)."""
+        while self._sinks:
+            await asyncio.wait([asyncio.ensure_future(s.wait_closed()) for s in list(self._sinks)])

@@ -1,0 +1,102 @@
+"""How many debates may run, and how often one person may start one: the quota rules in one place.
+
+Four limits, each set by one variable:
+
+- `DEBATE_MAX_CONCURRENT`: debates running at once in the whole log (every process that shares it:
+  each serving front and `debate run`). The only limit the CLI, the operator on the host, is held to.
+- `DEBATE_MAX_RUNNING_PER_USER`: debates one chat user has running at once (same platform and
+  workspace).
+- `DEBATE_MAX_RUNNING_PER_CHANNEL`: debates running at once in one channel.
+- `DEBATE_MAX_STARTS_PER_USER_HOUR`: debates one chat user may start in any rolling hour.
+
+The log does the counting and the reservation together (`DebateLog.admit`): one write transaction
+counts, and inserts the debate's row only when every limit has room, so concurrent requests, in one
+process or in several sharing the log, can never both take the last slot. A refusal is a
+`QuotaExceeded`, whose `user_text()` names the limit, its variable, and when it frees up; it is
+shown to the requester alone, and nothing has been posted.
+
+A "running" row older than `STALE_AFTER_S` holds no slot: its process died without a restart to
+sweep it (`DebateLog.mark_interrupted`), and a dead process must not lock everyone out for good.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.config import Settings
+
+HOUR_S = 3600.0
+# longer than any debate runs: 5 rounds of calls, each up to DEBATE_CALL_TIMEOUT with its retries, and the judge
+STALE_AFTER_S = 6 * HOUR_S
+
+Limit = Literal["user", "hourly", "channel", "global"]
+
+
+class Quota(BaseModel):
+    """The limits one start is admitted under; None: that limit does not apply (the operator)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_running: int = Field(ge=1)
+    max_running_per_user: int | None = Field(default=None, ge=1)
+    max_running_per_channel: int | None = Field(default=None, ge=1)
+    max_starts_per_user_hour: int | None = Field(default=None, ge=1)
+    window_s: float = Field(default=HOUR_S, gt=0)
+    stale_after_s: float = Field(default=STALE_AFTER_S, gt=0)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Quota:
+        """What a chat user's start is held to: every limit."""
+        return cls(
+            max_running=settings.debate_max_concurrent,
+            max_running_per_user=settings.debate_max_running_per_user,
+            max_running_per_channel=settings.debate_max_running_per_channel,
+            max_starts_per_user_hour=settings.debate_max_starts_per_user_hour,
+        )
+
+    @classmethod
+    def operator(cls, max_running: int) -> Quota:
+        """What the operator on the host (the CLI) is held to: the global cap only."""
+        return cls(max_running=max_running)
+
+
+class QuotaExceeded(Exception):
+    """A start refused by one limit; nothing was logged or posted. `str()` is the text for the user."""
+
+    def __init__(self, limit: Limit, allowed: int, *, at: float | None = None, frees_at: float | None = None,
+                 running: tuple[str, ...] = ()) -> None:
+        self.limit = limit
+        self.allowed = allowed
+        self.at = at if at is not None else time.time()
+        self.frees_at = frees_at  # the hourly limit: when the oldest start in the window leaves it
+        self.running = running  # the user limit: the requester's own running debates, to stop one
+        super().__init__(self.user_text())
+
+    def user_text(self) -> str:
+        n = self.allowed
+        debates = f"{n} debate{'s' if n != 1 else ''}"
+        if self.limit == "user":
+            ids = ", ".join(f"`{d}`" for d in self.running)
+            yours = f" ({ids})" if ids else ""
+            return (f"You already have {debates} running{yours}, the most one person may run at once here "
+                    "(DEBATE_MAX_RUNNING_PER_USER). You can start another as soon as one finishes, or stop one.")
+        if self.limit == "hourly":
+            return (f"You have started {debates} in the past hour, the most one person may start per hour here "
+                    f"(DEBATE_MAX_STARTS_PER_USER_HOUR). {self.when_free()}")
+        if self.limit == "channel":
+            return (f"This channel already has {debates} running, the most one channel may run at once "
+                    "(DEBATE_MAX_RUNNING_PER_CHANNEL). A new one can start here as soon as one finishes.")
+        return (f"{debates} {'are' if n != 1 else 'is'} already running, the most this bot runs at once "
+                "(DEBATE_MAX_CONCURRENT). Try again as soon as one finishes.")
+
+    def when_free(self) -> str:
+        if self.frees_at is None:
+            return "You can start another as soon as an hour has passed since your oldest start."
+        clock = datetime.fromtimestamp(self.frees_at, UTC).strftime("%H:%M")
+        minutes = max(1, math.ceil((self.frees_at - self.at) / 60))
+        return f"You can start another at {clock} UTC (in {minutes} minute{'s' if minutes != 1 else ''})."
