@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from bots.slack.pacing import PacingLimits
+from bots.slack.surface import slack_limits
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, sign, slack_settings, slash_body
 from tests.llm_scripts import script_judge
@@ -32,7 +32,7 @@ async def peer() -> AsyncIterator[SlackAPIPeer]:
 async def bot(tmp_path: Path, peer: SlackAPIPeer, llm_server: FakeLLMServer) -> AsyncIterator[SlackBot]:
     script_judge(llm_server)
     settings = slack_settings(str(tmp_path / "d.db"), peer, llm_server.openai_base_url, llm_server.anthropic_base_url)
-    async with SlackBot(settings, PacingLimits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)) as b:
+    async with SlackBot(settings, slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)) as b:
         yield b
 
 
@@ -71,7 +71,7 @@ async def test_help_is_acked_then_answered_ephemerally(bot: SlackBot, peer: Slac
 @pytest.mark.parametrize(("text", "needle"), [
     ("Should we? --colour red", "Unknown option `--colour`"),
     ("x" * 5000, "the limit is 4,000"),
-    ("Tabs or spaces --rounds 9", "--rounds"),
+    ("Tabs or spaces --rounds 9", "Rounds must be a whole number from 1 to 5."),
     ("show", "takes one debate id"),
 ])
 async def test_bad_input_explains_and_starts_nothing(bot: SlackBot, peer: SlackAPIPeer, text: str, needle: str) -> None:
@@ -105,6 +105,6 @@ async def test_recall_commands(bot: SlackBot, peer: SlackAPIPeer) -> None:
     assert any("Recent debates" in a and summary.id in a for a in answers)
     assert any("result" in a and summary.id in a and "peer.slack/archives" in a for a in answers)
     assert any("*Winner:*" in a and "Adopt it behind a feature flag" in a for a in answers)
-    assert any("Configured models" in a and "`openai`" in a for a in answers)
+    assert any("Models you can use here" in a and "`openai:" in a for a in answers)
     assert any(f"No running debate with id `{summary.id}`" in a for a in answers)
     assert any("No debate with id `ffff0000`" in a for a in answers)

@@ -1,4 +1,5 @@
-"""Socket Mode against the peer's websocket (with a reconnect), and the multi-workspace OAuth install."""
+"""Socket Mode against the peer's websocket (with a reconnect and the process's /healthz), and the
+multi-workspace OAuth install."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl
 
-from bots.slack.pacing import PacingLimits
+import aiohttp
+
 from bots.slack.serve import run_slack
+from bots.slack.surface import slack_limits
+from bots.web import WebFront, health_for
 from orchestrator.app import Core
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
@@ -33,26 +37,38 @@ async def test_socket_mode_takes_commands_survives_a_drop_and_drops_retries(tmp_
         core = await Core.open(settings)
         stop = asyncio.Event()
         runtimes: list = []
-        serving = asyncio.create_task(run_slack(core, "127.0.0.1", 0, stop, runtime_ready=runtimes.append))
-        try:
-            await peer.socket_send(envelope("e1", "help", peer, "t1"))
-            await peer.wait_for(lambda p: any(a.get("envelope_id") == "e1" for a in p.socket_acks))
-            await peer.wait_for(lambda p: any("/debate <topic>" in c.params.get("text", "")
-                                              for c in p.of("response_url")))
+        front = WebFront(health_for(lambda: len(core.jobs.running()), slack=True, discord=False))
+        async with front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+            serving = asyncio.create_task(run_slack(core, "127.0.0.1", 0, stop, runtime_ready=runtimes.append,
+                                                    front=front))
+            try:
+                await peer.socket_send(envelope("e1", "help", peer, "t1"))
+                await peer.wait_for(lambda p: any(a.get("envelope_id") == "e1" for a in p.socket_acks))
+                await peer.wait_for(lambda p: any("/debate <topic>" in c.params.get("text", "")
+                                                  for c in p.of("response_url")))
+                # Socket Mode opens no Slack route, but the process still answers its health check
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as health:
+                    assert (health.status, await health.json()) == (
+                        200, {"ok": True, "platforms": {"slack": "up"}, "debates_running": 0})
+                async with http.post(f"http://127.0.0.1:{port}/slack/events", data="{") as events:
+                    assert events.status == 404
+                await socket_mode_survives_a_drop_and_drops_retries(peer, core, runtimes)
+            finally:
+                stop.set()
+                await serving
+                await core.close()
 
-            await peer.drop_sockets()  # Slack closes connections now and then; the client must come back
-            await peer.wait_for(lambda p: len(p.of("socket.connect")) >= 2 and p.socket_connections)
 
-            await peer.socket_send(envelope("e2", "Event sourcing for billing? --rounds 1", peer, "t2"))
-            await peer.socket_send(envelope("e3", "Event sourcing for billing? --rounds 1", peer, "t2", retry=1))
-            await peer.wait_for(lambda p: {"e2", "e3"} <= {a.get("envelope_id") for a in p.socket_acks})
-            await runtimes[0].idle()
-            assert len(await core.store.history(5)) == 1
-            assert len(peer.of("apps.connections.open")) >= 2
-        finally:
-            stop.set()
-            await serving
-            await core.close()
+async def socket_mode_survives_a_drop_and_drops_retries(peer: SlackAPIPeer, core: Core, runtimes: list) -> None:
+    await peer.drop_sockets()  # Slack closes connections now and then; the client must come back
+    await peer.wait_for(lambda p: len(p.of("socket.connect")) >= 2 and p.socket_connections)
+
+    await peer.socket_send(envelope("e2", "Event sourcing for billing? --rounds 1", peer, "t2"))
+    await peer.socket_send(envelope("e3", "Event sourcing for billing? --rounds 1", peer, "t2", retry=1))
+    await peer.wait_for(lambda p: {"e2", "e3"} <= {a.get("envelope_id") for a in p.socket_acks})
+    await runtimes[0].idle()
+    assert len(await core.store.history(5)) == 1
+    assert len(peer.of("apps.connections.open")) >= 2
 
 
 async def test_oauth_install_then_commands_use_the_installed_token_and_uninstall_forgets(tmp_path: Path) -> None:
@@ -60,7 +76,7 @@ async def test_oauth_install_then_commands_use_the_installed_token_and_uninstall
         script_judge(llm)
         settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
                                   SLACK_BOT_TOKEN=None, SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="shh-secret")
-        async with SlackBot(settings, PacingLimits(post_interval=0.02, updates=1000, window=1.0)) as bot:
+        async with SlackBot(settings, slack_limits(post_interval=0.02, updates=1000, window=1.0)) as bot:
             async with bot.http.get(f"{bot.url}/slack/install") as page:
                 assert page.status == 200
                 state = re.search(r"state=([\w-]+)", await page.text())

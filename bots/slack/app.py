@@ -13,10 +13,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.listeners import register_listeners
 from bots.slack.oauth import oauth_settings
-from bots.slack.pacing import PacingLimits
 from bots.slack.runtime import SlackRuntime
+from bots.slack.surface import SlackThread
+from bots.thread import Limits, Pacer, Reach
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
+from orchestrator.log import DebateRecord
 
 log = logging.getLogger("bots.slack")
 
@@ -51,7 +53,7 @@ def check_settings(settings: Settings, *, socket_mode: bool) -> None:
 
 
 def build_app(
-    core: Core, *, limits: PacingLimits | None = None, redirect_uri: str | None = None
+    core: Core, *, limits: Limits | None = None, redirect_uri: str | None = None
 ) -> tuple[AsyncApp, SlackRuntime]:
     """The app with every listener registered, and the runtime its listeners share."""
     settings = core.settings
@@ -72,3 +74,25 @@ def build_app(
         )
     register_listeners(app, runtime)
     return app, runtime
+
+
+def root_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
+    """How `announce_interrupted` reaches a Slack debate's root message: the app's bot-token client in
+    token mode; with several workspaces, one with the debate's workspace's bot token (None once it
+    uninstalled the app)."""
+
+    async def reach(record: DebateRecord) -> tuple[SlackThread, Pacer] | None:
+        team = record.workspace
+        client: AsyncWebClient = app.client
+        if runtime.multi_workspace:
+            installations = app.installation_store
+            bot = None if installations is None or team is None else await installations.async_find_bot(
+                enterprise_id=None, team_id=team)
+            if bot is None or not bot.bot_token:
+                return None
+            client = web_client(runtime.core.settings, bot.bot_token)
+        if record.channel is None:
+            return None
+        return SlackThread(client, record.channel, None), runtime.pacers.for_workspace(team)
+
+    return reach

@@ -11,7 +11,7 @@ from typing import Any
 
 from bots.thread.text import neutralize_slack, truncate
 from orchestrator.events import Notice, RoundStarted, TurnStarted
-from orchestrator.log.store import Tally
+from orchestrator.log import Tally
 from orchestrator.models import DebateSpec, Outcome, Verdict
 
 Block = dict[str, Any]
@@ -176,7 +176,7 @@ def verdict_message(
     if verdict.reasoning:
         blocks.append(section(f"*Reasoning*\n{safe(verdict.reasoning, 2800)}"))
     if verdict.ratings:
-        fields = [{"type": "mrkdwn", "text": f"*{_rating_label(k)}*\n{safe(str(v), 20)}"}
+        fields = [{"type": "mrkdwn", "text": f"*{safe(_rating_label(k), 100)}*\n{safe(str(v), 20)}"}
                   for k, v in list(verdict.ratings.items())[:10]]
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "*Debate quality*"}, "fields": fields})
     for title, items in (("Agreements", verdict.agreements), ("Disagreements", verdict.disagreements),

@@ -8,7 +8,7 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from orchestrator.log.store import DebateSummary
+from orchestrator.log import DebateSummary
 
 log = logging.getLogger(__name__)
 

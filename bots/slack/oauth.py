@@ -3,11 +3,16 @@
 slack_sdk's SQLite stores do their I/O inline even in their `async_*` methods, and
 `async_delete_all` (called on app_uninstalled) falls back to the blocking deletes. These subclasses
 run every store operation in a worker thread.
+
+The store holds every workspace's bot token in plain text, so its file is created (or tightened) to
+0600 before SQLite opens it, whatever the umask; SQLite gives its -journal, -wal and -shm files the
+database file's mode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
@@ -17,7 +22,9 @@ from slack_sdk.oauth.state_store.sqlite3 import SQLite3OAuthStateStore
 
 from orchestrator.config import Settings
 
-BOT_SCOPES = ("commands", "chat:write", "chat:write.public")
+# *:read and users:read: conversations.info (is the channel private?) and users.info (an admin?), bots/slack/scope.py
+BOT_SCOPES = ("commands", "chat:write", "chat:write.public", "channels:read", "groups:read", "im:read", "mpim:read",
+              "users:read")
 STATE_EXPIRY_S = 600
 
 
@@ -71,8 +78,17 @@ def install_db_path(settings: Settings) -> Path:
     return db.with_name(db.name + ".slack-installs.db")
 
 
+def make_private(path: Path) -> None:
+    """Create `path` if missing and set it to 0600 (owner read/write only). The chmod is needed either
+    way: a umask can only narrow the mode os.open asks for, and an existing file keeps its old mode."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))  # never wider than 0600, even for a moment
+    os.chmod(path, 0o600)
+
+
 def oauth_settings(settings: Settings, *, redirect_uri: str | None = None) -> AsyncOAuthSettings:
-    database = str(install_db_path(settings))
+    path = install_db_path(settings)
+    make_private(path)
+    database = str(path)
     installations = AsyncSQLiteInstallationStore(database=database, client_id=settings.slack_client_id or "")
     states = AsyncSQLiteStateStore(database=database, expiration_seconds=STATE_EXPIRY_S)
     installations.init()  # create the tables once, before worker threads race to

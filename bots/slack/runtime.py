@@ -8,7 +8,9 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from bots.slack.pacing import Pacers, PacingLimits
+from bots.slack.scope import ChannelPrivacy
+from bots.slack.surface import slack_limits
+from bots.thread import Limits, Pacers
 from orchestrator.app import Core
 
 log = logging.getLogger(__name__)
@@ -18,13 +20,14 @@ log = logging.getLogger(__name__)
 class SlackRuntime:
     core: Core
     multi_workspace: bool = False
-    pacers: Pacers = field(default_factory=Pacers)
+    pacers: Pacers = field(default_factory=lambda: Pacers(slack_limits()))
+    privacy: ChannelPrivacy = field(default_factory=ChannelPrivacy)  # conversations.info, cached
     ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @classmethod
-    def create(cls, core: Core, limits: PacingLimits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
-        return cls(core=core, multi_workspace=multi_workspace, pacers=Pacers(limits))
+    def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
+        return cls(core=core, multi_workspace=multi_workspace, pacers=Pacers(limits or slack_limits()))
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` after the ack; the set keeps the task referenced until it ends."""

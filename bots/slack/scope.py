@@ -1,34 +1,82 @@
-"""Which debates a workspace may see: all of them with one workspace, its own with several.
+"""Who is asking, from where, and what they may do: the Slack side of the log's tenancy model.
 
-A Slack debate remembers its workspace as the message key "team" (store.set_message), so a
-multi-workspace install never shows one team's debates, votes or recommendations to another.
+Every read from chat passes the log a `Scope` built here from the invocation (team id, the channel
+it came from, that channel's privacy), so the log filters inside the query: debates of public
+channels of the same workspace, plus those of the asker's own channel. App Home is in no channel and
+sees only public ones. A channel's privacy comes from `conversations.info`, cached per channel for a
+few minutes; a DM (`D…`) is private without asking, and a channel Slack will not describe counts as
+private (the safe side: its debates are then recalled only from inside it). Stopping a debate is for
+its requester and for workspace admins and owners (`users.info`).
 """
 
 from __future__ import annotations
 
-from orchestrator.log.store import DebateSummary, SearchHit, Store
+import logging
+import time
+from dataclasses import dataclass, field
 
-TEAM_KEY = "team"
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.surface import PLATFORM
+from orchestrator.log import DebateRecord, Scope
 
-async def remember_team(store: Store, debate_id: str, channel: str, team_id: str | None) -> None:
-    if team_id:
-        await store.set_message(debate_id, TEAM_KEY, "slack", channel, team_id)
+log = logging.getLogger(__name__)
 
-
-async def visible(store: Store, debate_id: str, team_id: str | None, multi_workspace: bool) -> bool:
-    if not multi_workspace:
-        return True
-    return team_id is not None and await store.get_message(debate_id, TEAM_KEY) == team_id
-
-
-async def visible_summaries(
-    store: Store, summaries: list[DebateSummary], team_id: str | None, multi_workspace: bool
-) -> list[DebateSummary]:
-    return [s for s in summaries if await visible(store, s.id, team_id, multi_workspace)]
+PRIVACY_TTL_S = 300.0
 
 
-async def visible_hits(
-    store: Store, hits: list[SearchHit], team_id: str | None, multi_workspace: bool
-) -> list[SearchHit]:
-    return [h for h in hits if await visible(store, h.debate_id, team_id, multi_workspace)]
+@dataclass
+class ChannelPrivacy:
+    """Whether a channel is private (a private channel, a group DM or a DM), remembered for `ttl` seconds."""
+
+    ttl: float = PRIVACY_TTL_S
+    _known: dict[tuple[str | None, str], tuple[bool, float]] = field(default_factory=dict)
+
+    async def is_private(self, client: AsyncWebClient, team_id: str | None, channel_id: str) -> bool:
+        if channel_id.startswith("D"):
+            return True
+        key = (team_id, channel_id)
+        known = self._known.get(key)
+        now = time.monotonic()
+        if known is not None and now - known[1] < self.ttl:
+            return known[0]
+        try:
+            response = await client.conversations_info(channel=channel_id)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            # not described (no scope, not a member, Slack unreachable): counted private, not cached
+            error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+            log.info("slack: conversations.info %s failed (%s); treating it as private", channel_id, error)
+            return True
+        info = response.get("channel") or {}
+        private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
+        self._known[key] = (private, now)
+        return private
+
+
+def channel_scope(team_id: str | None, channel_id: str, private: bool) -> Scope:
+    """What a read from inside `channel_id` may see."""
+    return Scope(platform=PLATFORM, workspace=team_id, channel=channel_id, channel_private=private)
+
+
+def home_scope(team_id: str | None) -> Scope:
+    """App Home is inside no channel: public channels' debates of the workspace only."""
+    return Scope(platform=PLATFORM, workspace=team_id)
+
+
+async def is_admin(client: AsyncWebClient, user_id: str) -> bool:
+    """A workspace admin or owner; anyone Slack will not describe is not."""
+    try:
+        response = await client.users_info(user=user_id)
+    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+        log.info("slack: users.info %s failed: %s", user_id,
+                 exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__)
+        return False
+    user = response.get("user") or {}
+    return bool(user.get("is_admin") or user.get("is_owner") or user.get("is_primary_owner"))
+
+
+async def may_stop(client: AsyncWebClient, record: DebateRecord, user_id: str) -> bool:
+    """Its requester, or a workspace admin or owner."""
+    return (record.requested_by is not None and record.requested_by == user_id) or await is_admin(client, user_id)

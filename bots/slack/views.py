@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bots.slack.blocks import STATUS_ICON, Block, context, safe, section, tally_text, winner_text
-from orchestrator.config import Settings
-from orchestrator.log.store import DebateRecord, DebateSummary, SearchHit, Tally
-from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.log import DebateRecord, DebateSummary, SearchHit, Tally
+from orchestrator.policy import ChatPolicy
 
 HOME_LIMIT = 15
 
@@ -21,16 +20,20 @@ def _link(text: str, url: str | None) -> str:
     return f"<{url}|{text}>" if url else text
 
 
-def models_text(settings: Settings, registry: ProviderRegistry) -> str:
-    providers = registry.configured()
-    if not providers and not registry.configured_cli_tools():
-        return "No model provider is configured on the server yet (set e.g. `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`)."
-    lines = ["*Configured models*"]
-    lines += [f"• `{p}` — default `{safe(registry.default_model(p), 100)}`" for p in providers]
-    lines += [f"• `{safe(tool, 60)}` (command-line tool)" for tool in registry.configured_cli_tools()]
+def models_text(policy: ChatPolicy) -> str:
+    """The models this workspace may use: only what the chat policy allows (never an unlisted `cli:` tool)."""
+    offered, providers = policy.offered(), policy.open_providers()
+    if not offered and not providers:
+        return ("No model is available for chat debates on this server yet; the operator configures a provider "
+                "and DEBATE_CHAT_MODELS.")
+    lines = ["*Models you can use here*"]
+    lines += [f"• `{safe(model, 100)}`" for model in offered]
+    if providers:
+        lines.append("Any model of " + ", ".join(f"`{p}:`" for p in providers) + " works too.")
+    settings = policy.settings
     defaults = [f"{name} `{value}`" for name, value in (
         ("proposer", settings.debate_proposer), ("challenger", settings.debate_challenger),
-        ("judge", settings.debate_judge)) if value]
+        ("judge", settings.debate_judge)) if value and value in offered]
     if defaults:
         lines.append("Defaults: " + " · ".join(defaults))
     lines.append("Pick seats with `--vs provider:model,provider:model` and the judge with `--judge provider:model`.")
@@ -90,11 +93,12 @@ def show_text(record: DebateRecord, url: str | None) -> str:
 def home_view(items: list[tuple[DebateSummary, Tally | None]], links: dict[str, str | None]) -> dict[str, Any]:
     blocks: list[Block] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Recent debates", "emoji": True}},
-        context("Start one in any channel with `/debate <topic>` · `/debate help` for options."),
+        context("Debates held in this workspace's public channels (a private channel's stay in it). "
+                "Start one in any channel with `/debate <topic>` · `/debate help` for options."),
         {"type": "divider"},
     ]
     if not items:
-        blocks.append(section("No debates yet."))
+        blocks.append(section("No debates in public channels yet."))
     for summary, tally in items[:HOME_LIMIT]:
         blocks.append(section(summary_line(summary, links.get(summary.id))))
         details = []

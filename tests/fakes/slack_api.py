@@ -7,6 +7,8 @@ It speaks the methods debate-bot uses (form, JSON and query bodies alike), serve
 posts at `/response/<key>`, a Socket Mode websocket at `/socket` (returned by apps.connections.open),
 and can answer 429 with Retry-After, either on demand (`rate_limit`) or by enforcing Slack's own
 limits (`enforce`: chat.postMessage per channel, chat.update per workspace), scaled for fast tests.
+Channels and users are what tests declare (`declare_channel`, `declare_user`): conversations.info
+answers an undeclared channel as a public one and users.info an undeclared user as a plain member.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl
 
 from aiohttp import WSMsgType, web
@@ -29,6 +31,8 @@ SECTION_LIMIT = 3000
 HEADER_LIMIT = 150
 BUTTON_LIMIT = 75
 BLOCKS_LIMIT = 50
+ChannelKind = Literal["public", "private", "im", "mpim", "unreachable"]
+UserRole = Literal["plain", "admin", "owner"]
 
 
 def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
@@ -120,6 +124,8 @@ class SlackAPIPeer:
         self.calls: list[Call] = []
         self.messages: dict[tuple[str, str], Message] = {}
         self.views: dict[str, dict[str, Any]] = {}
+        self.channels: dict[str, ChannelKind] = {}
+        self.users: dict[str, UserRole] = {}
         self.socket_acks: list[dict[str, Any]] = []
         self._forced: dict[str, deque[int]] = {}
         self._last_post: dict[str, float] = {}
@@ -160,6 +166,14 @@ class SlackAPIPeer:
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
         """Answer the next `times` calls of `method` with 429 and `Retry-After: retry_after`."""
         self._forced.setdefault(method, deque()).extend([retry_after] * times)
+
+    def declare_channel(self, channel: str, kind: ChannelKind) -> None:
+        """What conversations.info says of `channel`; "unreachable" answers `channel_not_found`, as Slack
+        does for a private channel the bot is not in."""
+        self.channels[channel] = kind
+
+    def declare_user(self, user: str, role: UserRole) -> None:
+        self.users[user] = role
 
     def enforce(self, limits: Limits) -> None:
         self.limits = limits
@@ -344,6 +358,24 @@ class SlackAPIPeer:
         self.views[str(params.get("user_id"))] = view
         return {"ok": True, "view": view}
 
+    def _m_conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel") or "")
+        kind = self.channels.get(channel, "public")
+        if not channel or kind == "unreachable":
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": {
+            "id": channel, "is_channel": kind == "public", "is_group": kind == "private", "is_im": kind == "im",
+            "is_mpim": kind == "mpim", "is_private": kind in ("private", "mpim", "im"),
+        }}
+
+    def _m_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = str(params.get("user") or "")
+        if not user:
+            return {"ok": False, "error": "user_not_found"}
+        role = self.users.get(user, "plain")
+        return {"ok": True, "user": {"id": user, "name": user.lower(), "is_admin": role in ("admin", "owner"),
+                                     "is_owner": role == "owner", "is_primary_owner": False}}
+
     def _m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
 
@@ -449,7 +481,8 @@ class SlackBot:
         self.app, self.runtime = build_app(self.core, limits=self.limits)
         self._stop = asyncio.Event()
         started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._server = asyncio.create_task(serve_http(self.app, "127.0.0.1", 0, self._stop, started.set_result))
+        self._server = asyncio.create_task(serve_http(self.app, "127.0.0.1", 0, self._stop, started.set_result,
+                                                      signing_secret=self.settings.slack_signing_secret))
         self.port = await started
         import aiohttp
 

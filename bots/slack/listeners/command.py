@@ -25,12 +25,13 @@ from bots.commands import (
     Stop,
     parse_command,
 )
+from bots.slack.blocks import safe
 from bots.slack.listeners.invocation import Invocation
 from bots.slack.listeners.quote import post_quote
 from bots.slack.listeners.recall import search_debates, show_debate, show_history, show_models, stop_debate
 from bots.slack.listeners.start import start_debate
 from bots.slack.runtime import SlackRuntime
-from orchestrator.log.store import StoreError
+from orchestrator.log import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ async def run_command(text: str, inv: Invocation) -> None:
             case Quote():
                 await post_quote(command.debate_id, inv)
     except (CommandError, StoreError) as exc:
-        await inv.tell(str(exc))
+        await inv.tell(safe(str(exc)))  # errors can quote the user's words: shown as text, cut to fit
     except SlackApiError as exc:
         log.warning("slack: /debate %r failed: %s", text[:80], exc.response.get("error"))
         await inv.tell(f"Slack refused a request (`{exc.response.get('error')}`); please try again.")

@@ -1,4 +1,8 @@
-"""App Home: the workspace's recent debates with outcome and tally."""
+"""App Home: the workspace's recent public-channel debates with outcome and tally.
+
+App Home is inside no channel, so it shows only what every member of the workspace may see: debates
+held in its public channels (`home_scope`), never a private channel's or a DM's, whoever opens it.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.links import thread_links
 from bots.slack.runtime import SlackRuntime
-from bots.slack.scope import visible_summaries
+from bots.slack.scope import home_scope
 from bots.slack.views import HOME_LIMIT, home_view
 
 
 async def publish_home(user_id: str, team_id: str | None, runtime: SlackRuntime, client: AsyncWebClient) -> None:
     store = runtime.core.store
-    summaries = await store.history(HOME_LIMIT * 3 if runtime.multi_workspace else HOME_LIMIT, platform="slack")
-    summaries = (await visible_summaries(store, summaries, team_id, runtime.multi_workspace))[:HOME_LIMIT]
+    summaries = await store.history(HOME_LIMIT, home_scope(team_id))
     items = [(s, await store.tally(s.id) if s.votes else None) for s in summaries]
     await client.views_publish(user_id=user_id, view=home_view(items, await thread_links(client, summaries)))
 

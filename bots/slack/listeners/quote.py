@@ -1,4 +1,10 @@
-"""Quote a verdict's recommendation into the channel: Quote button, message shortcut, `/debate quote`."""
+"""Quote a verdict's recommendation into the channel: Quote button, message shortcut, `/debate quote`.
+
+A quote goes only into the debate's own channel (top level, with a link to its thread): asked from
+any other channel it is refused, even for a public debate, so a recommendation never crosses into a
+channel it was not made for. The debate must also be visible from where the quote is asked (the
+invocation's Scope), so a forged button or a copied message names nothing it may not see.
+"""
 
 from __future__ import annotations
 
@@ -15,22 +21,25 @@ from bots.slack.blocks import quote_text
 from bots.slack.links import permalink
 from bots.slack.listeners.invocation import Invocation
 from bots.slack.runtime import SlackRuntime
-from bots.slack.scope import visible
+from bots.slack.surface import PLATFORM
+from orchestrator.log import Scope
 
 log = logging.getLogger(__name__)
 _BLOCK_ID = re.compile(r"^debate:([0-9a-f]{4,32}):")
 
 
 async def post_quote(debate_id: str, inv: Invocation) -> None:
-    store = inv.runtime.core.store
-    record = await store.get_debate(debate_id)
-    if record is None or not await visible(store, record.id, inv.team_id, inv.runtime.multi_workspace):
-        await inv.tell(f"No debate with id `{debate_id}`.")
+    record = await inv.runtime.core.store.get_debate(debate_id, await inv.scope(), turns=False)
+    if record is None:
+        await inv.tell(f"No debate with id `{debate_id}` here.")
+        return
+    if record.channel != inv.channel_id:
+        await inv.tell(f"A debate is quoted only in its own channel; run `/debate quote {record.id}` there.")
         return
     if record.verdict is None or record.spec is None:
         await inv.tell(f"Debate `{record.id}` has no verdict yet; quote it once the judge has spoken.")
         return
-    link = await permalink(inv.client, record.channel, record.thread) if record.platform == "slack" else None
+    link = await permalink(inv.client, record.channel, record.thread)
     try:
         await inv.announce(quote_text(record.spec, record.verdict, link))
     except SlackApiError as exc:
@@ -44,17 +53,14 @@ def _invocation(
                       channel_id=body["channel"]["id"], user_id=body["user"]["id"])
 
 
-async def debate_id_of(message: dict[str, Any], runtime: SlackRuntime, channel: str) -> str | None:
+async def debate_id_of(message: dict[str, Any], runtime: SlackRuntime, channel: str, scope: Scope) -> str | None:
     """The debate a message belongs to: from our block ids, else from the thread it sits in."""
     for block in message.get("blocks") or []:
         match = _BLOCK_ID.match(str(block.get("block_id", "")))
         if match:
             return match.group(1)
     thread = message.get("thread_ts") or message.get("ts")
-    for summary in await runtime.core.store.history(200, platform="slack", channel=channel):
-        if summary.thread == thread:
-            return summary.id
-    return None
+    return None if thread is None else await runtime.core.store.find_by_message(PLATFORM, channel, str(thread), scope)
 
 
 async def quote_button(
@@ -72,7 +78,7 @@ async def quote_shortcut(
     inv = _invocation(body, runtime, client, respond)
 
     async def run() -> None:
-        debate_id = await debate_id_of(body.get("message") or {}, runtime, inv.channel_id)
+        debate_id = await debate_id_of(body.get("message") or {}, runtime, inv.channel_id, await inv.scope())
         if debate_id is None:
             await inv.tell("That message isn't part of a debate. Use the shortcut on a debate's verdict or thread.")
             return

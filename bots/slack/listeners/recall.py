@@ -1,52 +1,64 @@
-"""`/debate models | history | search | show | stop`: answers only the asking user sees."""
+"""`/debate models | history | search | show | stop`: answers only the asking user sees.
+
+Every read passes the invocation's Scope to the log, so a debate the asker may not see is never
+fetched, ranked or named; to them it does not exist (“No debate with id `x` here”). A stop needs a
+debate visible from here, running, and an asker who requested it or is a workspace admin or owner.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 from bots.commands import History, Search, Show, Stop
 from bots.slack.links import permalink, thread_links
 from bots.slack.listeners.invocation import Invocation
-from bots.slack.scope import visible, visible_hits, visible_summaries
+from bots.slack.scope import may_stop
 from bots.slack.views import history_text, models_text, search_text, show_text
+from orchestrator.log import DebateRecord
+from orchestrator.policy import ChatPolicy
+
+SEARCH_LIMIT = 10
+
+
+def not_found(debate_id: str) -> str:
+    return f"No debate with id `{debate_id}` here. `/debate history` lists recent ones."
 
 
 async def show_models(inv: Invocation) -> None:
     core = inv.runtime.core
-    await inv.tell(models_text(core.settings, core.registry))
+    await inv.tell(models_text(ChatPolicy(core.settings, core.registry)))
 
 
 async def show_history(command: History, inv: Invocation) -> None:
-    store, multi = inv.runtime.core.store, inv.runtime.multi_workspace
-    summaries = await store.history(command.limit, platform="slack", channel=inv.channel_id)
-    summaries = await visible_summaries(store, summaries, inv.team_id, multi)
+    summaries = await inv.runtime.core.store.history(command.limit, await inv.scope(), channel=inv.channel_id)
     await inv.tell(history_text(summaries, await thread_links(inv.client, summaries)))
 
 
 async def search_debates(command: Search, inv: Invocation) -> None:
-    store, multi = inv.runtime.core.store, inv.runtime.multi_workspace
-    hits = await visible_hits(store, await store.search(command.query, 10), inv.team_id, multi)
-    links: dict[str, str | None] = {}
-    for hit in hits:
-        record = await store.get_debate(hit.debate_id)
-        if record is not None and record.platform == "slack":
-            links[hit.debate_id] = await permalink(inv.client, record.channel, record.thread)
-    await inv.tell(search_text(command.query, hits, links))
+    store, scope = inv.runtime.core.store, await inv.scope()
+    hits = await store.search(command.query, SEARCH_LIMIT, scope)
+    found = [r for hit in hits if (r := await store.get_debate(hit.debate_id, scope, turns=False)) is not None]
+    links = await asyncio.gather(*(permalink(inv.client, r.channel, r.thread) for r in found))
+    await inv.tell(search_text(command.query, hits, dict(zip([r.id for r in found], links, strict=True))))
 
 
 async def show_debate(command: Show, inv: Invocation) -> None:
-    store = inv.runtime.core.store
-    record = await store.get_debate(command.debate_id)
-    if record is None or not await visible(store, record.id, inv.team_id, inv.runtime.multi_workspace):
-        await inv.tell(f"No debate with id `{command.debate_id}`. `/debate history` lists recent ones.")
+    record = await inv.runtime.core.store.get_debate(command.debate_id, await inv.scope())
+    if record is None:
+        await inv.tell(not_found(command.debate_id))
         return
-    link = await permalink(inv.client, record.channel, record.thread) if record.platform == "slack" else None
-    await inv.tell(show_text(record, link))
+    await inv.tell(show_text(record, await permalink(inv.client, record.channel, record.thread)))
 
 
 async def stop_debate(command: Stop, inv: Invocation) -> None:
-    jobs, store = inv.runtime.core.jobs, inv.runtime.core.store
-    debate_id = jobs.find(command.debate_id)
-    if debate_id is None or not await visible(store, debate_id, inv.team_id, inv.runtime.multi_workspace):
-        await inv.tell(f"No running debate with id `{command.debate_id}`.")
+    """Resolved by the log within scope (a full id, or an unambiguous prefix of MIN_ID_PREFIX or more)."""
+    core = inv.runtime.core
+    record: DebateRecord | None = await core.store.get_debate(command.debate_id, await inv.scope(), turns=False)
+    if record is None or not core.jobs.is_running(record.id):
+        await inv.tell(f"No running debate with id `{command.debate_id}` here.")
         return
-    jobs.cancel(debate_id)
-    await inv.tell(f"Stopping debate `{debate_id}`; its thread will say it was cancelled.")
+    if not await may_stop(inv.client, record, inv.user_id):
+        await inv.tell(f"Only the person who started it or a workspace admin can stop debate `{record.id}`.")
+        return
+    core.jobs.cancel(record.id)
+    await inv.tell(f"Stopping debate `{record.id}`; its thread will say it was cancelled.")

@@ -1,4 +1,9 @@
-"""Vote buttons on a verdict: one vote per person and debate, changeable; the tally is edited in."""
+"""Vote buttons on a verdict: one vote per person and debate, changeable; the tally is edited in.
+
+A vote counts only on a finished debate visible from the channel the button was clicked in (the
+log checks the Scope again when it records the vote) and held in that channel: a copied or forged
+button on another debate is refused without naming it.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,10 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack import blocks
-from bots.slack.pacing import Urgency
 from bots.slack.runtime import SlackRuntime
-from bots.slack.scope import visible
-from bots.slack.writer import SlackThreadWriter
+from bots.slack.scope import channel_scope
+from bots.slack.surface import SlackThread
+from bots.thread import Paced, Urgency
 from orchestrator.models import Vote
 
 log = logging.getLogger(__name__)
@@ -34,23 +39,25 @@ async def apply_vote(
 ) -> None:
     store = runtime.core.store
     team_id = (body.get("team") or {}).get("id")
-    record = await store.get_debate(debate_id)
+    channel, ts = body["channel"]["id"], body["message"]["ts"]
+    scope = channel_scope(team_id, channel, await runtime.privacy.is_private(client, team_id, channel))
+    record = await store.get_debate(debate_id, scope, turns=False)  # a vote needs seats and verdict, not the turns
     valid = {"agree", "disagree"} | {f"side:{s.label}" for s in (record.seats if record else ())}
     if record is None or record.spec is None or record.verdict is None or choice not in valid \
-            or not await visible(store, debate_id, team_id, runtime.multi_workspace):
+            or record.channel != channel:
         await respond(text="That vote doesn't match a finished debate.", response_type="ephemeral",
                       replace_original=False)
         return
-    await store.record_vote(Vote(debate_id=debate_id, user=body["user"]["id"], choice=choice, platform="slack"))
-    channel, ts = body["channel"]["id"], body["message"]["ts"]
-    writer = SlackThreadWriter(client, channel, None, runtime.pacers.for_team(team_id), Urgency.USER)
+    vote = Vote(debate_id=record.id, user=body["user"]["id"], choice=choice, platform="slack")
+    await store.record_vote(vote, scope)
+    out = Paced(SlackThread(client, channel, None), runtime.pacers.for_workspace(team_id))
     async with _render_locks[f"{channel}:{ts}"]:  # the freshest tally wins, whatever the click order
-        tally = await store.tally(debate_id)
-        fresh = await store.get_debate(debate_id)
+        tally = await store.tally(record.id)
+        fresh = await store.get_debate(record.id, scope, turns=False)
         finished = fresh is not None and fresh.finished_at is not None
         tokens = (fresh.input_tokens, fresh.output_tokens) if fresh is not None and finished else None
-        text, verdict_blocks = blocks.verdict_message(record.spec, record.verdict, tally, tokens)
-        await writer.edit(ts, text, verdict_blocks)
+        message = blocks.verdict_message(record.spec, record.verdict, tally, tokens)
+        await out.edit(ts, lambda: message, Urgency.USER, in_thread=False)
     await respond(text=f"Your vote: {describe(choice)}. Click another button to change it.",
                   response_type="ephemeral", replace_original=False)
 
