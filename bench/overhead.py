@@ -24,9 +24,9 @@ from bench.common import Table, bench_settings, challenge_spec, median, percenti
 from bench.llm_peer import PeerProcess, PeerStats, ReplyPlan
 from orchestrator.debate.engine import Engine
 from orchestrator.debate.jobs import DebateJobs
-from orchestrator.log.store import Store
+from orchestrator.log import Store
 from orchestrator.models import Outcome
-from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.providers import ProviderRegistry
 
 NAME = "overhead"
 TARGETS = {1: 1.01, 100: 1.02, 1000: 1.03}

@@ -17,10 +17,9 @@ from bench.common import Table, bench_settings, median
 from bench.llm_peer import PeerProcess, ReplyPlan
 from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus
-from orchestrator.log.sink import StoreSink
-from orchestrator.log.store import Store
+from orchestrator.log import Store, StoreSink
 from orchestrator.models import DebateSpec, Seat
-from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.providers import ProviderRegistry
 
 NAME = "parallel"
 TARGET = 1.05
@@ -44,7 +43,7 @@ async def run(smoke: bool) -> Table:
                     seats = tuple(Seat(label="ABCD"[i], role="debater", model=SEAT_MODELS[i]) for i in range(n))
                     spec = DebateSpec(topic="Which queue should the audit log use?", format="stances", rounds=1,
                                       seats=seats, judge=SEAT_MODELS[0])
-                    bus = EventBus([StoreSink(store)])
+                    bus = EventBus(log=StoreSink(store))
                     await store.create_debate(spec)
                     run_ = DebateRun(spec=spec, settings=settings, registry=registry, bus=bus)
                     for _ in range(repeats):

@@ -1,7 +1,8 @@
 """5. Recall: `Store.search` p50 / p99 over a generated log of 100k turns; write cost of `add_turn` per turn.
 
-The log is generated through `Store.write` with one bulk-insert function (debates, seats, turns and
-verdicts, the FTS triggers doing their work as in production). Turn text is drawn from a Zipf-shaped
+The log is generated in one bulk-insert transaction on its own connection to the store's file, after
+the store created the schema (debates, seats, turns and verdicts, the FTS triggers doing their work as
+in production). Turn text is drawn from a Zipf-shaped
 vocabulary (a few hundred common words, a long tail of rare ones), so the query mix can hit rare,
 mid-frequency and common words the way users do. Searches and writes go through the store's one
 writer thread, awaited from the event loop, exactly as the bots call them.
@@ -20,7 +21,8 @@ from sqlite_utils import Database
 
 from bench.common import Table, median, percentile
 from bench.llm_peer import VOCABULARY
-from orchestrator.log.store import Store, to_iso
+from orchestrator.log import Store
+from orchestrator.log.records import to_iso
 from orchestrator.models import Turn
 
 NAME = "recall"
@@ -113,11 +115,17 @@ async def run(smoke: bool) -> Table:
     table = Table(f"recall — Store.search over {turns:,} turns (~{words_per_turn} words each, Zipf vocabulary of "
                   f"{len(vocabulary):,} words), through the writer thread")
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
-        async with Store(Path(tmp) / "recall.db") as store:
-            began = time.perf_counter()
-            await store.write(lambda db: _generate(db, prose, turns, words_per_turn))
-            generated = time.perf_counter() - began
-            await store.write(_checkpoint)
+        path = Path(tmp) / "recall.db"
+        async with Store(path):  # the schema, as the bots create it
+            pass
+        loader = Database(path)
+        began = time.perf_counter()
+        with loader.conn:  # one transaction
+            _generate(loader, prose, turns, words_per_turn)
+        generated = time.perf_counter() - began
+        _checkpoint(loader)
+        loader.close()
+        async with Store(path) as store:
             size_mb = (Path(tmp) / "recall.db").stat().st_size / 1e6
             queries = _queries(rng, vocabulary, per_class)
             await store.search("warm up the page cache", 20)

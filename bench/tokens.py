@@ -23,9 +23,8 @@ from orchestrator.debate.formats import register_format
 from orchestrator.debate.formats.challenge import ChallengeFormat
 from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus
-from orchestrator.log.sink import StoreSink
-from orchestrator.log.store import Store
-from orchestrator.providers.registry import ProviderRegistry
+from orchestrator.log import Store, StoreSink
+from orchestrator.providers import ProviderRegistry
 from tests.fakes.llm_server import FakeLLMServer, count_tokens
 
 NAME = "tokens"
@@ -52,7 +51,7 @@ async def _debate_tokens(srv: FakeLLMServer, engine: Engine, store: Store, numbe
                          ) -> tuple[dict[str, int], int]:
     """Prompt tokens by kind of call for one debate, and what the engine's Outcome reported."""
     spec = challenge_spec(number, rounds)
-    outcome = await engine.run(spec, EventBus([StoreSink(store)]))
+    outcome = await engine.run(spec, EventBus(log=StoreSink(store)))
     if outcome.status != "completed":
         raise RuntimeError(f"tokens: debate {number} ended {outcome.status}: {outcome.error}")
     by_kind: dict[str, int] = defaultdict(int)

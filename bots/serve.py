@@ -6,6 +6,7 @@ import asyncio
 import sys
 
 from bots.signals import on_stop_signals
+from bots.web import WebFront, health_for
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
 
@@ -29,19 +30,22 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
             raise ConfigError(NOTHING_TO_SERVE)
     stop = asyncio.Event()
     on_stop_signals(stop.set)
-    async with await Core.open(settings) as core:
-        async with asyncio.TaskGroup() as group:
+    async with await Core.open(settings, role="serve") as core:
+        # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
+        front = WebFront(health_for(lambda: len(core.jobs.running()), slack=slack, discord=discord))
+        async with front.listen(host, port), asyncio.TaskGroup() as group:
+            print(f"debate: GET /healthz on http://{host}:{port}", file=sys.stderr)
             if slack:
                 from bots.slack.serve import run_slack
 
                 mode = "Socket Mode" if settings.slack_app_token else f"HTTP on http://{host}:{port}/slack/events"
                 print(f"debate: Slack ({mode})", file=sys.stderr)
-                group.create_task(run_slack(core, host, port, stop), name="slack")
+                group.create_task(run_slack(core, host, port, stop, front=front), name="slack")
             if discord:
                 from bots.discord.client import run_discord
 
                 print("debate: Discord (gateway)", file=sys.stderr)
-                group.create_task(run_discord(core, stop), name="discord")
+                group.create_task(run_discord(core, stop, health=front.health), name="discord")
     return 0
 
 
@@ -50,7 +54,7 @@ async def discord_sync(settings: Settings, *, guild: int | None) -> int:
     from bots.discord.sync import sync_commands
 
     targets: list[int | None] = [guild] if guild is not None else (list(settings.guild_ids) or [None])
-    async with await Core.open(settings) as core:
+    async with await Core.open(settings, role="read") as core:  # registers commands; never touches the log
         for target in targets:
             result = await sync_commands(core, target)
             state = "synced" if result.synced else "unchanged, skipped"

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS
+from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MIN_ROUNDS
 
 
 class ConfigError(Exception):
@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     debate_chat_max_rounds: int = Field(default=MAX_ROUNDS, alias="DEBATE_CHAT_MAX_ROUNDS")
     debate_chat_max_effort: str = Field(default="high", alias="DEBATE_CHAT_MAX_EFFORT")
 
-    # providers
+    # providers: what each one needs, and which CLI tool gets which, is in its spec (orchestrator/providers/vendors)
     openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
     anthropic_api_key: str | None = Field(default=None, alias="ANTHROPIC_API_KEY")
@@ -87,8 +87,8 @@ class Settings(BaseSettings):
     @field_validator("debate_rounds", "debate_chat_max_rounds")
     @classmethod
     def _rounds_in_range(cls, value: int) -> int:
-        if not 1 <= value <= MAX_ROUNDS:
-            raise ValueError(f"must be between 1 and {MAX_ROUNDS}")
+        if not MIN_ROUNDS <= value <= MAX_ROUNDS:
+            raise ValueError(f"must be between {MIN_ROUNDS} and {MAX_ROUNDS}")
         return value
 
     @field_validator("discord_guild_ids")

@@ -22,7 +22,7 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
-from orchestrator.log.store import Store
+from orchestrator.log import Store
 from tests.debate_harness import is_model, make_spec, model_and, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import verdict_json

@@ -20,7 +20,7 @@ from orchestrator.debate.formats.stance_envelope import (
     render_envelope,
 )
 from orchestrator.events import DebateFailed, DebateFinished, RoundStarted, TurnStarted, VerdictReached
-from orchestrator.log.store import Store
+from orchestrator.log import Store
 from orchestrator.models import Seat, Turn
 from tests.debate_harness import make_spec, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord

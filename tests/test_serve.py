@@ -30,18 +30,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def wait_healthy(url: str, proc: asyncio.subprocess.Process) -> None:
-    """Poll /healthz until the server answers: a subprocess offers no event to await for readiness."""
+async def health_until(url: str, proc: asyncio.subprocess.Process, status: int) -> dict:
+    """Poll /healthz until it answers `status`: the platform's state changes inside the subprocess."""
     async with aiohttp.ClientSession() as http:
         for _ in range(300):
             if proc.returncode is not None:
                 raise AssertionError("debate serve exited early")
             with contextlib.suppress(aiohttp.ClientError):
                 async with http.get(url) as response:
-                    if response.status == 200:
-                        return
+                    if response.status == status:
+                        return await response.json()
             await asyncio.sleep(0.1)
-    raise AssertionError("debate serve never became healthy")
+    raise AssertionError(f"/healthz never answered {status}")
 
 
 def slack_verdict_posted(peer: SlackAPIPeer) -> bool:
@@ -74,7 +74,7 @@ async def test_serve_runs_slack_and_discord_in_one_process(tmp_path: Path) -> No
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )
         try:
-            await wait_healthy(f"http://127.0.0.1:{port}/healthz", proc)
+            await health_until(f"http://127.0.0.1:{port}/healthz", proc, 200)
             await discord.wait_for(lambda: discord.identifies > 0, within=30)
 
             body = slash_body("Monorepo or polyrepo?", channel="C7", response_url=slack.response_url())
@@ -102,6 +102,51 @@ async def test_serve_runs_slack_and_discord_in_one_process(tmp_path: Path) -> No
     assert all(r["status"] == "completed" for r in rows.values())
     assert rows["discord"]["channel"] == CHANNEL_ID or rows["discord"]["thread"]
     assert "sk-test-openai-key" not in err.decode() + out.decode()
+
+
+async def test_discord_only_serve_answers_healthz_and_says_when_the_gateway_is_down(tmp_path: Path) -> None:
+    port = free_port()
+    env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+                    DISCORD_BOT_TOKEN=TOKEN)
+    async with DiscordPeer() as discord:
+        env |= {"DISCORD_API_BASE_URL": discord.api_base_url, "DISCORD_GATEWAY_URL": discord.gateway_url}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bots.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+            cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            healthy = await health_until(f"http://127.0.0.1:{port}/healthz", proc, 200)
+            assert healthy == {"ok": True, "platforms": {"discord": "up"}, "debates_running": 0}
+            assert discord.identifies == 1
+        except BaseException:
+            proc.kill()
+            raise
+    try:  # the peer is gone: the gateway cannot reconnect, and the health check must say so
+        down = await health_until(f"http://127.0.0.1:{port}/healthz", proc, 503)
+        assert down["ok"] is False and down["platforms"] == {"discord": "down"}
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()[-2000:]
+
+
+async def test_serve_says_so_in_one_line_when_its_port_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", DISCORD_BOT_TOKEN=TOKEN,
+                        DISCORD_API_BASE_URL="http://127.0.0.1:9/api/v10", DISCORD_GATEWAY_URL="ws://127.0.0.1:9/")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bots.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+            cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2, err.decode()
+    assert f"127.0.0.1:{port}" in err.decode() and "--port" in err.decode() and "Traceback" not in err.decode()
 
 
 async def test_serve_with_nothing_configured_says_what_to_set(tmp_path: Path) -> None:

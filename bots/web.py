@@ -1,0 +1,116 @@
+"""The serving process's one HTTP server: `GET /healthz` in every deployment shape (Socket Mode and
+Discord-only included, so a container's health check always has something to poll), plus the routes
+a platform mounts on it (Slack HTTP mode's /slack/events and install pages).
+
+The server listens before any platform has started, and Slack mounts its routes once its app is
+built, so requests go through a table that may grow while serving (aiohttp freezes its own router).
+
+/healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body:
+`{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}`. A platform is
+"starting" until its probe first says yes, then "up" or "down" as the probe says at each request.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+
+from aiohttp import web
+
+from orchestrator.config import ConfigError
+
+log = logging.getLogger("bots.web")
+
+HEALTH_PATH = "/healthz"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Probe = Callable[[], bool | Awaitable[bool]]
+
+
+class Health:
+    """What /healthz reports: each platform's state (from a cheap probe) and how many debates run."""
+
+    def __init__(self, running: Callable[[], int] = lambda: 0, platforms: Iterable[str] = ()) -> None:
+        self._running = running
+        self._probes: dict[str, Probe | None] = dict.fromkeys(platforms)
+        self._was_up: set[str] = set()
+
+    def expect(self, platform: str) -> None:
+        """`platform` is configured: report it as starting until it gives a probe."""
+        self._probes.setdefault(platform, None)
+
+    def watch(self, platform: str, probe: Probe) -> None:
+        self._probes[platform] = probe
+
+    async def _state(self, platform: str, probe: Probe | None) -> str:
+        if probe is None:
+            return "starting"
+        try:
+            answer = probe()
+            up = bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+        except Exception:  # a probe that fails says the platform is not usable; /healthz must still answer
+            log.warning("health: the %s probe failed", platform, exc_info=True)
+            up = False
+        if up:
+            self._was_up.add(platform)
+            return "up"
+        return "down" if platform in self._was_up else "starting"
+
+    async def report(self) -> tuple[int, dict[str, object]]:
+        states = {name: await self._state(name, probe) for name, probe in self._probes.items()}
+        ok = all(state == "up" for state in states.values())
+        return (200 if ok else 503), {"ok": ok, "platforms": states, "debates_running": self._running()}
+
+
+class WebFront:
+    """`async with front.listen(host, port):` serves /healthz and whatever is mounted, until the block ends."""
+
+    def __init__(self, health: Health | None = None) -> None:
+        self.health = health or Health()
+        self._routes: dict[str, dict[str, Handler]] = {}
+        self.mount("GET", HEALTH_PATH, self._healthz)
+
+    def mount(self, method: str, path: str, handler: Handler) -> None:
+        self._routes.setdefault(path, {})[method.upper()] = handler
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        status, body = await self.health.report()
+        return web.json_response(body, status=status)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        methods = self._routes.get(request.path)
+        if methods is None:
+            raise web.HTTPNotFound()
+        handler = methods.get(request.method) or (methods.get("GET") if request.method == "HEAD" else None)
+        if handler is None:
+            raise web.HTTPMethodNotAllowed(request.method, sorted(methods))
+        return await handler(request)
+
+    @asynccontextmanager
+    async def listen(self, host: str, port: int) -> AsyncIterator[int]:
+        """Listen on host:port (0 picks a free port) and yield the bound port. A port that cannot be
+        bound is a ConfigError naming it, raised before any platform starts."""
+        application = web.Application()
+        application.router.add_route("*", "/{path:.*}", self._dispatch)
+        runner = web.AppRunner(application, access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, host, port)
+            try:
+                await site.start()
+            except OSError as exc:
+                raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                                  "choose another with --host/--port") from None
+            sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
+            bound = sockets[0].getsockname()[1] if sockets else port
+            log.info("http: listening on http://%s:%s (GET %s)", host, bound, HEALTH_PATH)
+            yield bound
+        finally:
+            await runner.cleanup()
+
+
+def health_for(running: Callable[[], int], *, slack: bool, discord: bool) -> Health:
+    """The health of a `debate serve` that runs these platforms."""
+    return Health(running, [name for name, on in (("slack", slack), ("discord", discord)) if on])
