@@ -95,6 +95,10 @@ def bench_settings(db: Path, openai_url: str, anthropic_url: str, **extra: Any) 
         "ANTHROPIC_BASE_URL": anthropic_url,
         "DEBATE_MAX_RETRIES": 0,
         "DEBATE_MAX_CONCURRENT": 2000,
+        # benches start many debates as one user in one channel: chat quotas would refuse most of them
+        "DEBATE_MAX_RUNNING_PER_USER": 2000,
+        "DEBATE_MAX_RUNNING_PER_CHANNEL": 2000,
+        "DEBATE_MAX_STARTS_PER_USER_HOUR": 100000,
     }
     values.update(extra)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
