@@ -4,10 +4,10 @@ Where each behaviour lives:
 
 - `client.py`   `DebateBot` (a `commands.Bot`): gets the core in its constructor; `setup_hook` adds the
                 cog, registers the verdict buttons and starts the restart notices; `run_discord`.
-- `commands.py` `DebateCog`: every slash command (their docstrings are what users read), the Quote
-                menu, the answers to button clicks, and `report`, the one place failures become an
-                ephemeral message. Starting goes through `bots.commands` (the shared rules and the
-                chat policy).
+- `commands.py` `DebateCog`: `/debate`, `/debate-stop` and the vote buttons' clicks; starting goes
+                through `bots.commands` (the shared rules and the chat policy).
+- `recall.py`   `RecallCog`: `/debate-history`, `-search`, `-show`, `-quote`, the Quote menu and button.
+- `replies.py`  private answers, and `report`, the one place a failure becomes an ephemeral message.
 - `access.py`   who sees and stops what: the `Scope` of an interaction (a thread counts as its parent
                 channel), channel privacy (@everyone lacks View Channel), stop rights, where a quote goes.
 - `buttons.py`  the persistent vote and quote buttons (`DynamicItem`s); a click dispatches a client

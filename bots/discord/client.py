@@ -20,6 +20,7 @@ from discord.ext import commands
 from bots.discord.buttons import BUTTONS
 from bots.discord.commands import DebateCog
 from bots.discord.output import DiscordOutput
+from bots.discord.recall import RecallCog
 from bots.discord.surface import NO_MENTIONS, PLATFORM, root_reach
 from bots.thread import Limits, announce_interrupted
 from bots.web import Health
@@ -51,6 +52,7 @@ class DebateBot(commands.Bot):
         """Runs once, after login and before the gateway connects: the cog, persistent buttons, slow
         imports, and (in the background) the root messages of debates a restart cut off."""
         await self.add_cog(DebateCog(self, self.core, self.output))
+        await self.add_cog(RecallCog(self, self.core, self.output))
         self.add_dynamic_items(*BUTTONS)
         self._announce_restarts()
         await preload_sdks()  # a first `/debate` must still be answered within Discord's 3 s

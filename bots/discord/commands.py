@@ -1,16 +1,15 @@
-"""The slash commands users see, in one cog that is handed the core: `/debate` with typed options, the
-recall commands, the Quote context menu, and the answers to the verdict buttons' clicks.
+"""The commands that start and stop debates, in a cog that is handed the core: `/debate` with typed
+options, `/debate-stop`, and the answers to the verdict's vote buttons (recall and quotes: recall.py).
 
 Typed options go through `bots.commands.start_request` and `chat_spec`, so Discord, Slack and the CLI
 check a request by the same rules, and chat debates are held to the operator's `ChatPolicy`. Every
 read of the log passes `access.scope_of(interaction)` (this guild's public channels, and the channel asked
 from), and stopping and quoting go through `access.may_stop` and `access.quote_target`. Every failure,
-from a command, the menu or a button, becomes one ephemeral message in `report`.
+from a command, the menu or a button, becomes one ephemeral message in `replies.report`.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Literal
 
 import discord
@@ -18,68 +17,31 @@ from discord import app_commands
 from discord.ext import commands
 
 from bots.commands import CommandError, StartDebate, chat_spec, start_request
-from bots.discord.access import is_private, may_stop, quote_target, scope_of
-from bots.discord.buttons import choice_label, debate_id_of, stored_choice
+from bots.discord.access import is_private, may_stop, scope_of
+from bots.discord.buttons import choice_label, stored_choice
 from bots.discord.output import DiscordOutput
-from bots.discord.render import STATUS_LABELS, quote_embed, root_embed, safe, tally_text, thread_name, with_tally
+from bots.discord.render import root_embed, thread_name, with_tally
+from bots.discord.replies import reply_privately, report
 from bots.discord.surface import NO_MENTIONS
 from orchestrator.app import Core
-from orchestrator.log import MIN_ID_PREFIX, AmbiguousIdError, DebateNotFoundError, DebateRecord
+from orchestrator.log import MIN_ID_PREFIX, DebateNotFoundError
 from orchestrator.models import MAX_ROUNDS, MAX_TOPIC_CHARS, MIN_ROUNDS, Vote
 from orchestrator.policy import ChatPolicy
 
-log = logging.getLogger(__name__)
 PLATFORM = "discord"
 
 
-async def reply_privately(interaction: discord.Interaction, text: str) -> None:
-    """One ephemeral message, whether or not the interaction was answered already."""
-    if interaction.response.is_done():
-        await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
-    else:
-        await interaction.response.send_message(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
-
-
-def _thread_link(record: DebateRecord, guild_id: int) -> str:
-    return f"https://discord.com/channels/{guild_id}/{record.thread or record.channel}"
-
-
 class DebateCog(commands.Cog, name="Debates"):
-    """Everything users do with the bot in Discord; holds the core and the bot's output."""
+    """Starting and stopping debates, and votes on verdicts; holds the core and the bot's output."""
 
     def __init__(self, bot: commands.Bot, core: Core, output: DiscordOutput) -> None:
         self.bot = bot
         self.core = core
         self.output = output
-        # context menus cannot be defined in a class: made here, added to the tree when the cog loads
-        self.quote_menu = app_commands.guild_only(
-            app_commands.ContextMenu(name="Quote recommendation", callback=self.quote_recommendation))
-        self.quote_menu.error(self.report)
-
-    async def cog_load(self) -> None:
-        self.bot.tree.add_command(self.quote_menu)
-
-    async def cog_unload(self) -> None:
-        self.bot.tree.remove_command(self.quote_menu.name, type=self.quote_menu.type)
-
-    # ---- failures: the one place they become a message for the user
 
     async def cog_app_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError
                                     ) -> None:
-        await self.report(interaction, error)
-
-    async def report(self, interaction: discord.Interaction, error: Exception) -> None:
-        cause = error.original if isinstance(error, app_commands.CommandInvokeError) else error
-        if isinstance(cause, CommandError | AmbiguousIdError | app_commands.TransformerError
-                      | app_commands.CheckFailure):
-            text = str(cause)
-        else:
-            log.error("discord: %s failed", getattr(interaction.command, "name", "a button"), exc_info=cause)
-            text = f"Something went wrong: {type(cause).__name__}. The details are in the bot's log."
-        try:
-            await reply_privately(interaction, safe(text, 1900))
-        except discord.HTTPException:
-            log.warning("could not tell the user about an error", exc_info=True)
+        await report(interaction, error)
 
     # ---- starting and stopping
 
@@ -159,109 +121,7 @@ class DebateCog(commands.Cog, name="Debates"):
         self.core.jobs.cancel(record.id)
         await reply_privately(interaction, f"Stopping debate `{record.id}`…")
 
-    # ---- recall
-
-    @app_commands.command(name="debate-history")
-    @app_commands.guild_only()
-    @app_commands.describe(limit="How many debates to list (1–25)")
-    async def debate_history(self, interaction: discord.Interaction,
-                             limit: app_commands.Range[int, 1, 25] = 10) -> None:
-        """List the latest debates in this channel with their winners."""
-        scope = scope_of(interaction)
-        rows = await self.core.store.history(limit, scope, channel=scope.channel)
-        if not rows:
-            raise CommandError("No debates in this channel yet. Start one with `/debate`.")
-        lines = []
-        for row in rows:
-            winner = f" · winner {row.winner}" + (" (split)" if row.split else "") if row.winner else ""
-            status = STATUS_LABELS.get(row.status, row.status)
-            lines.append(f"`{row.id}` {status}{winner} · {row.votes} vote(s) — {safe(row.topic, 120)}")
-        embed = discord.Embed(title="Recent debates", description=safe("\n".join(lines), 4000))
-        await interaction.response.send_message(embed=embed, ephemeral=True, allowed_mentions=NO_MENTIONS)
-
-    @app_commands.command(name="debate-search")
-    @app_commands.guild_only()
-    @app_commands.describe(query="Words to look for in topics, turns and recommendations")
-    async def debate_search(self, interaction: discord.Interaction, query: app_commands.Range[str, 1, 200]) -> None:
-        """Search this server's debates you may see: topics, turns and recommendations."""
-        hits = await self.core.store.search(query, 10, scope_of(interaction))
-        if not hits:
-            raise CommandError(f"Nothing found for “{query}”.")
-        lines = [f"`{h.debate_id}` **{safe(h.topic, 100)}** ({h.where})\n> {safe(h.snippet, 200)}" for h in hits]
-        embed = discord.Embed(title=safe(f"Search: {query}", 256), description=safe("\n".join(lines), 4000))
-        await interaction.response.send_message(embed=embed, ephemeral=True, allowed_mentions=NO_MENTIONS)
-
-    @app_commands.command(name="debate-show")
-    @app_commands.guild_only()
-    @app_commands.describe(debate_id="The debate's id (or its first few characters)")
-    async def debate_show(self, interaction: discord.Interaction, debate_id: str) -> None:
-        """Show one debate's status, verdict and votes."""
-        record = await self.core.store.get_debate(debate_id.strip().lower(), scope_of(interaction))
-        if record is None:
-            raise CommandError(f"No debate `{debate_id}` here; `/debate-history` lists recent ones.")
-        embed = discord.Embed(title=safe(record.topic, 256),
-                              description=STATUS_LABELS.get(record.status, record.status))
-        seats = "\n".join(f"{s.label} {s.role}: `{s.model}`" for s in record.seats)
-        embed.add_field(name="Seats", value=safe(seats, 1024))
-        embed.add_field(name="Rounds", value=f"{record.rounds_completed}/{record.rounds_planned}")
-        if record.verdict:
-            embed.add_field(name=f"Winner: {record.verdict.winner}",
-                            value=safe(record.verdict.recommendation or "—", 1024), inline=False)
-            votes = tally_text(record.tally, tuple(s.label for s in record.seats))
-            embed.add_field(name="Votes", value=votes, inline=False)
-        if record.thread and record.platform == PLATFORM:
-            embed.add_field(name="Thread", value=f"<#{record.thread}>")
-        embed.set_footer(text=f"Debate {record.id} · tokens {record.input_tokens:,} in / "
-                              f"{record.output_tokens:,} out")
-        await interaction.response.send_message(embed=embed, ephemeral=True, allowed_mentions=NO_MENTIONS)
-
-    # ---- quotes and votes
-
-    @app_commands.command(name="debate-quote")
-    @app_commands.guild_only()
-    @app_commands.describe(debate_id="The debate's id (or its first few characters)")
-    async def debate_quote(self, interaction: discord.Interaction, debate_id: str) -> None:
-        """Post a debate's recommendation in the channel where it started, with a link to the full thread."""
-        key = debate_id.strip().lower()
-        await self.quote(interaction, key, f"No debate `{key}` here; `/debate-history` lists recent ones.")
-
-    async def quote_recommendation(self, interaction: discord.Interaction, message: discord.Message) -> None:
-        not_verdict = "That is not a debate verdict. Use this on the verdict message, or `/debate-quote ID`."
-        if self.bot.user is None or message.author.id != self.bot.user.id:
-            raise CommandError(not_verdict)
-        debate_id = debate_id_of(message) or await self.core.store.find_by_message(
-            PLATFORM, str(message.channel.id), str(message.id), scope_of(interaction))
-        if debate_id is None:
-            raise CommandError(not_verdict)
-        await self.quote(interaction, debate_id, "That debate cannot be quoted from here.")
-
-    async def quote(self, interaction: discord.Interaction, id_or_prefix: str, not_found: str) -> None:
-        """Post a debate the asker may see into its own channel (never another guild's), linking to its
-        thread; `not_found` is the whole answer when there is no such debate, so it names no other tenant's."""
-        scope = scope_of(interaction)
-        record = await self.core.store.get_debate(id_or_prefix, scope, turns=False)
-        target = None if record is None else quote_target(record, scope)
-        if record is None or target is None:
-            raise CommandError(not_found)
-        if record.verdict is None:
-            raise CommandError(f"Debate `{record.id}` has no verdict yet, so there is nothing to quote.")
-        channel_id, guild_id = target
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        seat = record.seat(record.verdict.winner)
-        winner = f"{seat.label} ({seat.model})" if seat else record.verdict.winner
-        embed = quote_embed(record.topic, record.verdict.recommendation, winner,
-                            _thread_link(record, guild_id), interaction.user.display_name)
-        await self.output.send(channel_id, guild_id, embed=embed)
-        await interaction.followup.send(f"Quoted the recommendation of `{record.id}` in <#{channel_id}>.",
-                                        ephemeral=True, allowed_mentions=NO_MENTIONS)
-
-    @commands.Cog.listener()
-    async def on_debate_quote(self, interaction: discord.Interaction, debate_id: str) -> None:
-        """A click on a verdict's Quote button (`buttons.QuoteButton`)."""
-        try:
-            await self.quote(interaction, debate_id, "That debate cannot be quoted from here.")
-        except Exception as exc:
-            await self.report(interaction, exc)
+    # ---- votes
 
     @commands.Cog.listener()
     async def on_debate_vote(self, interaction: discord.Interaction, debate_id: str, choice: str) -> None:
@@ -269,7 +129,7 @@ class DebateCog(commands.Cog, name="Debates"):
         try:
             await self._vote(interaction, debate_id, choice)
         except Exception as exc:
-            await self.report(interaction, exc)
+            await report(interaction, exc)
 
     async def _vote(self, interaction: discord.Interaction, debate_id: str, choice: str) -> None:
         vote = Vote(debate_id=debate_id, user=str(interaction.user.id), choice=stored_choice(choice),
