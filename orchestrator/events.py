@@ -1,5 +1,11 @@
 """What the engine emits while a debate runs, the Sink protocol that consumes it, and the bus.
 
+Every event has a deterministic `key`: the same event of the same debate has the same key in any
+run, so a reader of an at-least-once stream drops an event whose key it has seen ("started",
+"round:2:start", "turn:1:A:opening:end", "notice:<hash>", "verdict", "final"). Text deltas share
+their turn's key and add `attempt` (one id per run of the model call: a new attempt means the turn
+restarted, reset its text) and `offset` (characters of that attempt before this delta).
+
 Store first, enforced here: the bus hands each event to the log sink and only once that write has
 returned to the platform sinks, in order. When the log write fails the event goes no further, the
 debate stops, and the platforms get one DebateFailed saying why (LOG_WRITE_FAILED). Platform sinks
@@ -8,6 +14,7 @@ must return quickly: they buffer text deltas and flush them from their own tasks
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Annotated, Literal, Protocol, runtime_checkable
 
@@ -24,10 +31,23 @@ class EventBase(BaseModel):
     debate_id: str
     at: float = Field(default_factory=now)
 
+    @property
+    def key(self) -> str:
+        """This event's identity within its debate (see the module docstring); every event type names its own."""
+        return type(self).__name__
+
+
+def turn_key(round_: int, seat: str, kind: str) -> str:
+    return f"turn:{round_}:{seat}:{kind}"
+
 
 class DebateStarted(EventBase):
     type: Literal["debate_started"] = "debate_started"
     spec: DebateSpec
+
+    @property
+    def key(self) -> str:
+        return "started"
 
 
 class RoundStarted(EventBase):
@@ -35,6 +55,10 @@ class RoundStarted(EventBase):
     round: int
     total: int
     title: str = ""  # e.g. "Openings", "Rebuttals"
+
+    @property
+    def key(self) -> str:
+        return f"round:{self.round}:start"
 
 
 class TurnStarted(EventBase):
@@ -45,6 +69,10 @@ class TurnStarted(EventBase):
     kind: str
     model: str
 
+    @property
+    def key(self) -> str:
+        return f"{turn_key(self.round, self.seat, self.kind)}:start"
+
 
 class TextDelta(EventBase):
     type: Literal["text_delta"] = "text_delta"
@@ -52,22 +80,41 @@ class TextDelta(EventBase):
     seat: str
     kind: str
     delta: str
+    attempt: str = ""  # one id per run of the model call
+    offset: int = 0  # characters of this attempt sent before this delta
+
+    @property
+    def key(self) -> str:
+        """The turn's key: deltas are told apart by (`attempt`, `offset`)."""
+        return turn_key(self.round, self.seat, self.kind)
 
 
 class TurnCompleted(EventBase):
     type: Literal["turn_completed"] = "turn_completed"
     turn: Turn
 
+    @property
+    def key(self) -> str:
+        return f"{turn_key(self.turn.round, self.turn.seat, self.turn.kind)}:end"
+
 
 class TurnFailed(EventBase):
     type: Literal["turn_failed"] = "turn_failed"
     turn: Turn
+
+    @property
+    def key(self) -> str:
+        return f"{turn_key(self.turn.round, self.turn.seat, self.turn.kind)}:end"
 
 
 class RoundCompleted(EventBase):
     type: Literal["round_completed"] = "round_completed"
     round: int
     total: int
+
+    @property
+    def key(self) -> str:
+        return f"round:{self.round}:end"
 
 
 class Notice(EventBase):
@@ -77,25 +124,50 @@ class Notice(EventBase):
     level: Literal["info", "warning"] = "info"
     text: str
 
+    @property
+    def key(self) -> str:
+        return notice_key(self.level, self.text)
+
 
 class VerdictReached(EventBase):
     type: Literal["verdict"] = "verdict"
     verdict: Verdict
+
+    @property
+    def key(self) -> str:
+        return "verdict"
 
 
 class DebateFinished(EventBase):
     type: Literal["debate_finished"] = "debate_finished"
     outcome: Outcome
 
+    @property
+    def key(self) -> str:
+        return "final"
+
 
 class DebateFailed(EventBase):
     type: Literal["debate_failed"] = "debate_failed"
     outcome: Outcome
 
+    @property
+    def key(self) -> str:
+        return "final"
+
 
 class DebateCancelled(EventBase):
     type: Literal["debate_cancelled"] = "debate_cancelled"
     outcome: Outcome
+
+    @property
+    def key(self) -> str:
+        return "final"
+
+
+def notice_key(level: str, text: str) -> str:
+    """A notice's key: the same words at the same level are the same notice."""
+    return "notice:" + hashlib.sha1((level + text).encode()).hexdigest()[:12]
 
 
 Event = Annotated[
@@ -143,6 +215,11 @@ class EventBus:
         self.failure: Outcome | None = None
         self._rounds = (0, 0)  # completed, planned
         self._tokens = (0, 0)
+
+    @property
+    def silent(self) -> bool:
+        """Nothing is delivered anywhere: emitting to this bus has no effect to keep."""
+        return self.log is None and not self.sinks
 
     async def emit(self, event: EventBase) -> None:
         if self.failure is not None:  # stopped: nothing more reaches the log or the platforms

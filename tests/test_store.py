@@ -241,7 +241,8 @@ async def test_search_for_a_common_word_ranks_the_best_and_newest_first_within_l
 async def test_200_concurrent_writers_all_land(store: Store) -> None:
     spec = make_spec()
     await store.create_debate(spec)
-    turns = [make_turn(spec, 1 + i % 5, "AB"[i % 2], f"turn {i}") for i in range(200)]
+    turns = [make_turn(spec, 1 + i % 5, "AB"[i % 2], f"turn {i}").model_copy(update={"kind": f"k{i}"})
+             for i in range(200)]  # 200 distinct turns: a repeat of one (round, seat, kind) updates its row
     votes = [Vote(debate_id=spec.id, user=f"u{i}", choice="agree" if i % 3 else "disagree") for i in range(200)]
     results = await asyncio.gather(*(store.add_turn(t) for t in turns), *(store.record_vote(v) for v in votes))
     ids = results[:200]

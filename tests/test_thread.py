@@ -118,8 +118,8 @@ def _started(seat: str = "A") -> TurnStarted:
     return TurnStarted(debate_id=SPEC.id, round=1, seat=seat, role="proposer", kind="opening", model="m")
 
 
-def _delta(text: str, seat: str = "A") -> TextDelta:
-    return TextDelta(debate_id=SPEC.id, round=1, seat=seat, kind="opening", delta=text)
+def _delta(text: str, seat: str = "A", offset: int = 0) -> TextDelta:
+    return TextDelta(debate_id=SPEC.id, round=1, seat=seat, kind="opening", delta=text, offset=offset)
 
 
 def _turn(text: str, seat: str = "A") -> Turn:
@@ -142,7 +142,7 @@ async def test_a_deferred_turn_is_first_shown_by_a_post_that_carries_its_text() 
     async with busy(pacer):  # the channel is busy: the post waits, and text keeps arriving
         live.feed(_delta("Evidence "))
         await asyncio.sleep(0.1)
-        live.feed(_delta("first, then opinion."))
+        live.feed(_delta("first, then opinion.", offset=len("Evidence ")))
     await surface.written(1)
     assert surface.log[0] == ("post", "m0", "*A*\nEvidence first, then opinion. ▍"), "rendered when it could go"
 

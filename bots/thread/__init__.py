@@ -10,9 +10,15 @@ Where each behaviour lives:
 - `pacing.py`   one pacing model (`Limits`, `Pacer`, `Urgency`) to which each platform gives its limits.
 - `text.py`     splitting to a platform's limit without breaking code blocks; neutralizing mentions.
 - `restart.py`  after a restart, the root messages of debates it cut off say so.
-- `keys.py`     the one scheme of message keys: `root`, `turn:{round}:{seat}:{kind}:{part}`, `verdict`.
-                Each message's platform id is recorded in the log under its key as soon as the post is
-                answered, before anything else is written for the debate.
+- `keys.py`     the one scheme of message keys: `root`, `turn:{round}:{seat}:{kind}:{part}`, `verdict`,
+                `notice:{hash}:{part}`, `round:{round}`, `ended`. Each message's platform id is recorded
+                in the log under its key as the post is answered (part of the write: a cancel cannot
+                separate them), and again as `final` once it shows its final text.
+- `tail.py`     `FrontTailer`: one task per live debate reading its events from a feed (the workers'
+                stream) into its ThreadSink; at front start it resumes the threads that may still change.
+
+Rendering is idempotent: events may come twice and a restarted front replays each live debate's stream
+from its start into `ThreadSink.resume`, which edits the messages the log has and skips the final ones.
 
 A platform plugs in with one module, its surface (`bots/slack/surface.py`, `bots/discord/surface.py`).
 What a surface must provide:
@@ -39,18 +45,21 @@ Nothing else: pacing, coalescing, splitting, ordering, the message keys and the 
 """
 
 from bots.thread.coalesce import Latest, Paced, run_to_completion
-from bots.thread.keys import ROOT, VERDICT, turn_key
+from bots.thread.keys import ROOT, VERDICT, notice_key, round_key, turn_key
 from bots.thread.live import LiveTurns
 from bots.thread.pacing import STRICT, Limits, Pacer, Pacers, Urgency
 from bots.thread.restart import Reach, announce_interrupted
 from bots.thread.sink import ThreadSink
 from bots.thread.surface import Ended, RootState, Running, Surface
+from bots.thread.tail import Feed, FrontTailer
 
 __all__ = [
     "ROOT",
     "STRICT",
     "VERDICT",
     "Ended",
+    "Feed",
+    "FrontTailer",
     "Latest",
     "Limits",
     "LiveTurns",
@@ -64,6 +73,8 @@ __all__ = [
     "ThreadSink",
     "Urgency",
     "announce_interrupted",
+    "notice_key",
+    "round_key",
     "run_to_completion",
     "turn_key",
 ]

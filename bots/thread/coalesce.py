@@ -52,12 +52,20 @@ class Paced(Generic[M]):
     def _channel(self, in_thread: bool) -> str:
         return self.surface.thread_channel if in_thread else self.surface.root_channel
 
-    async def post(self, render: Callable[[], M], urgency: Urgency, *, in_thread: bool = True) -> str:
-        """Post what `render` returns once the channel's turn comes; returns the message's id."""
+    async def post(self, render: Callable[[], M], urgency: Urgency, *, in_thread: bool = True,
+                   record: Callable[[str], Awaitable[None]] | None = None) -> str:
+        """Post what `render` returns once the channel's turn comes; returns the message's id.
+        `record(message_id)` runs as part of the write: a post is never left unrecorded by a cancel."""
         channel = self._channel(in_thread)
         async with self.pacer.posting(channel, urgency):
-            message_id = await run_to_completion(self.surface.post(render(), in_thread=in_thread))
+            message_id = await run_to_completion(self._post(render(), in_thread, record))
         self.pacer.shown(channel, message_id)
+        return message_id
+
+    async def _post(self, message: M, in_thread: bool, record: Callable[[str], Awaitable[None]] | None) -> str:
+        message_id = await self.surface.post(message, in_thread=in_thread)
+        if record is not None:
+            await record(message_id)
         return message_id
 
     async def edit(self, message_id: str, render: Callable[[], M | None], urgency: Urgency, *,
@@ -85,6 +93,7 @@ class Latest(Generic[M]):
         self.message_id = message_id
         self.in_thread = in_thread
         self.dropped = 0  # states replaced before they were written
+        self.failed = False  # the last write made failed (the message may not show the newest state)
         self._pending: tuple[Urgency, Callable[[], M]] | None = None
         self._waiting_at: Urgency | None = None  # the urgency the writer is queued with, while it is queued
         self._task: asyncio.Task[None] | None = None
@@ -129,4 +138,7 @@ class Latest(Generic[M]):
             try:
                 await self.out.edit(self.message_id, self._take, self._waiting_at, in_thread=self.in_thread)
             except Exception:
+                self.failed = True
                 log.warning("could not edit message %s", self.message_id, exc_info=True)
+            else:
+                self.failed = False

@@ -1,12 +1,28 @@
 """The one scheme of message keys, for every platform: what each message a debate creates is called in
-the log (`messages` rows, written with `set_message` as soon as the platform has answered the post)."""
+the log (`messages` rows, written with `set_message` as soon as the platform has answered the post, and
+again with `final` once the message shows its final text). A renderer that resumes a debate finds each
+message it already posted under its key: it edits that message instead of posting again."""
 
 from __future__ import annotations
 
+import hashlib
+
 ROOT = "root"  # the channel message the thread hangs from
 VERDICT = "verdict"  # the judge's verdict, with its vote and quote buttons
+ENDED = "ended"  # what a debate that ended without a verdict posts in its thread (where the platform does)
 
 
 def turn_key(round_: int, seat: str, kind: str, part: int) -> str:
     """One message of a turn; a long turn continues in parts 1, 2, … after part 0."""
     return f"turn:{round_}:{seat}:{kind}:{part}"
+
+
+def round_key(round_: int) -> str:
+    """The marker a platform posts when a round starts (where it posts one)."""
+    return f"round:{round_}"
+
+
+def notice_key(level: str, text: str, part: int) -> str:
+    """One message of a notice. A debate logs a notice once per level and text, so that names it."""
+    digest = hashlib.sha1((level + text).encode(), usedforsecurity=False).hexdigest()[:12]
+    return f"notice:{digest}:{part}"

@@ -4,7 +4,14 @@ Each turn becomes one message, edited as text arrives (at most once per the pace
 `min_edit_interval`) and continued in a new message before the surface's `stream_limit`. Several turns
 may stream at once (parallel rounds); each has its own flusher task. The surface renders each message;
 this class owns timing, and records every message's id under its key (`turn:{round}:{seat}:{kind}:{part}`)
-as soon as it is posted.
+as soon as it is posted, and every part again as final once the turn's final text shows.
+
+Idempotent, for an event stream delivered at least once and replayed after a restart: a turn that began
+already is not begun again, a finished turn is not shown again, and one whose messages were recorded
+final (`recorded`, from the log) is skipped. A turn whose messages exist but are not final is streamed
+again into those messages. Text arrives as deltas of one attempt at the turn, each at its offset in that
+attempt's text: a delta seen before adds nothing, and a new attempt (the model call ran again) starts
+the turn's text over, in the same messages.
 
 With `first_post_grace` None a turn's message is posted as a placeholder when the turn starts.
 With a number the first post waits for the turn's first text instead, so it is the post that shows the
@@ -17,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +33,7 @@ from bots.thread.keys import turn_key
 from bots.thread.pacing import Urgency
 from bots.thread.text import split_message
 from orchestrator.events import TextDelta, TurnStarted
+from orchestrator.log import MessageRecord
 from orchestrator.models import DebateSpec, Seat, Turn
 
 log = logging.getLogger(__name__)
@@ -56,8 +64,10 @@ class _LiveTurn:
     seat: Seat
     text: str = ""
     final: bool = False
+    attempt: str | None = None  # the attempt at the turn whose text this is
+    attempts: set[str] = field(default_factory=set)  # every attempt seen: an older one never comes back
     message_ids: list[str] = field(default_factory=list)
-    shown: list[str] = field(default_factory=list)
+    shown: list[str | None] = field(default_factory=list)  # None: posted before this renderer, text unknown
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # text arrived, or the turn ended
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     posted: asyncio.Event = field(default_factory=asyncio.Event)  # ended, and every message it needs exists
@@ -74,30 +84,56 @@ class LiveTurns:
         *,
         first_post_grace: float | None = None,
         placeholder_after: float | None = None,
+        on_final: Callable[[str, str], Awaitable[None]] | None = None,
+        recorded: Mapping[str, MessageRecord] | None = None,
     ) -> None:
-        """`on_posted(key, message_id)` records each message as soon as it exists. `first_post_grace`:
+        """`on_posted(key, message_id)` records each message as soon as it exists, `on_final(key,
+        message_id)` each once it shows the turn's final text. `first_post_grace`:
         None posts the placeholder when a turn begins. A number defers the turn's first post until its
         text has been arriving that many seconds (or the turn ended); a turn still without text
-        `placeholder_after` seconds after it began shows the placeholder."""
+        `placeholder_after` seconds after it began shows the placeholder. `recorded`: the messages that
+        exist already, by key (a resumed thread); read as turns begin, so it may be a live view."""
         self.out = out
         self.surface = out.surface
         self.spec = spec
         self.on_posted = on_posted
+        self.on_final = on_final
+        self.recorded: Mapping[str, MessageRecord] = recorded if recorded is not None else {}
         self.placeholder = placeholder
         self.first_post_grace = first_post_grace
         self.placeholder_after = placeholder_after
         self._turns: dict[TurnKey, _LiveTurn] = {}
+        self._done: set[TurnKey] = set()  # finished here, or final in the log: never shown again
         self._ending: set[asyncio.Task[None]] = set()  # ended turns whose last edits are still to come
 
+    def _existing(self, key: TurnKey) -> list[MessageRecord]:
+        """The turn's recorded messages, parts 0, 1, … in order, up to the first part missing."""
+        parts: list[MessageRecord] = []
+        while (record := self.recorded.get(turn_key(*key, len(parts)))) is not None:
+            parts.append(record)
+        return parts
+
+    def _is_done(self, key: TurnKey) -> bool:
+        if key not in self._done:
+            parts = self._existing(key)
+            if not parts or not all(p.final for p in parts):
+                return False
+            self._done.add(key)
+        return True
+
     def _new(self, event: TurnStarted) -> _LiveTurn:
-        return _LiveTurn(key=(event.round, event.seat, event.kind), header=self.surface.turn_header(event),
-                         seat=seat_of(self.spec, event))
+        key = (event.round, event.seat, event.kind)
+        ids = [p.message_id for p in self._existing(key)]
+        return _LiveTurn(key=key, header=self.surface.turn_header(event), seat=seat_of(self.spec, event),
+                         message_ids=ids, shown=[None] * len(ids))
 
     async def begin(self, event: TurnStarted) -> None:
+        key = (event.round, event.seat, event.kind)
+        if key in self._turns or self._is_done(key):
+            return  # a repeat, or shown in full already
         live = self._new(event)
-        key = live.key
         self._turns[key] = live
-        if self.first_post_grace is None:
+        if self.first_post_grace is None and not live.message_ids:
             await self._sync(live)  # the placeholder: users see the turn has started
         live.flusher = asyncio.create_task(self._stream(live), name=f"live-{key}")
 
@@ -105,7 +141,18 @@ class LiveTurns:
         live = self._turns.get((event.round, event.seat, event.kind))
         if live is None or live.final:
             return
-        live.text += event.delta
+        if event.attempt != live.attempt:
+            if event.attempt in live.attempts:
+                return  # a late delta of an attempt the turn has moved past
+            live.attempts.add(event.attempt)
+            live.attempt = event.attempt
+            live.text = ""  # the model call ran again: its text starts over, in the same messages
+        if event.offset + len(event.delta) <= len(live.text):
+            return  # delivered before
+        if event.offset <= len(live.text):
+            live.text = live.text[: event.offset] + event.delta
+        else:  # a delta went missing: show what came (the turn's final text is whole)
+            live.text += event.delta
         live.changed.set()
 
     async def finish(self, turn: Turn, display_text: str | None = None, *, wait_for_edits: bool = True) -> list[str]:
@@ -115,6 +162,9 @@ class LiveTurns:
         posted next comes after it in the thread); the edits still due go on in the background until
         `drain()`. A failed final post or edit raises here, or is logged when it happens later."""
         key = (turn.round, turn.seat, turn.kind)
+        if self._is_done(key):
+            return [p.message_id for p in self._existing(key)]
+        self._done.add(key)
         live = self._turns.pop(key, None)
         if live is None:
             live = self._new(started(turn))
@@ -185,6 +235,9 @@ class LiveTurns:
                 log.warning("live edit failed; will retry", exc_info=True)
             last = loop.time()
         await self._sync(live)
+        if self.on_final is not None:
+            for index, message_id in enumerate(live.message_ids):
+                await self.on_final(turn_key(*live.key, index), message_id)
 
     async def _first_text(self, live: _LiveTurn) -> bool:
         """Wait until the turn's first post should go: True then; False once the turn has ended."""
@@ -229,6 +282,10 @@ class LiveTurns:
         for index, (shown, chunk) in enumerate(zip(live.shown, self._render(live), strict=False)):
             if chunk != shown:
                 await self._edit(live, index)
+        if live.final:  # parts left over from a longer attempt, or from before a restart
+            for index in range(len(self._render(live)), len(live.message_ids)):
+                if live.shown[index] != self.placeholder:
+                    await self._edit(live, index)
 
     async def _post(self, live: _LiveTurn, index: int) -> None:
         sent = ""
@@ -239,10 +296,12 @@ class LiveTurns:
             sent = chunks[index] if index < len(chunks) else self.placeholder  # a final text shorter than the stream
             return self.surface.turn(live.seat, sent)
 
-        message_id = await self.out.post(render, Urgency.TEXT)
-        live.message_ids.append(message_id)
-        live.shown.append(sent)
-        await self.on_posted(turn_key(*live.key, index), message_id)
+        async def record(message_id: str) -> None:
+            live.message_ids.append(message_id)
+            live.shown.append(sent)
+            await self.on_posted(turn_key(*live.key, index), message_id)
+
+        await self.out.post(render, Urgency.TEXT, record=record)
 
     async def _edit(self, live: _LiveTurn, index: int) -> None:
         sent: str | None = None
@@ -250,9 +309,10 @@ class LiveTurns:
         def render() -> Any:
             nonlocal sent
             chunks = self._render(live)
-            if index >= len(chunks) or chunks[index] == live.shown[index]:
+            chunk = chunks[index] if index < len(chunks) else self.placeholder if live.final else None
+            if chunk is None or chunk == live.shown[index]:
                 return None
-            sent = chunks[index]
+            sent = chunk
             return self.surface.turn(live.seat, sent)
 
         await self.out.edit(live.message_ids[index], render, Urgency.TEXT)

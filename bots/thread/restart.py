@@ -55,4 +55,5 @@ async def _announce(core: Core, platform: str, reach: Reach, debate_id: str) -> 
     surface, pacer = reached
     final = Ended(core.interrupted_outcome(record), record.verdict, record.tally)
     await Paced(surface, pacer).edit(root_id, lambda: surface.root(spec, final), Urgency.REPLY, in_thread=False)
+    await core.store.set_message(debate_id, ROOT, platform, record.channel, root_id, final=True)
     log.info("%s: marked debate %s as interrupted on its root message", platform, debate_id)

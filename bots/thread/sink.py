@@ -12,6 +12,12 @@ background, drained at the end), round progress goes into the root's status (lea
 and the verdict is posted with its token counts: the debate ends right after its verdict, so the post
 waits up to `VERDICT_GRACE` for the final event, and renders when its slot comes (a debate that has not
 ended by then gets its counts edited in once it has).
+
+Idempotent: events may come more than once, and a front that restarted replays a debate's whole stream
+into a sink opened with `resume`, which loads the messages the thread has (key → id, final) from the
+log. A message that exists is edited, never posted again; one that is final is left alone; turns
+follow `LiveTurns`. Each message is recorded final once it shows its final text; the root last, once
+the debate's end shows on it.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import logging
 from typing import Any
 
 from bots.thread.coalesce import Latest, Paced
-from bots.thread.keys import ROOT, VERDICT
+from bots.thread.keys import ENDED, ROOT, VERDICT, notice_key, round_key
 from bots.thread.live import LiveTurns
 from bots.thread.pacing import Pacer, Urgency
 from bots.thread.surface import Ended, Running, Surface
@@ -36,7 +42,7 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
-from orchestrator.log import DebateLog
+from orchestrator.log import DebateLog, MessageRecord
 from orchestrator.models import DebateSpec, Outcome, Verdict
 
 log = logging.getLogger(__name__)
@@ -44,15 +50,18 @@ VERDICT_GRACE = 2.0  # seconds a verdict's post waits for the debate's end, to c
 
 
 class ThreadSink:
-    def __init__(self, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec, root_id: str) -> None:
-        """Prefer `open`, which records the root message first."""
+    def __init__(self, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec, root_id: str,
+                 recorded: dict[str, MessageRecord] | None = None) -> None:
+        """Prefer `open` (a new thread: it records the root message first) or `resume`."""
         self.surface = surface
         self.store = store
         self.spec = spec
         self.root_id = root_id
+        self.recorded: dict[str, MessageRecord] = dict(recorded or {})  # every message the thread has, by key
         self.out: Paced[Any] = Paced(surface, pacer)
         self.live = LiveTurns(self.out, spec, self._record, first_post_grace=pacer.limits.first_post_grace,
-                              placeholder_after=pacer.limits.placeholder_after)
+                              placeholder_after=pacer.limits.placeholder_after, on_final=self._record_final,
+                              recorded=self.recorded)
         self.status: Latest[Any] = Latest(self.out, root_id, in_thread=False)
         self.verdict: Verdict | None = None
         self.verdict_id: str | None = None
@@ -67,7 +76,24 @@ class ThreadSink:
                    root_id: str) -> ThreadSink:
         """Record the debate's root message under `root`, then start rendering its events."""
         await store.set_message(spec.id, ROOT, surface.platform, surface.root_channel, root_id)
-        return cls(surface, pacer, store, spec, root_id)
+        root = MessageRecord(key=ROOT, platform=surface.platform, channel=surface.root_channel, message_id=root_id)
+        return cls(surface, pacer, store, spec, root_id, {ROOT: root})
+
+    @classmethod
+    async def resume(cls, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec) -> ThreadSink:
+        """Go on rendering a thread another sink (another process, before a restart) began: its messages
+        come from the log. Feed it the debate's events from the start. LookupError: no root message."""
+        recorded = await store.messages(spec.id)
+        root = recorded.get(ROOT)
+        if root is None:
+            raise LookupError(f"debate {spec.id} has no root message recorded")
+        return cls(surface, pacer, store, spec, root.message_id, recorded)
+
+    @property
+    def root_final(self) -> bool:
+        """The root message shows how the debate ended (recorded so): the thread is complete."""
+        root = self.recorded.get(ROOT)
+        return root is not None and root.final
 
     async def handle(self, event: EventBase) -> None:
         if isinstance(event, FINAL_EVENTS):
@@ -106,24 +132,46 @@ class ThreadSink:
         elif isinstance(event, RoundStarted):
             await self._round(event)
         elif isinstance(event, Notice):
-            for message in self.surface.notice(event):
-                await self.out.post(lambda m=message: m, Urgency.REPLY)
+            for part, message in enumerate(self.surface.notice(event)):
+                await self._post_once(notice_key(event.level, event.text, part), message)
         elif isinstance(event, VerdictReached):
             await self._post_verdict(event.verdict)
         elif isinstance(event, FINAL_EVENTS):
             await self._finish(event.outcome)  # type: ignore[attr-defined]
 
-    async def _record(self, key: str, message_id: str) -> None:
-        await self.store.set_message(self.spec.id, key, self.surface.platform, self.surface.thread_channel, message_id)
+    async def _record(self, key: str, message_id: str, *, final: bool = False, in_thread: bool = True) -> None:
+        channel = self.surface.thread_channel if in_thread else self.surface.root_channel
+        self.recorded[key] = MessageRecord(key=key, platform=self.surface.platform, channel=channel,
+                                           message_id=message_id, final=final)
+        await self.store.set_message(self.spec.id, key, self.surface.platform, channel, message_id, final=final)
+
+    async def _record_final(self, key: str, message_id: str) -> None:
+        await self._record(key, message_id, final=True)
+
+    async def _post_once(self, key: str, message: Any) -> None:
+        """Post a message that never changes, unless the thread has it already."""
+        if key in self.recorded:
+            return
+        await self.out.post(lambda: message, Urgency.REPLY, record=lambda posted: self._record_final(key, posted))
+
+    def _status(self, state: Running | Ended, urgency: Urgency) -> None:
+        if not self.root_final:
+            self.status.set(lambda: self.surface.root(self.spec, state), urgency)
 
     async def _round(self, event: RoundStarted) -> None:
         marker = self.surface.round(event)
         if marker is not None:
-            await self.out.post(lambda: marker, Urgency.REPLY)
-        self.status.set(lambda: self.surface.root(self.spec, Running(event)), Urgency.STATUS)
+            await self._post_once(round_key(event.round), marker)
+        self._status(Running(event), Urgency.STATUS)
 
     async def _post_verdict(self, verdict: Verdict) -> None:
+        if self.verdict is not None:
+            return  # a repeat
         self.verdict = verdict
+        if (posted := self.recorded.get(VERDICT)) is not None:  # a resumed thread: edited at the end if due
+            self.verdict_id = posted.message_id
+            self._verdict_final = posted.final
+            return
         tally = await self.store.tally(self.spec.id)  # no votes yet: the buttons come with this post
         ended = asyncio.ensure_future(self._ended.wait())
         try:
@@ -136,15 +184,17 @@ class ThreadSink:
             self._verdict_final = outcome is not None
             return self.surface.verdict(self.spec, verdict, tally, outcome)
 
-        self.verdict_id = await self.out.post(render, Urgency.REPLY)
-        await self._record(VERDICT, self.verdict_id)
+        async def record(message_id: str) -> None:
+            self.verdict_id = message_id
+            await self._record(VERDICT, message_id, final=self._verdict_final)
+
+        await self.out.post(render, Urgency.REPLY, record=record)
 
     async def _finish(self, outcome: Outcome) -> None:
         if self.verdict is None and (ended := self.surface.ended(outcome)) is not None:
-            await self.out.post(lambda: ended, Urgency.REPLY)
+            await self._post_once(ENDED, ended)
         tally = await self.store.tally(self.spec.id)
-        final = Ended(outcome, self.verdict, tally)
-        self.status.set(lambda: self.surface.root(self.spec, final), Urgency.REPLY)
+        self._status(Ended(outcome, self.verdict, tally), Urgency.REPLY)
         # the turns' last edits and the root's final status draw on the same budgets: queue them together
         await asyncio.gather(self.live.drain(), self.status.flush())
         await self.live.aclose()
@@ -154,3 +204,7 @@ class ThreadSink:
             tally = await self.store.tally(self.spec.id)
             await self.out.edit(self.verdict_id, lambda: self.surface.verdict(self.spec, verdict, tally, outcome),
                                 Urgency.REPLY)
+            self._verdict_final = True
+            await self._record(VERDICT, self.verdict_id, final=True)
+        if not self.root_final and not self.status.failed:
+            await self._record(ROOT, self.root_id, final=True, in_thread=False)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+DELTA_INTERVAL = 0.05  # seconds between batches: about 20 events a second
+
 
 class DeltaBatcher:
-    def __init__(self, emit: Callable[[str], Awaitable[None]], *, interval: float = 0.05,
+    def __init__(self, emit: Callable[[str], Awaitable[None]], *, interval: float = DELTA_INTERVAL,
                  max_chars: int = 4000) -> None:
         self._emit = emit
         self._interval = interval

@@ -6,10 +6,12 @@ import asyncio
 import logging
 
 from orchestrator.config import Settings
+from orchestrator.debate.deltas import DELTA_INTERVAL
 from orchestrator.debate.formats import get_format
 from orchestrator.debate.formats.base import FormatResult
 from orchestrator.debate.judge import judge
 from orchestrator.debate.run import DebateRun
+from orchestrator.debate.steps import Direct, Steps
 from orchestrator.events import DebateCancelled, DebateFailed, DebateFinished, DebateStarted, EventBus, VerdictReached
 from orchestrator.models import DebateSpec, Outcome
 from orchestrator.providers.clients import ProviderRegistry
@@ -27,13 +29,20 @@ class Engine:
         self.settings = settings
         self.redact = Redactor(settings.secrets())  # the one redactor: DebateRun.emit applies it to every event
 
-    async def run(self, spec: DebateSpec, bus: EventBus) -> Outcome:
-        run = DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact)
+    async def run(
+        self, spec: DebateSpec, bus: EventBus, *, steps: Steps | None = None, delta_interval: float = DELTA_INTERVAL
+    ) -> Outcome:
+        """Run `spec` to its end, every event through `bus`. `steps`: how model calls and deliveries are
+        checkpointed (Direct, the default: not at all); `delta_interval`: how often streamed text is sent."""
+        run = DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact,
+                        steps=steps or Direct(), delta_interval=delta_interval)
         await run.emit(DebateStarted(debate_id=spec.id, spec=spec))
         try:
             result = await get_format(spec.format).run(run)
             return await self._conclude(run, result)
         except asyncio.CancelledError:
+            if not run.steps.task_cancel_is_stop:  # the process is stopping: the debate resumes elsewhere
+                raise
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()

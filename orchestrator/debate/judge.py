@@ -6,7 +6,6 @@ judge that favours whoever comes first shows up as a split verdict instead of a 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 
@@ -45,7 +44,7 @@ async def judge(
     if not seats:
         return None
     orders = [seats, list(reversed(seats))]
-    passes = await asyncio.gather(*(_one_pass(run, order, turns, context, descriptions or {}) for order in orders))
+    passes = await run.steps.gather(*(_one_pass(run, order, turns, context, descriptions or {}) for order in orders))
     usable = [v for v in passes if v is not None]
     if not usable:
         return None

@@ -19,6 +19,7 @@ from orchestrator.log.records import (
     DebateNotFoundError,
     DebateRecord,
     DebateSummary,
+    MessageRecord,
     NoticeRecord,
     ReadOnlyLogError,
     Scope,
@@ -34,8 +35,8 @@ from orchestrator.log.writes import INTERRUPTED_ERROR
 
 __all__ = [
     "INTERRUPTED_ERROR", "MIN_ID_PREFIX", "AmbiguousIdError", "DebateLog", "DebateNotFoundError", "DebateRecord",
-    "DebateSummary", "NoticeRecord", "ReadOnlyLogError", "Scope", "SearchHit", "Store", "StoreClosedError",
-    "StoreError", "StoreSink", "Tally", "TurnRecord", "open_log", "to_json", "to_markdown",
+    "DebateSummary", "MessageRecord", "NoticeRecord", "ReadOnlyLogError", "Scope", "SearchHit", "Store",
+    "StoreClosedError", "StoreError", "StoreSink", "Tally", "TurnRecord", "open_log", "to_json", "to_markdown",
 ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Protocol, Self
 
-from orchestrator.log.records import DebateRecord, DebateSummary, Scope, SearchHit, Tally
+from orchestrator.log.records import DebateRecord, DebateSummary, MessageRecord, Scope, SearchHit, Tally
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.quotas import Quota
 
@@ -48,7 +48,7 @@ class DebateLog(Protocol):
     async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally: ...
 
     async def set_message(
-        self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str
+        self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str, *, final: bool = False
     ) -> None: ...
 
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool: ...
@@ -66,6 +66,10 @@ class DebateLog(Protocol):
     ) -> str | None: ...
 
     async def get_message(self, debate_id: str, key: str) -> str | None: ...
+
+    async def messages(self, debate_id: str) -> dict[str, MessageRecord]: ...
+
+    async def threads_to_resume(self, platform: str, root_key: str) -> list[str]: ...
 
     async def tally(self, debate_id: str) -> Tally: ...
 

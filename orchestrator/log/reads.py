@@ -15,6 +15,7 @@ from orchestrator.log.records import (
     DebateNotFoundError,
     DebateRecord,
     DebateSummary,
+    MessageRecord,
     NoticeRecord,
     Scope,
     Tally,
@@ -237,3 +238,25 @@ def find_by_message(db: Database, platform: str, channel: str, message_id: str, 
         args | {"platform": platform, "channel": channel, "message_id": message_id},
     ).fetchone()
     return row[0] if row else None
+
+
+def messages(db: Database, debate_id: str) -> dict[str, MessageRecord]:
+    """Every message recorded for a debate, by key."""
+    rows = dict_rows(db, "select key, platform, channel, message_id, final from messages where debate_id = ?",
+                     [debate_id])
+    return {r["key"]: MessageRecord(key=r["key"], platform=r["platform"], channel=r["channel"],
+                                    message_id=r["message_id"], final=bool(r["final"])) for r in rows}
+
+
+def threads_to_resume(db: Database, platform: str, root_key: str) -> list[str]:
+    """Debates of `platform` whose thread may still change, oldest first: those running, and those that
+    ended while their root message (`root_key`) did not show it yet."""
+    rows = db.execute(
+        """select id, created_at from debates where status = 'running' and platform = :platform
+           union
+           select d.id, d.created_at from messages m join debates d on d.id = m.debate_id
+           where m.key = :root_key and m.final = 0 and d.platform = :platform
+           order by created_at""",
+        {"platform": platform, "root_key": root_key},
+    ).fetchall()
+    return [r[0] for r in rows]

@@ -113,6 +113,16 @@ class TokenTotals(_Record):
     cost_usd: float | None = None  # None when any turn used a model with an unknown price
 
 
+class MessageRecord(_Record):
+    """One platform message a debate created, under its key (`root`, `turn:…`, `verdict`, …)."""
+
+    key: str
+    platform: str | None = None
+    channel: str | None = None
+    message_id: str
+    final: bool = False  # it shows its final text: a renderer that resumes the debate leaves it alone
+
+
 class DebateRow(_Record):
     """The columns of one `debates` row that every view of a debate carries."""
 

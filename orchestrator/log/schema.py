@@ -179,6 +179,15 @@ def m006_admission(db: Database) -> None:
     _table(db, "debates").create_index(["platform", "requested_by", "created_at"])
 
 
+@migrations()
+def m007_message_final(db: Database) -> None:
+    """Whether each recorded message shows its final text, so a renderer resuming a debate after a
+    restart edits only what is unfinished. Messages of debates that had already ended count as final."""
+    _table(db, "messages").add_column("final", int, not_null_default=0)
+    db.execute("update messages set final = 1 where debate_id in (select id from debates where status != 'running')")
+    db.execute("create index messages_not_final on messages (key, debate_id) where final = 0")
+
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

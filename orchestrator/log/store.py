@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from orchestrator.log import reads, writes
 from orchestrator.log import search as fts
-from orchestrator.log.records import DebateRecord, DebateSummary, Scope, SearchHit, Tally
+from orchestrator.log.records import DebateRecord, DebateSummary, MessageRecord, Scope, SearchHit, Tally
 from orchestrator.log.writer_thread import DatabaseThread
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote, now
 from orchestrator.quotas import Quota
@@ -98,9 +98,11 @@ class Store:
         """
         return await self._write(writes.record_vote(vote, scope))
 
-    async def set_message(self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str) -> None:
-        """Remember which platform message `key` (e.g. "root", "turn:2:B") became."""
-        await self._write(writes.set_message(debate_id, key, platform, channel, message_id))
+    async def set_message(self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str,
+                          *, final: bool = False) -> None:
+        """Remember which platform message `key` (e.g. "root", "turn:2:B") became; `final` once it shows
+        its final text (that sticks until the key names another message)."""
+        await self._write(writes.set_message(debate_id, key, platform, channel, message_id, final))
 
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool:
         """True the first time `key` (a platform's request id) is claimed; False for any repeat.
@@ -143,6 +145,14 @@ class Store:
             return row[0] if row else None
 
         return await self._read(fn)
+
+    async def messages(self, debate_id: str) -> dict[str, MessageRecord]:
+        """Every message recorded for the debate, by key, with whether it is final."""
+        return await self._read(lambda db: reads.messages(db, debate_id))
+
+    async def threads_to_resume(self, platform: str, root_key: str) -> list[str]:
+        """Debates of `platform` still running, or ended before their root message (`root_key`) was final."""
+        return await self._read(lambda db: reads.threads_to_resume(db, platform, root_key))
 
     async def tally(self, debate_id: str) -> Tally:
         return await self._read(lambda db: reads.tally(db, debate_id))

@@ -1,6 +1,8 @@
 """What the store writes: each function builds its rows up front and returns the `fn(db)` that the
 database thread runs inside one IMMEDIATE transaction. Text arrives redacted (the engine redacts
-every event where it is emitted); the log stores it as given."""
+every event where it is emitted); the log stores it as given. A debate's writes may come twice (a
+durable debate's step runs again after a restart), so each is idempotent: a debate, a turn (by round,
+seat and kind), a notice (by level and text), a verdict and an ending each have one row."""
 
 from __future__ import annotations
 
@@ -135,6 +137,13 @@ def add_turn(turn: Turn) -> Callable[[Database], int]:
 
     def fn(db: Database) -> int:
         require_debate(db, turn.debate_id)
+        # one row per (debate, round, seat, kind): a write repeated after a restart, or a turn run
+        # again, updates that row (its id, and so its FTS entry, stays)
+        found = db.execute("select id from turns where debate_id = ? and round = ? and seat = ? and kind = ?"
+                           " order by id limit 1", [turn.debate_id, turn.round, turn.seat, turn.kind]).fetchone()
+        if found is not None:
+            table(db, "turns").update(found[0], row)
+            return int(found[0])
         turns = table(db, "turns").insert(row)
         assert turns.last_rowid is not None
         return turns.last_rowid
@@ -147,7 +156,10 @@ def add_notice(debate_id: str, level: str, text: str, at: float) -> Callable[[Da
 
     def fn(db: Database) -> None:
         require_debate(db, debate_id)
-        table(db, "notices").insert(row)
+        # the same words at the same level are the same notice (a repeated write, after a restart)
+        if not db.execute("select 1 from notices where debate_id = ? and level is ? and text = ?",
+                          [debate_id, level, text]).fetchone():
+            table(db, "notices").insert(row)
 
     return fn
 
@@ -175,6 +187,10 @@ def set_verdict(debate_id: str, verdict: Verdict, at: float) -> Callable[[Databa
 def finish_debate(debate_id: str, outcome: Outcome, at: float) -> Callable[[Database], None]:
     def fn(db: Database) -> None:
         require_debate(db, debate_id)
+        # a stop is final: a step of the stopped debate that was already running cannot undo it
+        (status,) = db.execute("select status from debates where id = ?", [debate_id]).fetchone()
+        if status == "cancelled":
+            return
         totals = token_totals(db, debate_id)
         updates: dict[str, Any] = {
             "status": outcome.status,
@@ -209,12 +225,21 @@ def record_vote(vote: Vote, scope: Scope | None) -> Callable[[Database], Tally]:
 
 
 def set_message(
-    debate_id: str, key: str, platform: str, channel: str | None, message_id: str
+    debate_id: str, key: str, platform: str, channel: str | None, message_id: str, final: bool = False
 ) -> Callable[[Database], None]:
-    row = {"debate_id": debate_id, "key": key, "platform": platform, "channel": channel, "message_id": message_id}
+    row = {"debate_id": debate_id, "key": key, "platform": platform, "channel": channel, "message_id": message_id,
+           "final": int(final)}
 
     def fn(db: Database) -> None:
-        table(db, "messages").upsert(row, pk=("debate_id", "key"))
+        # `final` only goes up for the same message (a repeated or late write never reopens it)
+        db.execute(
+            "insert into messages (debate_id, key, platform, channel, message_id, final)"
+            " values (:debate_id, :key, :platform, :channel, :message_id, :final)"
+            " on conflict (debate_id, key) do update set platform = excluded.platform, channel = excluded.channel,"
+            " final = case when message_id = excluded.message_id then max(final, excluded.final)"
+            " else excluded.final end, message_id = excluded.message_id",
+            row,
+        )
 
     return fn
 

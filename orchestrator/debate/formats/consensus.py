@@ -17,7 +17,6 @@ responses carry the summary and the verdict. Both failing in the seed round abor
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -205,7 +204,7 @@ async def _exchange(run: DebateRun, seats: list[Seat], question: str) -> Exchang
     active = list(seats)
     for round_no in range(1, MAX_ROUNDS + 1):
         await run.round_started(round_no, MAX_ROUNDS, "Independent answers" if round_no == 1 else "Exchange")
-        turns = await asyncio.gather(
+        turns = await run.steps.gather(
             *(
                 run.turn(
                     seat,

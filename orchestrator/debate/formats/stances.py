@@ -17,7 +17,6 @@ retried once and never counts as convergence.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from orchestrator.debate.formats.base import FormatResult
@@ -65,7 +64,8 @@ class StancesFormat:
             stats=run.stats,
             warnings=run.warnings,
             redact=run.redact,
-        )  # same counters, no events: the raw JSON never reaches users
+            steps=run.steps,
+        )  # same counters and checkpoints, no events: the raw JSON never reaches users
         completed = await self._rounds(run, seats)
         return FormatResult(
             completed,
@@ -123,7 +123,7 @@ class StancesFormat:
     async def _gather(self, run: DebateRun, seats: list[Seat], round_no: int) -> list[EnvelopeTurn]:
         prompts = [self._prompt(run, seat, seats, round_no) for seat in seats]
         return list(
-            await asyncio.gather(
+            await run.steps.gather(
                 *(self._envelope_turn(run, seat, round_no, prompt) for seat, prompt in zip(seats, prompts, strict=True))
             )
         )

@@ -1,0 +1,186 @@
+"""A front's live debates: each one's events read from the workers' stream into its thread.
+
+`FrontTailer` owns one task per live debate: it reads the debate's feed (for durable debates,
+`orchestrator.durable.FrontFeed`) and hands every event to that debate's `ThreadSink`. A debate a front
+started is followed with the sink it opened (`follow`). At front start, `resume` finds the debates of
+its platform whose thread may still change (running, or ended before their root message showed it)
+and follows each from the start of its stream in a sink opened with `ThreadSink.resume`: the sink
+edits what exists and skips what is final, so replaying the whole stream posts nothing twice.
+
+A feed that ends without a final event means the debate ended without saying how (its workflow was
+stopped or failed outside the engine): the thread then shows what the log says, and a debate the log
+still calls running is failed there first. `stop` is how the front stops a debate: the workflow is
+cancelled, the log gets the cancelled outcome, the thread shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from bots.thread.keys import ROOT
+from bots.thread.restart import Reach
+from bots.thread.sink import ThreadSink
+from orchestrator.events import FINAL_EVENTS, DebateCancelled, DebateFailed, DebateFinished, EventBase
+from orchestrator.log import DebateLog
+from orchestrator.models import DebateStatus, Outcome
+
+log = logging.getLogger(__name__)
+
+NO_RESULT = "the debate stopped without a result"
+RETRY_SECONDS = (0.5, 30.0)  # a feed that broke (database unreachable) is read again after this, doubling
+
+
+class Feed(Protocol):
+    """Where a debate's events come from, each once, ending with its final event or earlier. Raises
+    LookupError for a debate it does not know."""
+
+    def events(self, debate_id: str, offset: int = 0) -> AsyncIterator[EventBase]: ...
+
+    async def cancel(self, debate_id: str) -> None: ...
+
+
+class FrontTailer:
+    """`reach(record)` returns a surface able to write the debate's thread (and its root), and the pacer
+    it shares, or None when the front can no longer reach it."""
+
+    def __init__(self, feed: Feed, store: DebateLog, platform: str, reach: Reach) -> None:
+        self.feed = feed
+        self.store = store
+        self.platform = platform
+        self.reach = reach
+        self._following: dict[str, tuple[ThreadSink, asyncio.Task[None]]] = {}
+        self._stopping: set[str] = set()
+
+    def follow(self, debate_id: str, sink: ThreadSink) -> asyncio.Task[None]:
+        """Render `debate_id`'s events into `sink` until its thread is finished; the task never raises."""
+        task = asyncio.create_task(self._follow(debate_id, sink), name=f"tail-{debate_id}")
+        self._following[debate_id] = (sink, task)
+        task.add_done_callback(lambda _t: self._forget(debate_id, task))
+        return task
+
+    def sink(self, debate_id: str) -> ThreadSink | None:
+        entry = self._following.get(debate_id)
+        return None if entry is None else entry[0]
+
+    @property
+    def following(self) -> list[str]:
+        return list(self._following)
+
+    async def resume(self) -> list[str]:
+        """Follow every debate of this platform whose thread may still change; returns their ids."""
+        resumed = []
+        for debate_id in await self.store.threads_to_resume(self.platform, ROOT):
+            if debate_id in self._following:
+                continue
+            try:
+                sink = await self._resumed_sink(debate_id)
+            except Exception:
+                log.warning("%s: could not resume the thread of debate %s", self.platform, debate_id, exc_info=True)
+                continue
+            if sink is not None:
+                self.follow(debate_id, sink)
+                resumed.append(debate_id)
+        return resumed
+
+    async def stop(self, debate_id: str) -> Outcome | None:
+        """Cancel the debate's workflow, log it cancelled and show that in its thread; the outcome, or
+        None when the debate had ended already (it keeps its own end)."""
+        self._stopping.add(debate_id)
+        await self.feed.cancel(debate_id)
+        outcome = await self._end(debate_id, "cancelled", None)
+        sink = self.sink(debate_id)
+        if outcome is not None and sink is not None:
+            await sink.handle(DebateCancelled(debate_id=debate_id, outcome=outcome))
+        return outcome
+
+    async def idle(self) -> None:
+        """Until every followed debate's thread is finished."""
+        while self._following:
+            await asyncio.wait([task for _sink, task in list(self._following.values())])
+
+    async def aclose(self) -> None:
+        """Stop following (a restarted front resumes the threads); what is being written lands."""
+        following = list(self._following.values())
+        for _sink, task in following:
+            task.cancel()
+        await asyncio.gather(*(task for _sink, task in following), return_exceptions=True)
+        for sink, _task in following:
+            await sink.aclose()
+
+    def _forget(self, debate_id: str, task: asyncio.Task[None]) -> None:
+        if (entry := self._following.get(debate_id)) is not None and entry[1] is task:
+            del self._following[debate_id]
+        self._stopping.discard(debate_id)
+
+    async def _resumed_sink(self, debate_id: str) -> ThreadSink | None:
+        record = await self.store.get_debate(debate_id, turns=False)
+        if record is None or record.spec is None:
+            return None
+        reached = await self.reach(record)
+        if reached is None:
+            log.info("%s: debate %s can no longer be reached; its thread stays as it is", self.platform, debate_id)
+            return None
+        surface, pacer = reached
+        return await ThreadSink.resume(surface, pacer, self.store, record.spec)
+
+    async def _follow(self, debate_id: str, sink: ThreadSink) -> None:
+        try:
+            if not await self._read(debate_id, sink) and debate_id not in self._stopping:
+                outcome = await self._end(debate_id, "failed", NO_RESULT)
+                record = await self.store.get_debate(debate_id, turns=False)
+                if outcome is None and record is not None:  # it ended in the log: show that
+                    outcome = Outcome(status=record.status, rounds_completed=record.rounds_completed,
+                                      rounds_planned=record.rounds_planned, input_tokens=record.input_tokens,
+                                      output_tokens=record.output_tokens, cost_usd=record.cost_usd,
+                                      warnings=record.warnings, error=record.error)
+                if outcome is not None:
+                    await sink.handle(_final(debate_id, outcome))
+            await sink.wait_closed()
+        except Exception:
+            log.exception("%s: following debate %s failed", self.platform, debate_id)
+            await sink.aclose()
+
+    async def _read(self, debate_id: str, sink: ThreadSink) -> bool:
+        """Feed the sink until the debate's final event (True) or the end of its events (False). A feed
+        that breaks is read again from the start (the sink takes repeats), until it works."""
+        delay = RETRY_SECONDS[0]
+        while True:
+            try:
+                async for event in self.feed.events(debate_id):
+                    await sink.handle(event)
+                    if isinstance(event, FINAL_EVENTS):
+                        return True
+                return False
+            except LookupError:
+                log.warning("%s: debate %s has no workflow to follow", self.platform, debate_id)
+                return False
+            except Exception:
+                log.warning("%s: reading the events of debate %s failed; again in %.1f s", self.platform,
+                            debate_id, delay, exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_SECONDS[1])
+
+    async def _end(self, debate_id: str, status: DebateStatus, error: str | None) -> Outcome | None:
+        """Log the end of a debate the log still calls running, with what its turns used; None when it
+        is not running (ended already, or unknown)."""
+        record = await self.store.get_debate(debate_id, turns=False)
+        if record is None or record.status != "running":
+            return None
+        await self.store.finish_debate(debate_id, Outcome(
+            status=status, rounds_completed=record.rounds_completed, rounds_planned=record.rounds_planned, error=error))
+        ended = await self.store.get_debate(debate_id, turns=False)  # the tokens, summed over its turns
+        assert ended is not None
+        return Outcome(status=ended.status, rounds_completed=ended.rounds_completed,
+                       rounds_planned=ended.rounds_planned, input_tokens=ended.input_tokens,
+                       output_tokens=ended.output_tokens, cost_usd=ended.cost_usd, error=error)
+
+
+def _final(debate_id: str, outcome: Outcome) -> EventBase:
+    if outcome.status == "completed":
+        return DebateFinished(debate_id=debate_id, outcome=outcome)
+    if outcome.status == "cancelled":
+        return DebateCancelled(debate_id=debate_id, outcome=outcome)
+    return DebateFailed(debate_id=debate_id, outcome=outcome)

@@ -1,0 +1,43 @@
+"""How a debate checkpoints its work: the `Steps` a DebateRun calls through, and `Direct`, the default.
+
+A step is a piece of a debate whose effect must not repeat after a restart: a model call, or the
+delivery of one event. `call` runs one, `gather` runs several concurrently. `Direct` just runs them
+(CLI, tests, benches: nothing survives the process). The durable checkpointer lives in
+orchestrator/durable/steps.py: it records each step's result and replays it on resume, so the
+debate code around the steps must be deterministic given their results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Steps(Protocol):
+    # True: an asyncio cancellation of the debate's task is a user's stop (record it as cancelled).
+    # False: the checkpointer has its own stop, and a task cancellation means the process is going
+    # away: let it propagate, record nothing, and the debate resumes elsewhere.
+    task_cancel_is_stop: bool
+
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, preemptible: bool = False) -> T:
+        """Run `fn(*args)` once. `preemptible`: a stop may interrupt it mid-way (model calls)."""
+        ...
+
+    async def gather(self, *coros: Awaitable[T]) -> list[T]:
+        """Run `coros` concurrently; results in order. Each may make its own `call`s."""
+        ...
+
+
+class Direct:
+    """No checkpoints: every step runs when called (in-process debates)."""
+
+    task_cancel_is_stop = True
+
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, preemptible: bool = False) -> T:
+        return await fn(*args)
+
+    async def gather(self, *coros: Awaitable[T]) -> list[T]:
+        return list(await asyncio.gather(*coros))

@@ -1,0 +1,133 @@
+"""What a front does with durable debates, without running any: `FrontFeed`, over a `DBOSClient`.
+
+A front never launches DBOS (it executes and recovers no workflow): it enqueues a debate for the workers,
+stops one, and reads a debate's events from the workflow's stream, from any offset, so a front that
+restarted picks each live debate up again from offset 0. The stream is written at least once (a step
+that runs again writes again), so the feed drops what it has delivered before: an event whose key it
+has seen, a text delta whose (turn, attempt, offset) it has seen. What is left may still hold a turn
+restarted by a new attempt: the renderer starts that turn's text over (`bots.thread.live`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos import error as dbos_error
+from pydantic import TypeAdapter, ValidationError
+
+from orchestrator.config import Settings
+from orchestrator.durable.config import APP_NAME, POLL_S, prepare_system_db, system_db_url, workflow_version
+from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
+from orchestrator.events import FINAL_EVENTS, Event, EventBase, TextDelta
+from orchestrator.models import DebateSpec
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = POLL_S  # how often a stream with nothing new is read again (SQLite has no notifications)
+_EVENT: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+class DebateNotQueued(LookupError):
+    """The debate has no workflow: it was never enqueued (or its workflow was deleted)."""
+
+
+class Seen:
+    """What a reader has delivered already, for a stream written at least once."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+        self._deltas: set[tuple[str, str, int]] = set()
+
+    def first(self, event: EventBase) -> bool:
+        """True the first time this event comes; False for a repeat."""
+        if isinstance(event, TextDelta):
+            delta = (event.key, event.attempt, event.offset)
+            if delta in self._deltas:
+                return False
+            self._deltas.add(delta)
+            return True
+        if event.key in self._keys:
+            return False
+        self._keys.add(event.key)
+        return True
+
+
+class FrontFeed:
+    """Enqueue, stop and follow debates through the DBOS system database. Open with `connect`."""
+
+    def __init__(self, client: DBOSClient, *, application_version: str | None = None,
+                 poll_seconds: float = POLL_SECONDS) -> None:
+        self.client = client
+        self.application_version = application_version
+        self.poll_seconds = poll_seconds
+
+    @classmethod
+    async def open(cls, settings: Settings) -> FrontFeed:
+        """The feed of this program's workflow database (`system_db_url`), with its name and pinned
+        version. A front may start before any worker: the database is created and migrated if need be."""
+        url = system_db_url(settings)
+        await asyncio.to_thread(prepare_system_db, url)
+        await asyncio.to_thread(DBOS.migrate, url)
+        return await cls.connect(url, application_name=APP_NAME, application_version=workflow_version())
+
+    @classmethod
+    async def connect(cls, system_database_url: str, *, application_name: str,
+                      application_version: str | None = None, poll_seconds: float = POLL_SECONDS) -> FrontFeed:
+        """A client of the system database at `system_database_url`, which a DBOS launch (or
+        `DBOS.migrate`) must have created. `application_version` must be the workers' pinned one: a
+        workflow enqueued with another version waits for a worker of that version."""
+        client = await asyncio.to_thread(DBOSClient, system_database_url=system_database_url,
+                                         application_name=application_name)
+        return cls(client, application_version=application_version, poll_seconds=poll_seconds)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.client.destroy)
+
+    async def enqueue(self, spec: DebateSpec, request_key: str | None = None) -> str:
+        """Queue the debate for a worker; returns the id of the debate now running for this request.
+
+        With a `request_key` (a platform's request id), a repeat of the request while its debate is
+        queued or running starts nothing and returns that debate's id (not `spec.id`). The workflow id
+        comes from the debate's id, so enqueueing the same debate twice also runs it once."""
+        options: EnqueueOptions = {"workflow_name": WORKFLOW_NAME, "queue_name": QUEUE,
+                                   "workflow_id": workflow_id(spec.id)}
+        if self.application_version is not None:
+            options["app_version"] = self.application_version
+        if request_key is not None:
+            options["deduplication_id"] = request_key
+            options["duplication_policy"] = "return-existing"
+        handle = await self.client.enqueue_async(options, spec.model_dump_json())
+        return handle.get_workflow_id().removeprefix(workflow_id(""))
+
+    async def cancel(self, debate_id: str) -> None:
+        """Stop the debate's workflow: it ends at its next step boundary (a model call in flight is
+        cancelled within about a second). Writing the outcome and telling the thread is the caller's."""
+        await self.client.cancel_workflow_async(workflow_id(debate_id))
+
+    async def events(self, debate_id: str, offset: int = 0) -> AsyncIterator[EventBase]:
+        """The debate's events from stream position `offset`, each delivered once, until its final
+        event, or until the stream closes or the workflow ends (then the caller decides what the thread
+        shows). Raises DebateNotQueued when the debate has no workflow."""
+        seen = Seen()
+        stream = self.client.read_stream_async(workflow_id(debate_id), STREAM, offset=offset,
+                                               polling_interval_sec=self.poll_seconds)
+        try:
+            async for value in stream:
+                try:
+                    event = _EVENT.validate_python(value)
+                except ValidationError:  # written by another version of the program: skip it, keep reading
+                    log.warning("debate %s: unreadable stream entry skipped", debate_id, exc_info=True)
+                    continue
+                if not seen.first(event):
+                    continue
+                yield event
+                if isinstance(event, FINAL_EVENTS):
+                    return
+        except dbos_error.DBOSNonExistentWorkflowError:
+            raise DebateNotQueued(debate_id) from None
+        finally:
+            await stream.aclose()

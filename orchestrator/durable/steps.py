@@ -1,0 +1,112 @@
+"""`Durable`: the checkpointer a debate workflow runs with (the `Steps` of orchestrator/debate/steps.py).
+
+Each `call` is a DBOS step: its result is recorded, and a resumed workflow gets the recorded result
+back instead of running it again. DBOS matches a step to its record by the step id it draws when
+the step is called, in call order. Concurrent calls (a parallel round) would draw ids in whatever
+order the tasks get scheduled, and a replay could hand one seat's recorded answer to another (same
+step name, no error). So `gather` reserves LANE_SLOTS ids per coroutine up front, in order, in the
+calling task, and each coroutine's calls run at its own lane's ids.
+
+A graceful stop drains: from `drain()` on, a step that has not started waits (its workflow stays
+pending, to be recovered at the next launch); `idle()` waits for the steps already running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+from dbos import DBOS, StepOptions, StepReservation
+
+T = TypeVar("T")
+
+LANE_SLOTS = 8  # steps one coroutine of a gather may take: a stances turn with its retry takes 6
+
+
+class _Lane:
+    """The step ids reserved for one coroutine of a `gather`, used in order."""
+
+    def __init__(self, reservations: Iterable[StepReservation]) -> None:
+        self._left = deque(reservations)
+
+    def next(self) -> StepReservation:
+        if not self._left:
+            raise RuntimeError(
+                f"a parallel branch of a debate took more than {LANE_SLOTS} steps: raise LANE_SLOTS "
+                "(and the workflow version: recorded debates were checkpointed with the old layout)"
+            )
+        return self._left.popleft()
+
+
+_lane: ContextVar[_Lane | None] = ContextVar("debate_step_lane", default=None)
+
+
+class Durable:
+    task_cancel_is_stop = False  # a stop is a DBOS cancel; a task cancellation is the process going away
+
+    def __init__(self) -> None:
+        self._draining = False
+        self._running: set[asyncio.Task[Any]] = set()  # tasks inside a step now
+        self._parked: set[asyncio.Task[Any]] = set()  # tasks held back by a drain
+        self._idle: asyncio.Event | None = None
+
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, preemptible: bool = False) -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        if self._draining:
+            self._parked.add(task)
+            await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
+        options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": preemptible}
+        lane = _lane.get()
+        self._running.add(task)
+        try:
+            if lane is not None:
+                return await lane.next().run_async(options, fn, *args)
+            return await DBOS.run_step_async(options, fn, *args)
+        finally:
+            self._running.discard(task)
+            if not self._running and self._idle is not None:
+                self._idle.set()
+
+    async def gather(self, *coros: Awaitable[T]) -> list[T]:
+        if _lane.get() is not None:
+            raise RuntimeError("a parallel branch of a debate cannot fan out again")
+        lanes = [_Lane([DBOS.reserve_step() for _ in range(LANE_SLOTS)]) for _ in coros]
+        return list(await asyncio.gather(*(_in_lane(lane, coro) for lane, coro in zip(lanes, coros, strict=True))))
+
+    # -- graceful stop ----------------------------------------------------------------------------
+
+    def drain(self) -> None:
+        """From now on no step starts; the ones running finish (see `idle`)."""
+        self._draining = True
+        self._idle = asyncio.Event()
+        if not self._running:
+            self._idle.set()
+
+    async def idle(self, grace_s: float) -> bool:
+        """Wait up to `grace_s` for the steps running at `drain` to finish; True when they all did."""
+        assert self._idle is not None, "drain() first"
+        try:
+            async with asyncio.timeout(grace_s):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def abandon(self) -> None:
+        """Cancel every task still in a step or held back (call before DBOS shuts down): nothing is
+        recorded for them, so their workflows stay pending and resume at the next launch."""
+        tasks = [t for t in self._running | self._parked if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._running.clear()
+        self._parked.clear()
+
+
+async def _in_lane(lane: _Lane, coro: Awaitable[T]) -> T:
+    _lane.set(lane)  # this task's own context: the lane is not seen by its siblings
+    return await coro

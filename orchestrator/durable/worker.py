@@ -1,0 +1,81 @@
+"""WorkerHost: the part of a process that runs debate workflows (`debate worker`, and `debate serve`).
+
+`start` installs the process's Runtime (engine, log, durable steps), launches DBOS inside the running
+event loop (so workflows run on it) with this process's executor id, and listens to the debates
+queue. Launching also recovers the workflows this executor id left unfinished (a crash, a kill -9):
+they are queued again and resume from their last recorded step.
+
+`stop` is the graceful stop (SIGTERM): no new step starts, the steps in flight get up to a grace
+period to finish, then what is left is abandoned unrecorded and DBOS shuts down. Nothing is marked
+failed or cancelled: every unfinished debate stays pending and resumes at the next launch of this
+executor id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from dbos import DBOS
+
+from orchestrator.config import Settings
+from orchestrator.debate.engine import Engine
+from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
+from orchestrator.durable.steps import Durable
+from orchestrator.durable.workflow import QUEUE, Runtime, install_runtime, register_queue
+from orchestrator.log import DebateLog
+from orchestrator.providers import ProviderRegistry
+
+log = logging.getLogger(__name__)
+
+GRACE_S = 20.0
+
+
+class WorkerHost:
+    """`await host.start()` … `await host.stop()`; one per process (DBOS is a process-wide singleton)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: DebateLog,
+        registry: ProviderRegistry,
+        *,
+        executor_id: str,
+        concurrency: int | None = None,
+        db_url: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.registry = registry
+        self.executor_id = executor_id
+        self.concurrency = concurrency or settings.debate_max_concurrent
+        self.db_url = db_url or system_db_url(settings)
+        self.steps = Durable()
+        self._started = False
+
+    async def start(self) -> None:
+        prepare_system_db(self.db_url)
+        install_runtime(Runtime(engine=Engine(self.registry, self.settings), log=self.store, steps=self.steps))
+        DBOS(config=dbos_config(self.db_url, self.executor_id))
+        DBOS.listen_queues([QUEUE])
+        DBOS.launch()  # in the running loop: dequeued and recovered workflows run on it
+        self._started = True
+        await register_queue(self.concurrency)
+
+    async def stop(self, grace_s: float = GRACE_S) -> None:
+        """Let the steps in flight finish (up to `grace_s`), then shut DBOS down, recording nothing more."""
+        if not self._started:
+            return
+        self._started = False
+        self.steps.drain()
+        if not await self.steps.idle(grace_s):
+            log.warning("stopping with model calls in flight: they run again when their debates resume")
+        await self.steps.abandon()
+        # DBOS made its thread pool this loop's default executor and shuts it: give the loop its own
+        # first, and shut DBOS down from it (off the loop: DBOS joins threads that may call into it)
+        pool = ThreadPoolExecutor(thread_name_prefix="asyncio")
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(pool)
+        await loop.run_in_executor(pool, DBOS.destroy)
+        install_runtime(None)

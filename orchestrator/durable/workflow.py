@@ -1,0 +1,99 @@
+"""A debate as a DBOS workflow, the queue it is started through, and the stream its events travel on.
+
+`debate_workflow` rebuilds the spec and runs the engine with `Durable` steps (orchestrator/durable/
+steps.py): every model call and every delivered event is a recorded step, so a debate resumed after
+a crash re-runs only the call that was in flight. Its bus writes each event to the log (idempotent
+writes: a step may run twice) and then to the workflow's DBOS stream STREAM, one entry per event,
+`event.model_dump(mode="json")`; a reader rebuilds them with the `Event` union and drops what it has
+seen by `event.key` (text deltas by turn key, attempt and offset).
+
+What a workflow needs of its process (settings, providers, the log) cannot travel in its input: it
+is the process's `Runtime`, installed by the WorkerHost (worker.py) before DBOS launches.
+
+`enqueue` starts a debate: the workflow id comes from the debate id, so the same debate never runs
+twice; the request key (Slack trigger id, Discord interaction id) deduplicates a retried request that
+built a new spec, across processes, for as long as the first one runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
+
+from orchestrator.debate.engine import Engine
+from orchestrator.durable.config import POLL_S
+from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
+from orchestrator.durable.steps import Durable
+from orchestrator.events import EventBase, EventBus, LogWriteFailed
+from orchestrator.log import DebateLog, StoreSink
+from orchestrator.models import DebateSpec, Outcome
+
+__all__ = ["QUEUE", "STREAM", "WORKFLOW_NAME", "Runtime", "cancel", "debate_workflow", "enqueue", "install_runtime",
+           "register_queue", "workflow_id"]
+
+STREAM_DELTA_INTERVAL = 0.25  # streamed text is batched this long per stream write (a write costs 2–9 ms)
+
+
+@dataclass
+class Runtime:
+    """What the debate workflows of this process run with."""
+
+    engine: Engine
+    log: DebateLog
+    steps: Durable
+
+
+_runtime: Runtime | None = None
+
+
+def install_runtime(runtime: Runtime | None) -> None:
+    global _runtime
+    _runtime = runtime
+
+
+def current_runtime() -> Runtime:
+    if _runtime is None:
+        raise RuntimeError("no debate runtime in this process: start a WorkerHost before DBOS runs debate workflows")
+    return _runtime
+
+
+class StreamSink:
+    """Writes each event to the running workflow's stream (from inside the step that delivers it)."""
+
+    async def handle(self, event: EventBase) -> None:
+        await DBOS.write_stream_async(STREAM, event.model_dump(mode="json"))
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+async def debate_workflow(spec_json: str) -> dict[str, Any]:
+    """Run one debate to its end; returns its Outcome as JSON."""
+    runtime = current_runtime()
+    spec = DebateSpec.model_validate_json(spec_json)
+    bus = EventBus([StreamSink()], log=StoreSink(runtime.log))
+    try:
+        outcome = await runtime.engine.run(spec, bus, steps=runtime.steps, delta_interval=STREAM_DELTA_INTERVAL)
+    except LogWriteFailed:
+        outcome = bus.failure or Outcome(status="failed", error="the log could not be written")
+    return (bus.failure or outcome).model_dump(mode="json")
+
+
+async def register_queue(concurrency: int) -> None:
+    """Create or update the debates queue (after launch): at most `concurrency` debates at once in this process."""
+    await DBOS.register_queue_async(QUEUE, worker_concurrency=concurrency, polling_interval_sec=POLL_S)
+
+
+async def enqueue(spec: DebateSpec, request_key: str | None = None) -> WorkflowHandleAsync[dict[str, Any]]:
+    """Queue `spec` (from a process that launched DBOS). A request key already running, or the same
+    debate again, returns the handle of the workflow that exists: nothing starts twice."""
+    policy = "return-existing" if request_key else None
+    with SetWorkflowID(workflow_id(spec.id)), SetEnqueueOptions(deduplication_id=request_key,
+                                                                duplication_policy=policy):
+        return await DBOS.enqueue_workflow_async(QUEUE, debate_workflow, spec.model_dump_json())
+
+
+async def cancel(debate_id: str) -> None:
+    """Stop a debate (from a process that launched DBOS): its workflow ends at its next step boundary,
+    a model call in flight within about a second. The caller records the cancelled outcome."""
+    await DBOS.cancel_workflow_async(workflow_id(debate_id))

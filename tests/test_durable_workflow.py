@@ -1,0 +1,156 @@
+"""Debates as DBOS workflows in this process: the same turns as a direct run, and one start per request."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from dbos import DBOS
+from dbos import error as dbos_error
+
+from orchestrator.durable import cancel, enqueue, workflow_id
+from orchestrator.events import DebateFinished, TurnCompleted
+from orchestrator.log import Store
+from tests.debate_harness import make_spec, run_debate
+from tests.durable_harness import (
+    STANCE_TOPIC,
+    logged_notices,
+    logged_turns,
+    read_events,
+    script_stances,
+    shown_texts,
+    worker_host,
+)
+from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.llm_scripts import is_judge, script_judge
+
+
+@pytest.fixture(scope="module")
+def system_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One workflow database for the module: a queue DBOS already knows starts without its 1 s discovery."""
+    return tmp_path_factory.mktemp("durable") / "workflows.sqlite"
+
+
+@pytest.mark.parametrize("fmt", ["challenge", "consensus", "stances"])
+async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
+    fmt: str, llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
+) -> None:
+    srv = llm_server
+    script_judge(srv, "A")
+    if fmt == "stances":
+        script_stances(srv)
+    topic = STANCE_TOPIC if fmt == "stances" else "Should a small team adopt a monorepo for its services?"
+    direct_spec = make_spec(fmt, topic=topic)
+    direct = await run_debate(srv, direct_spec, db=tmp_path / "direct.db")
+    assert direct.outcome.status == "completed", direct.outcome.error
+    direct_requests = len(srv.requests)
+
+    spec = make_spec(fmt, topic=topic)
+    async with worker_host(srv, tmp_path / "durable.db", system_db):
+        handle = await enqueue(spec, f"request-{fmt}")
+        assert handle.workflow_id == workflow_id(spec.id)
+        outcome = await handle.get_result(polling_interval_sec=0.05)
+        events = await read_events(system_db, spec.id)
+
+    assert outcome == direct.outcome.model_dump(mode="json")
+    durable_turns = logged_turns(tmp_path / "durable.db", spec.id)  # a parallel round logs in completion order
+    assert sorted(durable_turns) == sorted(logged_turns(tmp_path / "direct.db", direct_spec.id))
+    assert len(durable_turns) >= 4 and len({t[:3] for t in durable_turns}) == len(durable_turns)
+    assert logged_notices(tmp_path / "durable.db", spec.id) == logged_notices(tmp_path / "direct.db", direct_spec.id)
+    assert len(srv.requests) == 2 * direct_requests  # no call made twice
+
+    # the stream: every event of the direct run, once (nothing ran twice), streamed text = logged text
+    keys = [e.key for e in events if e.type != "text_delta"]  # type: ignore[attr-defined]
+    assert sorted(keys) == sorted(e.key for e in direct.events if e.type != "text_delta")  # type: ignore[attr-defined]
+    assert len(set(keys)) == len(keys)
+    assert isinstance(events[-1], DebateFinished)
+    streamed = shown_texts(events)
+    for event in events:
+        if isinstance(event, TurnCompleted) and fmt != "stances":  # stances shows its envelopes, never streams
+            assert streamed[event.key.removesuffix(":end")] == event.turn.text
+
+
+async def test_a_repeated_request_starts_one_debate(llm_server: FakeLLMServer, tmp_path: Path, system_db: Path) -> None:
+    srv = llm_server
+    script_judge(srv, "A")
+    first, retry = make_spec("challenge", rounds=1), make_spec("challenge", rounds=1)  # a retry builds a new spec
+    async with worker_host(srv, tmp_path / "log.db", system_db):
+        handle = await enqueue(first, "trigger-123")
+        again = await enqueue(retry, "trigger-123")
+        assert again.workflow_id == handle.workflow_id == workflow_id(first.id)
+        outcome = await handle.get_result(polling_interval_sec=0.05)
+        assert await again.get_result(polling_interval_sec=0.05) == outcome
+        calls = len(srv.requests)
+        # the same debate enqueued once more after it ended returns its result and runs nothing
+        assert await (await enqueue(first, "trigger-456")).get_result(polling_interval_sec=0.05) == outcome
+
+    assert outcome["status"] == "completed"
+    assert calls == 4 and len(srv.requests) == calls  # proposer, challenger, two judge passes
+    assert len(logged_turns(tmp_path / "log.db", first.id)) == 2
+    assert logged_turns(tmp_path / "log.db", retry.id) == []
+
+
+def held_call(srv: FakeLLMServer, model: str) -> tuple[asyncio.Event, list[RequestRecord]]:
+    """`model`'s first call hangs (until its client goes away); returns (arrived, [that request])."""
+    arrived = asyncio.Event()
+    held: list[RequestRecord] = []
+
+    def match(r: RequestRecord) -> bool:
+        if r.model == model and not held:
+            held.append(r)
+            arrived.set()
+            return True
+        return False
+
+    srv.add_rule(Reply(gate=asyncio.Event()), match, times=1)
+    return arrived, held
+
+
+async def test_a_stop_cancels_the_call_in_flight_and_marks_nothing_failed(
+    llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
+) -> None:
+    srv = llm_server
+    arrived, held = held_call(srv, "model-b")
+    spec = make_spec("challenge", rounds=1)
+    async with worker_host(srv, tmp_path / "log.db", system_db):
+        handle = await enqueue(spec, "trigger-stop")
+        await arrived.wait()
+        await cancel(spec.id)
+        await held[0].done.wait()  # the model call was abandoned (its connection closed)
+        assert held[0].cancelled
+        with pytest.raises(dbos_error.DBOSAwaitedWorkflowCancelledError):
+            await handle.get_result(polling_interval_sec=0.05)
+        assert (await handle.get_status()).status == "CANCELLED"
+
+    # the workflow wrote nothing about the stop: the front that stopped it records the outcome
+    async with Store(tmp_path / "log.db") as store:
+        record = await store.get_debate(spec.id)
+    assert record is not None and record.status == "running"
+    assert [t[:3] for t in logged_turns(tmp_path / "log.db", spec.id)] == [(1, "A", "opening")]
+
+
+async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes_it(
+    llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
+) -> None:
+    srv = llm_server
+    script_judge(srv, "A")
+    arrived, held = held_call(srv, "model-b")
+    spec = make_spec("challenge", rounds=1)
+    async with worker_host(srv, tmp_path / "log.db", system_db) as host:
+        handle = await enqueue(spec, "trigger-sigterm")
+        await arrived.wait()
+        await host.stop(grace_s=0.1)  # the held call outlasts the grace period: it is abandoned
+        assert held[0].cancelled
+    async with Store(tmp_path / "log.db") as store:
+        assert (record := await store.get_debate(spec.id)) is not None and record.status == "running"
+
+    async with worker_host(srv, tmp_path / "log.db", system_db):  # the same executor id recovers it
+        handle = await DBOS.retrieve_workflow_async(handle.workflow_id)
+        outcome = await handle.get_result(polling_interval_sec=0.05)
+
+    assert outcome["status"] == "completed"
+    assert [t[:4] for t in logged_turns(tmp_path / "log.db", spec.id)] == [(1, "A", "opening", "ok"),
+                                                                         (1, "B", "challenge", "ok")]
+    assert Counter(r.model for r in srv.requests if not is_judge(r)) == {"model-a": 1, "model-b": 2}

@@ -1,0 +1,179 @@
+"""`FrontFeed` against real DBOS: a tiny workflow writes a debate's events to its stream in an SQLite
+system database, the feed reads them through a `DBOSClient` as a front would (no launch of its own).
+
+DBOS is a process-wide singleton: each test launches it in its own loop and destroys it (keeping the
+registry: the workflow below registers once, at import). The last test is a whole front restart: a
+`FrontTailer` renders the stream into a Slack thread on the peer, goes down mid-debate, and a new one
+resumes from the log and the stream's start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos import DBOS, SetWorkflowID
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.slack.surface import SlackThread
+from bots.thread import ROOT, Pacer, ThreadSink
+from bots.thread.tail import FrontTailer
+from orchestrator.config import load_settings
+from orchestrator.durable import workflow_version
+from orchestrator.durable.feed import DebateNotQueued, FrontFeed
+from orchestrator.durable.names import STREAM, workflow_id
+from orchestrator.events import EventBase, Notice
+from orchestrator.log import DebateRecord, Store
+from tests.fakes.slack_api import SlackAPIPeer
+from tests.test_thread_resume import (
+    CHANNEL,
+    FAST_SLACK,
+    assert_slack_thread_once,
+    at_least_once,
+    debate_events,
+    spec_for,
+)
+
+APP = "debate-bot-feed-test"
+GO = "go"
+
+
+@DBOS.workflow(name="feed_test_scripted")
+async def scripted(entries: list[dict[str, Any]], pause_at: int) -> None:
+    """Write `entries` to the stream, waiting for a GO message before entry `pause_at`."""
+    for index, entry in enumerate(entries):
+        if index == pause_at:
+            await DBOS.recv_async(GO, timeout_seconds=60)
+        await DBOS.write_stream_async(STREAM, entry)
+
+
+@pytest.fixture
+async def system_db(tmp_path: Path) -> AsyncIterator[str]:
+    url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
+    DBOS(config={"name": APP, "system_database_url": url, "executor_id": "feed-test", "application_version": "t",
+                 "log_level": "WARNING", "notification_listener_polling_interval_sec": 0.05})
+    DBOS.launch()
+    try:
+        yield url
+    finally:
+        DBOS.destroy(destroy_registry=False)
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
+
+
+@pytest.fixture
+async def feed(system_db: str) -> AsyncIterator[FrontFeed]:
+    front = await FrontFeed.connect(system_db, application_name=APP, poll_seconds=0.02)
+    try:
+        yield front
+    finally:
+        await front.close()
+
+
+def dumped(events: list[EventBase]) -> list[dict[str, Any]]:
+    return [e.model_dump(mode="json") for e in events]
+
+
+async def start(debate_id: str, entries: list[dict[str, Any]], pause_at: int = -1) -> None:
+    with SetWorkflowID(workflow_id(debate_id)):
+        await DBOS.start_workflow_async(scripted, entries, pause_at)
+
+
+async def test_the_feed_delivers_each_event_once_live_and_from_any_offset(feed: FrontFeed) -> None:
+    spec = spec_for("slack")
+    events = debate_events(spec)
+    late = Notice(debate_id=spec.id, text="written after the final event")
+    entries = dumped(at_least_once(events)) + dumped([late])
+    await start(spec.id, entries, pause_at=len(entries) // 2)
+
+    got: list[EventBase] = []
+    reading = asyncio.Event()
+
+    async def read() -> None:
+        async for event in feed.events(spec.id):
+            got.append(event)
+            reading.set()
+
+    reader = asyncio.create_task(read())
+    await reading.wait()  # the stream is only half written: the reader waits for the rest
+    await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)
+    await asyncio.wait_for(reader, 20)
+    assert got == events  # repeats dropped (deltas by attempt and offset), nothing after the final event
+
+    again = [e async for e in feed.events(spec.id)]
+    assert again == events  # a restarted front reads the same from offset 0
+    tail = [e async for e in feed.events(spec.id, offset=len(entries) - 3)]
+    assert tail == events[-2:]
+
+
+async def test_the_feed_ends_with_a_workflow_that_wrote_no_final_event(feed: FrontFeed) -> None:
+    spec = spec_for("slack")
+    events = debate_events(spec)[:4]
+    await start(spec.id, dumped(events + events))
+    assert [e async for e in feed.events(spec.id)] == events
+    with pytest.raises(DebateNotQueued):
+        [e async for e in feed.events("never-enqueued")]
+
+
+async def test_an_enqueue_repeated_with_its_request_key_starts_nothing_and_cancel_stops_it(feed: FrontFeed) -> None:
+    first, retry = spec_for("slack"), spec_for("slack")
+    assert await feed.enqueue(first, "trigger-1") == first.id
+    assert await feed.enqueue(retry, "trigger-1") == first.id  # a retried request: the debate it started
+    assert await feed.enqueue(first) == first.id  # the same debate again: one workflow
+    assert await feed.enqueue(retry, "trigger-2") == retry.id
+
+    async def status(debate_id: str) -> Any:
+        return await (await feed.client.retrieve_workflow_async(workflow_id(debate_id))).get_status()
+
+    queued = await status(retry.id)  # no worker here: it waits on the queue for one
+    assert (queued.status, queued.name, queued.queue_name) == ("ENQUEUED", "debate_workflow", "debates")
+    await feed.cancel(first.id)
+    assert (await status(first.id)).status == "CANCELLED"
+
+
+async def test_a_front_started_before_any_worker_creates_the_workflow_database(tmp_path: Path) -> None:
+    settings = load_settings(DEBATE_DB=str(tmp_path / "debates.db"))
+    feed = await FrontFeed.open(settings)  # nothing has launched DBOS on this file
+    try:
+        spec = spec_for("slack")
+        assert await feed.enqueue(spec, "trigger-1") == spec.id
+        status = await (await feed.client.retrieve_workflow_async(workflow_id(spec.id))).get_status()
+        assert (status.status, status.app_version) == ("ENQUEUED", workflow_version())
+    finally:
+        await feed.close()
+    assert (tmp_path / "debates.db.workflows.sqlite").stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_front_restarted_mid_debate_resumes_its_thread_from_the_stream(
+    feed: FrontFeed, tmp_path: Path
+) -> None:
+    spec = spec_for("slack")
+    events = debate_events(spec)
+    entries = dumped(at_least_once(events))
+    async with SlackAPIPeer() as peer, Store(tmp_path / "log.db") as store:
+        await store.create_debate(spec)
+        client = AsyncWebClient(token="xoxb-test", base_url=peer.base_url)
+        root_ts = str((await client.chat_postMessage(channel=CHANNEL, text=spec.topic))["ts"])
+
+        async def reach(record: DebateRecord) -> tuple[SlackThread, Pacer]:
+            assert record.channel is not None
+            return SlackThread(client, record.channel, root_ts), Pacer(FAST_SLACK)
+
+        await start(spec.id, entries, pause_at=len(entries) // 2)
+        front = FrontTailer(feed, store, "slack", reach)
+        front.follow(spec.id, await ThreadSink.open(SlackThread(client, CHANNEL, root_ts), Pacer(FAST_SLACK), store,
+                                                     spec, root_ts))
+        await peer.wait_for(lambda p: len(p.thread(CHANNEL, root_ts)) >= 2)  # the thread has begun
+        await front.aclose()  # the front goes down mid-debate
+
+        restarted = FrontTailer(feed, store, "slack", reach)
+        assert await restarted.resume() == [spec.id]
+        await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)
+        final = events[-1]
+        await store.finish_debate(spec.id, final.outcome)  # type: ignore[attr-defined]  # the workers' log write
+        await asyncio.wait_for(restarted.idle(), 20)
+        await assert_slack_thread_once(peer, store, spec, root_ts)
+        assert (await store.messages(spec.id))[ROOT].final
