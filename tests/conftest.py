@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.log_backends import LogBackend
+from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 CLI_BIN = Path(__file__).parent / "fakes" / "cli_bin"
 
@@ -33,3 +37,38 @@ def fake_cli_path(monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith(("DEBATE_CLI_", "FAKE_CLI_")):
             monkeypatch.delenv(name)
     return CLI_BIN
+
+
+# -- the debate log on each backend -----------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the whole session (tests/postgres_server.py)."""
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL cannot start on this machine: {error}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh, empty database of its own for one test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    yield postgres_server.url(name)
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f"drop database if exists {name} with (force)")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def log_backend(request: pytest.FixtureRequest, tmp_path: Path) -> LogBackend:
+    """Each log test runs on SQLite (a file in tmp_path) and on Postgres (a database of its own)."""
+    if request.param == "sqlite":
+        return LogBackend("sqlite", str(tmp_path / "log.db"))
+    return LogBackend("postgres", request.getfixturevalue("postgres_url"))
