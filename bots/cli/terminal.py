@@ -21,7 +21,7 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
-from orchestrator.log import DebateRecord, DebateSummary, SearchHit
+from orchestrator.log import DebateRecord, DebateSummary, JudgeAgreement, SearchHit
 from orchestrator.models import DebateSpec, Outcome, Verdict
 
 _SEAT_COLOURS = {"A": "36", "B": "35", "C": "33", "D": "32"}  # cyan, magenta, yellow, green
@@ -53,13 +53,24 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
     seat = next((s for s in spec.seats if s.label == verdict.winner), None) if spec else None
     who = f"{verdict.winner} ({seat.role}, {seat.model})" if seat else verdict.winner
     lines = [style("Verdict", "1") + f": {style.seat(verdict.winner, who)} wins"]
-    if verdict.split:
-        lines.append(style("⚠ Split verdict: the judge's two passes (order swapped) disagreed.", "33"))
+    confidence = verdict.confidence_note()
+    if confidence:
+        warn = verdict.split or verdict.confidence == "low"
+        lines.append(style(("⚠ " if warn else "") + confidence, "33" if warn else "2"))
+    if verdict.family_note():
+        lines.append(style("ℹ " + verdict.family_note(), "2"))
     if verdict.consensus:
         lines.append(f"Consensus: {verdict.consensus}")
     if verdict.ratings:
         lines.append("Quality: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in verdict.ratings.items()))
-    lines += ["", style("Recommendation", "1"), verdict.recommendation, "", style("Reasoning", "1"), verdict.reasoning]
+    if verdict.evidence:
+        lines += ["", style("Decisive evidence", "1"), *(f"  • {item}" for item in verdict.evidence)]
+    lines += ["", style("Recommendation", "1"), verdict.recommendation]
+    if verdict.split and verdict.readings:  # both readings (and the tie-break's), each with its reasoning
+        for reading in verdict.readings:
+            lines += ["", style(f"{reading.title}: {reading.winner} wins", "1"), reading.reasoning]
+    else:
+        lines += ["", style("Reasoning", "1"), verdict.reasoning]
     for title, items in (("Agreements", verdict.agreements), ("Disagreements", verdict.disagreements),
                          ("Unresolved", verdict.unresolved)):
         if items:
@@ -128,7 +139,16 @@ class TerminalSink:
                 self._print(self.style(outcome.error or "Debate ended.", "31"))
 
 
-def render_history(rows: list[DebateSummary]) -> str:
+def agreement_line(agreement: JudgeAgreement) -> str:
+    """How often teams sided against the judge, for the foot of `debate history`."""
+    if agreement.rate is None:
+        return "Teams vs the judge: no debate has side votes yet."
+    plural = "s" if agreement.debates != 1 else ""
+    return (f"Teams disagreed with the judge in {agreement.disagreed} of {agreement.debates} debate{plural} with "
+            f"side votes ({agreement.rate:.0%}).")
+
+
+def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None = None) -> str:
     if not rows:
         return "No debates yet. Start one: debate run \"Should we …?\""
     lines = []
@@ -138,6 +158,8 @@ def render_history(rows: list[DebateSummary]) -> str:
             outcome += ", split"
         lines.append(f"{row.id}  {_when(row.created_at)}  {row.format:<9} {outcome:<40.40} "
                      f"votes {row.votes:<3} {row.topic[:60]}")
+    if agreement is not None:
+        lines += ["", agreement_line(agreement)]
     return "\n".join(lines)
 
 
@@ -163,4 +185,7 @@ def render_record(record: DebateRecord, style: Style) -> str:
         lines += ["", *render_verdict(record.verdict, record.spec, style)]
     if record.tally.total:
         lines += ["", "Votes: " + ", ".join(f"{k} {v}" for k, v in sorted(record.tally.counts.items()))]
+    if record.verdict:
+        labels = [s.label for s in record.seats]
+        lines.append(f"Judge: {record.verdict.winner} · Team: {record.tally.team_text(labels)}")
     return "\n".join(lines)

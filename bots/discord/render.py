@@ -19,6 +19,7 @@ VERDICT_COLOUR = 0xEAB308
 FAILED_COLOUR = 0xEF4444
 THREAD_NAME_LIMIT = 100
 EMBED_TOTAL_LIMIT = 6000
+JUDGE_TEAM_FIELD = "Judge · Team"
 RATING_NAMES = {
     "disagreement": "Genuine disagreement",
     "genuine_disagreement": "Genuine disagreement",
@@ -102,22 +103,36 @@ def tally_text(tally: Tally, labels: tuple[str, ...]) -> str:
     return " · ".join(parts) + f" — {tally.total} vote(s)"
 
 
+def judge_and_team(winner: str, tally: Tally, labels: tuple[str, ...]) -> str:
+    """The judge's pick beside the team's side votes: "Judge: **A** · Team: 3–1 for B"."""
+    return f"Judge: **{safe(winner, 10)}** · Team: {safe(tally.team_text(labels), 100)}"
+
+
 def verdict_embed(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, tally: Tally) -> Embed:
     embed = Embed(title=safe(f"🏆 Verdict: {_winner(spec, verdict)} wins", 256), colour=Colour(VERDICT_COLOUR))
     recommendation = verdict.recommendation or "The judge gave no recommendation."
     embed.description = safe(f"**Recommendation**\n{recommendation}", 2500)
-    if verdict.reasoning:
+    labels = tuple(s.label for s in spec.seats)
+    embed.add_field(name=JUDGE_TEAM_FIELD, value=judge_and_team(verdict.winner, tally, labels), inline=False)
+    confidence = verdict.confidence_note()
+    if confidence:
+        warn = verdict.split or verdict.confidence == "low"
+        embed.add_field(name="⚠️ Confidence" if warn else "Confidence", value=safe(confidence, 1024), inline=False)
+    if verdict.family_note():
+        embed.add_field(name="Judge's family", value=safe(verdict.family_note(), 1024), inline=False)
+    if verdict.evidence:
+        embed.add_field(name="Decisive evidence", inline=False,
+                        value=safe("\n".join(f"• {item}" for item in verdict.evidence), 900))
+    if verdict.split and verdict.readings:  # every pass's reading, the deciding one's reasoning among them
+        for reading in verdict.readings:
+            embed.add_field(name=safe(f"{reading.title}: {reading.winner} wins", 256),
+                            value=safe(reading.reasoning or "—", 600), inline=False)
+    elif verdict.reasoning:
         embed.add_field(name="Why", value=safe(verdict.reasoning, 1024), inline=False)
     if verdict.ratings:
         embed.add_field(name="Debate quality", value=safe(_ratings(verdict), 1024), inline=False)
     if verdict.consensus:
         embed.add_field(name="Consensus", value=verdict.consensus)
-    if verdict.split:
-        embed.add_field(
-            name="⚠️ Split verdict",
-            value="The judge was asked twice with the debaters' order swapped and disagreed; treat this as contested.",
-            inline=False,
-        )
     if outcome and outcome.warnings:
         embed.add_field(name="Warnings", value=safe("\n".join(outcome.warnings), 1024), inline=False)
     embed.add_field(name="Votes", value=tally_text(tally, tuple(s.label for s in spec.seats)), inline=False)
@@ -139,15 +154,21 @@ def _footer(spec: DebateSpec, outcome: Outcome | None) -> str:
     return text
 
 
-def with_tally(embed: Embed, tally: Tally, labels: tuple[str, ...]) -> Embed:
-    """The verdict embed as it is on the message, with its Votes field replaced."""
+def with_tally(embed: Embed, tally: Tally, labels: tuple[str, ...], winner: str | None = None) -> Embed:
+    """The verdict embed as it is on the message, with its Votes field replaced and, given the judge's
+    `winner`, its judge-beside-team line."""
     updated = embed.copy()
     text = tally_text(tally, labels)
-    for index, embed_field in enumerate(updated.fields):
-        if embed_field.name == "Votes":
-            updated.set_field_at(index, name="Votes", value=text, inline=False)
-            return updated
-    return updated.add_field(name="Votes", value=text, inline=False)
+    if winner is not None:
+        _set_field(updated, JUDGE_TEAM_FIELD, judge_and_team(winner, tally, labels))
+    return _set_field(updated, "Votes", text)
+
+
+def _set_field(embed: Embed, name: str, value: str) -> Embed:
+    for index, embed_field in enumerate(embed.fields):
+        if embed_field.name == name:
+            return embed.set_field_at(index, name=name, value=value, inline=False)
+    return embed.add_field(name=name, value=value, inline=False)
 
 
 def ended_embed(outcome: Outcome) -> Embed:

@@ -137,6 +137,13 @@ def winner_text(spec: DebateSpec, verdict: Verdict) -> str:
     return f"{seat.label} ({seat.role}, `{safe(seat.model, 80)}`)"
 
 
+def judge_and_team(spec: DebateSpec, verdict: Verdict, tally: Tally | None) -> str:
+    """The judge's pick beside the team's side votes: "Judge: *A* · Team: 3–1 for B"."""
+    labels = [s.label for s in spec.seats]
+    team = tally.team_text(labels) if tally is not None else "no side votes yet"
+    return f":scales: *Judge:* {safe(verdict.winner, 10)} · *Team:* {safe(team, 100)}"
+
+
 def tally_text(spec: DebateSpec, tally: Tally | None) -> str:
     if tally is None or tally.total == 0:
         return ":ballot_box_with_ballot: No votes yet — agree or disagree with the recommendation below."
@@ -166,14 +173,25 @@ def verdict_message(
         {"type": "header", "text": {"type": "plain_text", "text": "Verdict", "emoji": True}},
         section(f":trophy: *Winner:* {winner}", debate_block_id(spec.id, "verdict")),
     ]
+    blocks.append(section(judge_and_team(spec, verdict, tally), debate_block_id(spec.id, "judge-team")))
+    confidence = verdict.confidence_note()
+    if confidence:
+        icon = ":warning:" if verdict.split or verdict.confidence == "low" else ":white_check_mark:"
+        blocks.append(context(f"{icon} {safe(confidence, CONTEXT_LIMIT - 20)}"))
+    if verdict.family_note():
+        blocks.append(context(f":information_source: {safe(verdict.family_note(), CONTEXT_LIMIT - 30)}"))
+    evidence = _bullets("Decisive evidence", verdict.evidence, 2000)
+    if evidence:
+        blocks.append(section(evidence))
     if verdict.split:
-        blocks.append(section(":warning: *Split verdict:* the two judge passes (debaters in swapped order) "
-                              "disagreed, so treat this result with care."))
+        for reading in verdict.readings:
+            blocks.append(section(f"*{safe(reading.title, 80)}: {safe(reading.winner, 10)} wins*\n"
+                                  f"{safe(reading.reasoning, 1200)}"))
     if verdict.consensus:
         blocks.append(section(f"*Consensus:* {verdict.consensus}"))
     if verdict.recommendation:
         blocks.append(section(f"*Recommendation*\n{safe(verdict.recommendation, 2800)}"))
-    if verdict.reasoning:
+    if verdict.reasoning and not (verdict.split and verdict.readings):  # a split shows every pass's reasoning
         blocks.append(section(f"*Reasoning*\n{safe(verdict.reasoning, 2800)}"))
     if verdict.ratings:
         fields = [{"type": "mrkdwn", "text": f"*{safe(_rating_label(k), 100)}*\n{safe(str(v), 20)}"}

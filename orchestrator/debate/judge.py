@@ -1,7 +1,11 @@
 """The verdict: a fresh-context judge asked twice, the debaters' order swapped, the passes compared.
 
 Both passes run concurrently. Each sees anonymous letters assigned in presentation order, so a
-judge that favours whoever comes first shows up as a split verdict instead of a hidden bias.
+judge that favours whoever comes first shows up as a split verdict instead of a hidden bias. Each
+answer lists the decisive evidence before it names a winner. When the passes disagree, and only
+then, one more pass by a judge of a third family (`spec.tiebreak_judge`, chosen by seating) decides;
+without one the verdict stays split, low confidence, with both readings. Nothing here reads the
+clock or draws a random number: a resumed durable run replays the same passes to the same verdict.
 """
 
 from __future__ import annotations
@@ -14,13 +18,16 @@ from pydantic import ValidationError
 from orchestrator.debate.formats.base import relabel_text, render_turns
 from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
 from orchestrator.debate.run import DebateRun
-from orchestrator.models import Seat, StanceScore, Turn, Verdict
+from orchestrator.models import JudgeReading, PassKind, Seat, StanceScore, Turn, Verdict
 from orchestrator.prompts import render
+from orchestrator.providers import family
 from orchestrator.providers.base import Message
 
 log = logging.getLogger(__name__)
 
 JUDGE_MAX_TOKENS = 3000
+MAX_EVIDENCE = 8
+EVIDENCE_CHARS = 400
 _NON_ANSWER = re.compile(r"\b(both|tie|draw|neither|none|equal)\b", re.IGNORECASE)
 _RATING_KEYS = ("genuine_disagreement", "evidence_quality", "challenge_depth")
 
@@ -39,31 +46,76 @@ async def judge(
     consensus: str | None = None,
     descriptions: dict[str, str] | None = None,
 ) -> Verdict | None:
-    """Two concurrent passes in opposite orders; None when neither produced a usable verdict."""
+    """Two concurrent passes in opposite orders, a tie-break pass when they split; None when no pass
+    produced a usable verdict."""
     seats = [s for s in run.spec.seats if any(t.seat == s.label for t in turns)]
     if not seats:
         return None
-    orders = [seats, list(reversed(seats))]
-    passes = await run.steps.gather(*(_one_pass(run, order, turns, context, descriptions or {}) for order in orders))
+    descriptions = descriptions or {}
+    shares = await _family_notice(run)
+    orders: list[tuple[PassKind, list[Seat]]] = [("seated", seats), ("swapped", list(reversed(seats)))]
+    passes = await run.steps.gather(
+        *(_one_pass(run, run.spec.judge, order, turns, context, descriptions) for _kind, order in orders)
+    )
+    judge_family = family(run.spec.judge)
+    readings = [JudgeReading(kind=kind, winner=v.winner, reasoning=v.reasoning, family=judge_family)
+                for (kind, _order), v in zip(orders, passes, strict=True) if v is not None]
     usable = [v for v in passes if v is not None]
     if not usable:
         return None
-    first = usable[0]
+    decided = usable[0]
     split = len(usable) == 2 and usable[0].winner != usable[1].winner
-    reasoning = first.reasoning
-    if split:
-        reasoning += (
-            f"\n\nSplit verdict: with the debaters presented in the opposite order, the judge preferred "
-            f"{usable[1].winner}: {usable[1].reasoning[:600]}"
-        )
-    elif len(usable) == 1:
+    tiebreak_family = None
+    if len(usable) == 1:
+        confidence = "low"
         await run.notice("Only one of the two judge passes gave a usable verdict; it could not be cross-checked.",
                          "warning")
-    return first.model_copy(update={"split": split, "reasoning": reasoning, "consensus": consensus})
+    elif not split:
+        confidence = "high"
+    else:
+        confidence = "low"
+        tiebreak = await _tiebreak(run, seats, turns, context, descriptions)
+        if tiebreak is not None:
+            decided, tiebreak_family = tiebreak, family(run.spec.tiebreak_judge or "")
+            readings.append(JudgeReading(kind="tiebreak", winner=tiebreak.winner, reasoning=tiebreak.reasoning,
+                                         family=tiebreak_family))
+            if tiebreak.winner in {v.winner for v in usable}:
+                confidence = "medium"
+    return decided.model_copy(update={
+        "split": split, "consensus": consensus, "confidence": confidence, "readings": tuple(readings),
+        "tiebreak_family": tiebreak_family, "judge_shares_family_with": shares,
+    })
+
+
+async def _family_notice(run: DebateRun) -> tuple[str, ...]:
+    """The debaters of the judge's own family, said in a notice when there are any."""
+    fam = family(run.spec.judge)
+    shares = tuple(s.label for s in run.spec.seats if family(s.model) == fam)
+    if shares:
+        who = ("debaters " if len(shares) > 1 else "debater ") + " and ".join(shares)
+        await run.notice(f"The judge is of the same model family ({fam}) as {who}; a judge may favour its own "
+                         "family.")
+    return shares
+
+
+async def _tiebreak(
+    run: DebateRun, seats: list[Seat], turns: list[Turn], context: str, descriptions: dict[str, str]
+) -> Verdict | None:
+    """The split's one extra pass, by the third family's judge, debaters as seated; None without one."""
+    model = run.spec.tiebreak_judge
+    if not model:
+        await run.notice("The judge's two passes disagreed and no judge of a third model family is configured: "
+                         "the verdict is split, low confidence; both readings are shown.", "warning")
+        return None
+    verdict = await _one_pass(run, model, seats, turns, context, descriptions)
+    if verdict is None:
+        await run.notice("The judge's two passes disagreed and the tie-break judge gave no usable answer: the "
+                         "verdict is split, low confidence; both readings are shown.", "warning")
+    return verdict
 
 
 async def _one_pass(
-    run: DebateRun, order: list[Seat], turns: list[Turn], context: str, descriptions: dict[str, str]
+    run: DebateRun, model: str, order: list[Seat], turns: list[Turn], context: str, descriptions: dict[str, str]
 ) -> Verdict | None:
     letters = "ABCD"
     to_shown = {seat.label: letters[i] for i, seat in enumerate(order)}
@@ -80,11 +132,11 @@ async def _one_pass(
     system = render("judge_system")
     continuation: tuple[Message, ...] = ()
     for attempt in range(2):
-        text = await run.aux(run.spec.judge, system, user, max_tokens=JUDGE_MAX_TOKENS, continuation=continuation)
+        text = await run.aux(model, system, user, max_tokens=JUDGE_MAX_TOKENS, continuation=continuation)
         if text is None:
             return None
         try:
-            return _parse_verdict(text, to_real)
+            return _parse_verdict(text, to_real, demand_evidence=attempt == 0)
         except JudgeAnswerError as exc:
             log.warning("debate %s judge pass: %s", run.debate_id, parse_error_metadata("judge", exc.code))
             if attempt == 0:
@@ -105,7 +157,19 @@ def _strings(value: object) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _parse_verdict(text: str, to_real: dict[str, str]) -> Verdict:
+def _evidence(data: dict, to_real: dict[str, str], demand: bool) -> tuple[str, ...]:
+    """The decisive evidence, which must come before the winner: a first answer without it (or with
+    it after the winner) is sent back once; a retried answer is taken with what it has."""
+    items = _strings(data.get("evidence"))
+    keys = list(data)
+    first = "evidence" in keys and "winner" in keys and keys.index("evidence") < keys.index("winner")
+    if demand and not (items and first):
+        raise JudgeAnswerError("no_evidence", 'the "evidence" list was missing, empty or placed after the '
+                               'winner: list the decisive evidence first, then name the winner')
+    return tuple(_unletter(item, to_real)[:EVIDENCE_CHARS] for item in items[:MAX_EVIDENCE])
+
+
+def _parse_verdict(text: str, to_real: dict[str, str], *, demand_evidence: bool = True) -> Verdict:
     try:
         data = extract_json_object(text)
     except JSONExtractError as exc:
@@ -132,9 +196,11 @@ def _parse_verdict(text: str, to_real: dict[str, str]) -> Verdict:
     recommendation = str(data.get("recommendation") or "").strip()
     if not recommendation:
         raise JudgeAnswerError("no_recommendation", "the recommendation was empty")
+    evidence = _evidence(data, to_real, demand_evidence)
     try:
         return Verdict(
             winner=to_real[winner],
+            evidence=evidence,
             reasoning=_unletter(str(data.get("reasoning") or ""), to_real),
             recommendation=_unletter(recommendation, to_real),
             agreements=tuple(_unletter(s, to_real) for s in _strings(data.get("agreements"))),

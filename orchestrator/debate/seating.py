@@ -1,5 +1,11 @@
 """Who sits where: pick debaters from different model families and a judge, from settings and flags.
 
+The judge's family rule: when any configured family is not debating, the judge comes from one of
+those (DEBATE_JUDGE included: one that shares a debater's family gives way, with a note); only a
+judge named for this debate (`--judge`) may share a debater's family while another exists (noted).
+Whenever the judge shares a debater's family, the judge's notice in the thread and the verdict's
+`judge_shares_family_with` say so. A tie-break judge, asked only when the judge's two passes split,
+comes from a third family: neither a debater's nor the judge's (DEBATE_TIEBREAK_JUDGE pins it).
 Families, default models and the setup help come from the providers' specs (orchestrator.providers).
 """
 
@@ -45,6 +51,7 @@ class Seating:
     seats: tuple[Seat, ...]
     judge: str
     notes: list[str] = field(default_factory=list)
+    tiebreak_judge: str | None = None
 
 
 def _default_models(settings: Settings, registry: ProviderRegistry,
@@ -128,15 +135,52 @@ def choose_seats(
         Seat(label=LABELS[i], role=roles[i] if i < len(roles) else "debater", model=model)
         for i, model in enumerate(models[:4])
     )
-    judge_model = judge or settings.debate_judge or _judge_default(models, settings, registry, allow)
-    return Seating(seats=seats, judge=judge_model, notes=notes)
+    candidates = _default_models(settings, registry, allow)
+    judge_model = _choose_judge(models, judge, settings.debate_judge, candidates, notes)
+    tiebreak = _choose_tiebreak(models, judge_model, settings.debate_tiebreak_judge, candidates, allow, notes)
+    return Seating(seats=seats, judge=judge_model, notes=notes, tiebreak_judge=tiebreak)
 
 
-def _judge_default(models: list[str], settings: Settings, registry: ProviderRegistry,
-                   allow: Callable[[str], bool] | None) -> str:
-    """Prefer a judge from a family that is not debating; else the first debater's model."""
+def _debater_labels(models: list[str], fam: str) -> str:
+    labels = [LABELS[i] for i, m in enumerate(models[:4]) if family(m) == fam]
+    return ("debaters " if len(labels) > 1 else "debater ") + " and ".join(labels)
+
+
+def _choose_judge(models: list[str], named: str | None, setting: str | None, candidates: list[str],
+                  notes: list[str]) -> str:
+    """The judge named for this debate; else DEBATE_JUDGE, unless it shares a debater's family while a
+    configured model of another family exists; else the first such model; else DEBATE_JUDGE or the
+    first debater's model, with a note that it shares the family."""
     debating = {family(m) for m in models}
-    for candidate in _default_models(settings, registry, allow):
-        if family(candidate) not in debating:
-            return candidate
-    return models[0]
+    outside = [m for m in candidates if family(m) not in debating]
+    if named:
+        chosen = named
+    elif setting and (family(setting) not in debating or not outside):
+        chosen = setting
+    elif outside:
+        if setting:
+            notes.append(f"DEBATE_JUDGE ({setting}) is of the same model family as a debater, so {outside[0]} "
+                         "judges instead: a judge may favour its own family.")
+        chosen = outside[0]
+    else:
+        chosen = setting or models[0]
+    fam = family(chosen)
+    if fam in debating and named and outside:  # with no other family, the thread and the verdict say it
+        notes.append(f"The judge ({chosen}) is of the same model family ({fam}) as "
+                     f"{_debater_labels(models, fam)}, as named for this debate; a judge may favour its own family.")
+    return chosen
+
+
+def _choose_tiebreak(models: list[str], judge: str, setting: str | None, candidates: list[str],
+                     allow: Callable[[str], bool] | None, notes: list[str]) -> str | None:
+    """A judge of a third family for split verdicts: DEBATE_TIEBREAK_JUDGE when it is of one (and
+    allowed), else the first such configured model; None when there is no third family."""
+    taken = {family(m) for m in models} | {family(judge)}
+    if setting:
+        parse_model(setting)
+        if family(setting) in taken:
+            notes.append(f"DEBATE_TIEBREAK_JUDGE ({setting}) is of a debater's or the judge's model family, "
+                         "so it cannot break a split verdict.")
+        elif allow is None or allow(setting):
+            return setting
+    return next((m for m in candidates if family(m) not in taken), None)
