@@ -38,7 +38,8 @@ class Table:
         self.add(figure, f"{value:{fmt}}{unit}", f"{prefix} {limit:g}{unit}", "pass" if ok else "miss")
 
     def note(self, text: str) -> None:
-        self.notes.append(text)
+        if text not in self.notes:  # the same finding from several rows is said once
+            self.notes.append(text)
 
     @property
     def misses(self) -> int:

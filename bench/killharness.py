@@ -1,0 +1,360 @@
+"""Kill -9 harness (issue 11): debates started from chat survive SIGKILL of the process running them.
+
+Each trial runs the product as an operator does, against the loopback peers (Slack Web API, Discord REST +
+gateway, the scripted LLM server of bench.killscript, all in this process): `debate serve` (Slack HTTP mode
+and Discord), or `debate serve --front-only` with `debate worker --name w1` (mode "split", killing the front
+and the worker in turn). It starts three debates, one per format, by signed Slack slash commands and Discord
+interactions (platforms alternate by trial), waits until all three are logged, kills the victim with SIGKILL
+after a random delay, restarts it, and waits for every debate to end and its thread to settle. Then
+bench.killcheck counts, per debate: completed, turns lost (from the log or the thread), duplicates (log rows,
+platform messages), and `PRAGMA integrity_check` of every SQLite file the product wrote.
+
+Also measured: kill → the killed process answering again (health and a new Discord IDENTIFY), kill → the first
+model call of a debate that was mid-run at the kill, kill → the first platform write for such a debate, and how
+many model calls that had already completed before the kill were made again afterwards (a durable resume
+re-runs only the call in flight). Trials run a few at a time (`LANES`), each with its own peers and workdir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.common import Table, median
+from bench.killcheck import DebateCheck, check_debate, summarize
+from bench.killscript import CON_MODEL, JUDGE_MODEL, PRO_MODEL, KillScript, marker, tag_of, topic
+from bench.served import Peers, Proc, ProcessExited, integrity, read_log
+from tests.fakes.llm_server import FakeLLMServer
+
+NAME = "killharness"
+FORMATS = ("challenge", "consensus", "stances")
+LANES = 5
+CONTROLS = 2
+KILL_WINDOW_S = (0.1, 4.5)  # after all three debates are logged; a debate takes about 4–6 s in the log
+FINISH_WITHIN_S = 60.0  # after the restart, for every debate to end and its thread to settle
+SETTLED_CALL_S = 1.0  # a model call that finished this long before the kill must not run again
+QUIET_S = 2.5  # no platform call for this long (a verdict may wait 2 s for the debate's end): settled
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Trial:
+    number: int
+    mode: str  # "serve" | "split"
+    victim: str  # "serve" | "front" | "worker", or "none" for a control trial (nothing killed)
+    kill_after_s: float
+    rounds: int  # challenge's rounds (1 or 2)
+
+
+@dataclass
+class TrialResult:
+    trial: Trial
+    checks: list[DebateCheck] = field(default_factory=list)
+    in_flight: int = 0  # debates still running in the log at the kill
+    ready_s: float | None = None  # kill → the restarted process answers
+    resume_call_s: list[float] = field(default_factory=list)
+    resume_write_s: list[float] = field(default_factory=list)
+    repeated_calls: int = 0  # model calls that had finished ≥ SETTLED_CALL_S before the kill, made again
+    repeated_late_calls: int = 0  # the same for calls that finished in the last SETTLED_CALL_S before it
+    integrity: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    unavailable: bool = False  # the product does not have this mode (e.g. --front-only unknown)
+
+
+def plan(smoke: bool, seed: int = 11) -> list[Trial]:
+    rng = random.Random(seed)
+    single, split = (3, 2) if smoke else (51, 18)
+    # two controls (platforms alternate by trial, so every format is checked on both): a clean run must pass
+    trials = [Trial(n, "serve", "none", 0.0, 2) for n in range(CONTROLS)]
+    for n in range(CONTROLS, CONTROLS + single + split):
+        mode = "serve" if n < CONTROLS + single else "split"
+        victim = "serve" if mode == "serve" else ("front", "worker")[(n - CONTROLS - single) % 2]
+        trials.append(Trial(n, mode, victim, rng.uniform(*KILL_WINDOW_S), rng.choice((1, 2))))
+    return trials
+
+
+def _platform(trial: Trial, index: int) -> str:
+    return "slack" if (trial.number + index) % 2 == 0 else "discord"
+
+
+def _tag(trial: Trial, index: int) -> int:
+    return trial.number * len(FORMATS) + index
+
+
+async def _start_debates(trial: Trial, peers: Peers, port: int) -> None:
+    for index, fmt in enumerate(FORMATS):
+        tag = _tag(trial, index)
+        if _platform(trial, index) == "slack":
+            status, _ = await peers.slack_command(port, f"{topic(tag)} --format {fmt} --rounds {trial.rounds}",
+                                                  channel=f"C{tag:04d}", user=f"U{tag:04d}")
+            if status != 200:
+                raise RuntimeError(f"/slack/events answered {status} to a /debate command")
+        else:
+            await peers.discord_command({"topic": topic(tag), "format": fmt, "rounds": trial.rounds},
+                                        user_id=f"7400000000{tag:08d}")
+
+
+async def _until(predicate, within: float, step: float = 0.1) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(step)
+    return bool(predicate())
+
+
+def _statuses(db: Path, tags: Sequence[int]) -> dict[int, str]:
+    rows = read_log(db, "select topic, status from debates")
+    return {t: r["status"] for r in rows if (t := tag_of(r["topic"])) is not None and t in tags}
+
+
+def _rendered(db: Path, tags: Sequence[int]) -> bool:
+    """Every debate has ended in the log, and each completed one has its verdict message recorded."""
+    statuses = _statuses(db, tags)
+    if len(statuses) < len(tags) or any(s == "running" for s in statuses.values()):
+        return False
+    verdicts = read_log(db, "select d.topic from messages m join debates d on d.id = m.debate_id "
+                            "where m.key = 'verdict'")
+    done = {tag_of(r["topic"]) for r in verdicts}
+    return all(t in done for t, s in statuses.items() if s == "completed")
+
+
+async def _settle(peers: Peers, within: float) -> None:
+    """Until neither platform peer has seen a call for QUIET_S (or `within` has passed)."""
+    deadline = time.monotonic() + within
+    seen = -1
+    while time.monotonic() < deadline:
+        count = len(peers.slack.calls) + len(peers.discord.calls)
+        if count == seen:
+            return
+        seen = count
+        await asyncio.sleep(QUIET_S)
+
+
+def _alive(procs: Iterable[Proc]) -> None:
+    """Raise ProcessExited for a process that died on its own (a worker that failed after its first
+    half second looked ready; the trial must not count debates that never had a worker)."""
+    for proc in procs:
+        proc.check_alive()
+
+
+def _debate_ids(db: Path, tag: int) -> set[str]:
+    """The platform ids a debate's writes name: its thread, its channel and every message it recorded."""
+    rows = read_log(db, "select id, channel, thread from debates where topic like ?", (f"kill debate {tag:04d}:%",))
+    ids = {str(v) for r in rows for v in (r["channel"], r["thread"]) if v}
+    for r in rows:
+        ids |= {m["message_id"] for m in read_log(db, "select message_id from messages where debate_id = ?",
+                                                  (r["id"],))}
+    return ids
+
+
+def _first_write_after(peers: Peers, ids: set[str], after: float) -> float | None:
+    times = [c.at for c in peers.slack.calls if c.at > after and c.method.startswith("chat.")
+             and (str(c.params.get("channel")) in ids or str(c.params.get("ts")) in ids)]
+    times += [c.at for c in peers.discord.calls if c.at > after and c.method in ("POST", "PATCH")
+              and any(part in ids for part in c.path.split("/"))]
+    return min(times) if times else None
+
+
+async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: dict[str, str]) -> TrialResult:
+    result = TrialResult(trial)
+    if trial.mode in unavailable:
+        result.unavailable, result.error = True, unavailable[trial.mode]
+        return result
+    workdir = root / f"trial-{trial.number:03d}"
+    workdir.mkdir()
+    db = workdir / "debates.db"
+    tags = [_tag(trial, i) for i in range(len(FORMATS))]
+    async with Peers(FakeLLMServer()) as peers:
+        assert peers.llm is not None
+        script.install(peers.llm)
+        env = peers.env(workdir, DEBATE_PROPOSER=PRO_MODEL, DEBATE_CHALLENGER=CON_MODEL, DEBATE_JUDGE=JUDGE_MODEL)
+        if trial.mode == "serve":
+            procs = {"serve": Proc.serve(workdir, env)}
+        else:
+            procs = {"front": Proc.serve(workdir, env, front_only=True, name="front"),
+                     "worker": Proc.worker(workdir, env, worker_name="w1")}
+        front = procs.get("serve") or procs["front"]
+        try:
+            for proc in procs.values():  # one after the other: the front first, then the worker
+                await proc.start()
+                await proc.ready(peers, identifies_before=0 if proc is front else None)
+            assert front.port is not None
+            await _start_debates(trial, peers, front.port)
+            if not await _until(lambda: len(_statuses(db, tags)) == len(tags), 30):
+                raise RuntimeError(f"only {len(_statuses(db, tags))} of {len(tags)} debates were logged")
+            await asyncio.sleep(trial.kill_after_s)
+            _alive(procs.values())
+
+            in_flight_tags = [t for t, s in _statuses(db, tags).items() if s == "running"]
+            result.in_flight = len(in_flight_tags)
+            killed_at = respawned_at = time.monotonic()
+            done_before: set[str] = set()
+            done_late: set[str] = set()
+            if trial.victim != "none":
+                victim = procs[trial.victim]
+                identifies = peers.discord.identifies
+                victim.kill()
+                killed_at = time.monotonic()
+                await victim.wait()
+                # finished at the peer: long before the kill (its step was surely recorded), or just before it
+                # (the process may have died before recording the answer: re-running that call is allowed)
+                for r in peers.llm.requests:
+                    if r.status == 200 and r.finished_at is not None:
+                        (done_before if r.finished_at < killed_at - SETTLED_CALL_S else done_late).add(marker(r))
+                respawned_at = time.monotonic()  # a call the peers see after this is the new process's
+                await victim.start()
+                await victim.ready(peers, identifies_before=identifies if victim is front else None)
+                result.ready_s = time.monotonic() - killed_at
+
+            await _until(lambda: _rendered(db, tags), FINISH_WITHIN_S, step=0.2)
+            await _settle(peers, FINISH_WITHIN_S)
+            _alive(procs.values())
+
+            # started_at is perf_counter, CLOCK_MONOTONIC on Linux like time.monotonic()
+            after = [r for r in peers.llm.requests if r.started_at > respawned_at]
+            result.repeated_calls = sum(1 for r in after if marker(r) in done_before)
+            result.repeated_late_calls = sum(1 for r in after if marker(r) in done_late)
+            for tag in in_flight_tags if trial.victim != "none" else []:
+                calls = [r.started_at for r in after if tag_of(r.prompt_text) == tag]
+                if calls and trial.victim != "front":  # the worker calls models on while a front is down
+                    result.resume_call_s.append(min(calls) - killed_at)
+                write = _first_write_after(peers, _debate_ids(db, tag), respawned_at)
+                if write is not None and trial.victim != "worker":  # the front renders on while a worker is down
+                    result.resume_write_s.append(write - killed_at)
+            for index, fmt in enumerate(FORMATS):
+                tag = tags[index]
+                result.checks.append(check_debate(peers, db, tag, _platform(trial, index), fmt, trial.rounds,
+                                                  f"C{tag:04d}"))
+        except ProcessExited as exc:
+            result.error = str(exc)
+            if exc.code == 2 and trial.mode != "serve":
+                unavailable[trial.mode] = str(exc)
+                result.unavailable = True
+        except Exception as exc:  # one broken trial is reported, the others still run
+            log.debug("trial %d failed", trial.number, exc_info=True)
+            result.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            await asyncio.gather(*(p.stop(20) for p in procs.values()))
+    for path in sorted(workdir.iterdir()):
+        if path.suffix in (".db", ".sqlite") and path.stat().st_size > 0:
+            with contextlib.suppress(Exception):
+                result.integrity[path.name] = integrity(path)
+    return result
+
+
+def _p50_max(values: list[float]) -> str:
+    if not values:
+        return "none"
+    return f"{median(values):.2f} / {max(values):.2f} s (n={len(values)})"
+
+
+def _report(table: Table, label: str, results: list[TrialResult], *, killed: bool = True) -> None:
+    ran = [r for r in results if r.error is None]
+    checks = [c for r in ran for c in r.checks]
+    totals = summarize(checks)
+    table.add(f"{label}: trials run (of {len(results)})", f"{len(ran)}", f"{len(results)}",
+              "pass" if len(ran) == len(results) else "miss")
+    if not ran:
+        return
+    if killed:
+        table.add(f"{label}: debates mid-run at the kill", f"{sum(r.in_flight for r in ran)} of {len(checks)}")
+    table.add(f"{label}: debates completed", f"{totals['completed']}/{totals['debates']}", f"{totals['debates']}",
+              "pass" if totals["completed"] == totals["debates"] else "miss")
+    table.add(f"{label}: debates with every check clean", f"{totals['clean']}/{totals['debates']}",
+              f"{totals['debates']}", "pass" if totals["clean"] == totals["debates"] else "miss")
+    table.add(f"{label}: duplicated turns / messages", f"{totals['duplicates']}", "0",
+              "pass" if totals["duplicates"] == 0 else "miss")
+    table.add(f"{label}: lost turns (log or thread)", f"{totals['lost_turns']}", "0",
+              "pass" if totals["lost_turns"] == 0 else "miss")
+    files = [(name, state) for r in ran for name, state in r.integrity.items()]
+    bad = [f"{n}: {s}" for n, s in files if s != "ok"]
+    table.add(f"{label}: integrity_check ok (SQLite files)", f"{len(files) - len(bad)}/{len(files)}", f"{len(files)}",
+              "pass" if not bad and files else "miss")
+    if not killed:
+        return
+    table.add(f"{label}: kill → process answering again, p50 / max", _p50_max([r.ready_s for r in ran if r.ready_s]))
+    table.add(f"{label}: kill → first model call of a mid-run debate, p50 / max",
+              _p50_max([s for r in ran for s in r.resume_call_s]))
+    table.add(f"{label}: kill → first thread write of a mid-run debate, p50 / max",
+              _p50_max([s for r in ran for s in r.resume_write_s]))
+    repeated = sum(r.repeated_calls for r in ran)
+    table.add(f"{label}: model calls done ≥ {SETTLED_CALL_S:g} s before the kill, made again", f"{repeated}", "0",
+              "pass" if repeated == 0 else "miss")
+    table.add(f"{label}:   done < {SETTLED_CALL_S:g} s before the kill, made again (allowed)",
+              f"{sum(r.repeated_late_calls for r in ran)}")
+
+
+def _notes(table: Table, results: list[TrialResult]) -> None:
+    unavailable = {r.trial.mode: r.error for r in results if r.unavailable}
+    for mode, error in unavailable.items():
+        table.note(f"mode {mode} unavailable in this product: {error}")
+    errors = [r for r in results if r.error and not r.unavailable]
+    for r in errors[:5]:
+        table.note(f"trial {r.trial.number} ({r.trial.mode}, kill {r.trial.victim}) did not run: {r.error}")
+    for text, count in _problem_counts(results)[:8]:
+        table.note(f"{count} × {text}")
+
+
+def _problem_counts(results: list[TrialResult]) -> list[tuple[str, int]]:
+    counter: Counter[str] = Counter()
+    for r in results:
+        for c in r.checks:
+            for problem in c.problems:
+                counter[f"{c.fmt} on {c.platform} (kill {r.trial.victim}): {problem}"] += 1
+    return counter.most_common()
+
+
+async def run(smoke: bool, *, keep: bool = False) -> Table:
+    trials = plan(smoke)
+    script = KillScript()
+    root = Path(tempfile.mkdtemp(prefix="bench-kill-"))
+    unavailable: dict[str, str] = {}
+    lanes = asyncio.Semaphore(LANES)
+
+    async def lane(trial: Trial) -> TrialResult:
+        async with lanes:
+            return await run_trial(trial, script, root, unavailable)
+
+    try:
+        results = await asyncio.gather(*(lane(t) for t in trials))
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    debates = len(trials) * len(FORMATS)
+    table = Table(f"killharness — {len(trials)} trials × {len(FORMATS)} debates ({debates}; challenge 1–2 rounds, "
+                  f"consensus, stances; Slack HTTP + Discord), SIGKILL {KILL_WINDOW_S[0]:g}–{KILL_WINDOW_S[1]:g} s "
+                  f"after all are logged, then restart; LLM peer {script.latency_s:g} s + {script.tokens_per_s:g} "
+                  f"words/s, {LANES} trials at a time")
+    _report(table, "control (no kill)", [r for r in results if r.trial.victim == "none"], killed=False)
+    _report(table, "serve (kill serve)", [r for r in results if r.trial.victim == "serve"])
+    for victim in ("front", "worker"):
+        _report(table, f"split (kill {victim})", [r for r in results if r.trial.victim == victim])
+    _notes(table, results)
+    if keep:
+        table.note(f"workdirs kept in {root}")
+    return table
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep each trial's workdir (logs, stderr)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    table = asyncio.run(run(args.smoke, keep=args.keep))
+    print(table.render())
+    sys.exit(0)
