@@ -12,6 +12,7 @@ no write, and an older schema is refused with what to run; a file not there yet 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import queue
@@ -21,6 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory file locks; one process at a time there
+    fcntl = None  # type: ignore[assignment]
 
 from sqlite_utils import Database
 
@@ -78,15 +84,32 @@ def create_private(path: Path) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def _opening_lock(path: Path):
+    """Serialise opening across processes: switching to WAL and migrating take locks that SQLite's
+    busy timeout does not wait for, so a front and a worker starting together could fail with
+    "database is locked". The lock file lives beside the log, mode 0600."""
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def open_database(path: Path) -> Database:
     """Open the file with the pragmas the log relies on and bring the schema up to date."""
-    create_private(path)
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
-    db = Database(conn)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    db.execute("PRAGMA synchronous=NORMAL")
-    migrations.apply(db)
+    with _opening_lock(path):
+        create_private(path)
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        db = Database(conn)
+        db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        migrations.apply(db)
     return db
 
 
