@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from orchestrator.app import Core
+from orchestrator.app import RESTARTING, Core
 from orchestrator.config import Settings
 from orchestrator.debate.seating import NoProviderConfigured, choose_seats
 from orchestrator.models import (
@@ -311,6 +311,7 @@ def build_spec(
             rounds=rounds,
             seats=seating.seats,
             judge=seating.judge,
+            tiebreak_judge=seating.tiebreak_judge,
             effort=effort,  # type: ignore[arg-type]
             platform=platform,
             channel=channel,
@@ -318,6 +319,8 @@ def build_spec(
             requested_by=requested_by,
         )
         seats = [*((seat.role, seat.model) for seat in spec.seats), ("judge", spec.judge)]
+        if spec.tiebreak_judge:
+            seats.append(("judge", spec.tiebreak_judge))
         if policy is not None:  # before anything resolves a model: a refused cli: tool is never looked at
             for role, model in seats:
                 policy.check_model(model, role)
@@ -341,12 +344,15 @@ async def chat_spec(
 ) -> tuple[DebateSpec, list[str]]:
     """What every chat surface does before it posts anything: the spec held to the chat policy, then
     admitted under the chat quotas (its slot reserved in the log). A refusal is a `CommandError` for the
-    user alone. Once this returns, the surface must `core.jobs.start` it or `core.jobs.abandon` it."""
+    user alone, and so is a start while the process is stopping. Once this returns, the surface must
+    start it (`core.feed.enqueue`) or give its slot back (`core.abandon`)."""
+    if core.stopping:
+        raise CommandError(RESTARTING)
     spec, notes = build_spec(command, core.settings, core.registry, policy=ChatPolicy(core.settings, core.registry),
                              platform=platform, channel=channel, requested_by=requested_by)
     spec = spec.model_copy(update={"workspace": workspace, "channel_private": channel_private})
     try:
-        await core.jobs.admit(spec, Quota.from_settings(core.settings))
+        await core.admit(spec, Quota.from_settings(core.settings))
     except QuotaExceeded as exc:
         raise CommandError(exc.user_text()) from None
     return spec, notes

@@ -1,4 +1,16 @@
-"""`debate serve` and `debate discord-sync`: the platforms that are configured, in one event loop."""
+"""`debate serve`, `debate worker` and `debate discord-sync`: the long-running roles, in one event loop each.
+
+`debate serve` runs the configured platforms (the front) and a worker in one process; `--front-only`
+leaves the worker out (debates run in `debate worker` processes sharing the workflow database). A
+front answers each platform's requests, enqueues debates and renders their threads from the workers'
+event streams; at start it picks up the thread of every live debate where it left off.
+
+SIGTERM or SIGINT is a graceful stop: /healthz answers 503 "stopping" and new debates are refused
+(the user is told to try again in a minute); the worker stops taking steps and lets the model calls in
+flight finish for up to `grace_s`; then the platforms disconnect. Nothing is marked failed: every
+unfinished debate resumes at the next start (of the same executor: the same host for `debate serve`,
+the same `--name` for `debate worker`).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +18,11 @@ import asyncio
 import sys
 
 from bots.signals import on_stop_signals
-from bots.web import WebFront, health_for
-from orchestrator.app import Core
+from bots.web import Health, WebFront, health_for
+from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
+
+WORKER_PORT = 3001  # beside a front's default 3000 on the same host
 
 NOTHING_TO_SERVE = (
     "nothing to serve: set SLACK_BOT_TOKEN with SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET "
@@ -22,19 +36,24 @@ def slack_configured(settings: Settings) -> bool:
     return bool((settings.slack_bot_token or oauth) and (settings.slack_app_token or settings.slack_signing_secret))
 
 
-async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, port: int) -> int:
+async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, port: int, front_only: bool = False,
+                grace_s: float = STOP_GRACE_S) -> int:
     """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM."""
     if not slack and not discord:
         slack, discord = slack_configured(settings), bool(settings.discord_bot_token)
         if not slack and not discord:
             raise ConfigError(NOTHING_TO_SERVE)
-    stop = asyncio.Event()
-    on_stop_signals(stop.set)
-    async with await Core.open(settings, role="serve") as core:
+    stopping, stop = asyncio.Event(), asyncio.Event()
+    on_stop_signals(stopping.set)
+    async with await Core.open(settings, role="front" if front_only else "serve") as core:
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
-        front = WebFront(health_for(lambda: len(core.jobs.running()), slack=slack, discord=discord))
+        front = WebFront(health_for(lambda: 0, slack=slack, discord=discord))
         async with front.listen(host, port), asyncio.TaskGroup() as group:
             print(f"debate: GET /healthz on http://{host}:{port}", file=sys.stderr)
+            if core.executor is not None:
+                print(f"debate: worker {core.executor} runs debates here", file=sys.stderr)
+            else:
+                print("debate: front only: debates run in `debate worker` processes", file=sys.stderr)
             if slack:
                 from bots.slack.serve import run_slack
 
@@ -46,6 +65,41 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
 
                 print("debate: Discord (gateway)", file=sys.stderr)
                 group.create_task(run_discord(core, stop, health=front.health), name="discord")
+            group.create_task(graceful_stop(core, front.health, stopping, stop, grace_s), name="graceful-stop")
+    return 0
+
+
+async def graceful_stop(core: Core, health: Health, stopping: asyncio.Event, stop: asyncio.Event,
+                        grace_s: float) -> None:
+    """Once `stopping` is set: refuse new debates, stop the worker gracefully, then set `stop` (the
+    platforms close and stop following their threads)."""
+    await stopping.wait()
+    print("debate: stopping: new debates are refused; debates in progress resume at the next start",
+          file=sys.stderr, flush=True)
+    health.stop()
+    core.stopping = True
+    try:
+        await core.stop_workers(grace_s)
+    finally:
+        stop.set()
+
+
+async def work(settings: Settings, *, name: str | None, concurrency: int | None, host: str = "0.0.0.0",
+               port: int = WORKER_PORT, grace_s: float = STOP_GRACE_S) -> int:
+    """`debate worker`: run debate workflows from the shared queue until SIGINT/SIGTERM, then stop
+    gracefully (the calls in flight get `grace_s`; unfinished debates resume at the next start).
+    `GET /healthz` on host:port answers 200 once the worker takes debates, 503 while it stops."""
+    stopping = asyncio.Event()
+    on_stop_signals(stopping.set)
+    async with await Core.open(settings, role="worker", name=name, concurrency=concurrency) as core:
+        health = Health()
+        async with WebFront(health).listen(host, port) as bound:
+            at_once = concurrency or settings.debate_max_concurrent
+            print(f"debate: worker {core.executor} running, up to {at_once} debates at once "
+                  f"(GET /healthz on http://{host}:{bound}; stop: SIGTERM)", file=sys.stderr, flush=True)
+            await stopping.wait()
+            health.stop()
+            await core.stop_workers(grace_s)
     return 0
 
 

@@ -8,6 +8,8 @@ built, so requests go through a table that may grow while serving (aiohttp freez
 /healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body:
 `{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}`. A platform is
 "starting" until its probe first says yes, then "up" or "down" as the probe says at each request.
+From the moment a graceful stop begins (SIGTERM) it answers 503 with `"status": "stopping"`, so a load
+balancer sends nothing new to a process that refuses new debates.
 """
 
 from __future__ import annotations
@@ -33,9 +35,17 @@ class Health:
     """What /healthz reports: each platform's state (from a cheap probe) and how many debates run."""
 
     def __init__(self, running: Callable[[], int] = lambda: 0, platforms: Iterable[str] = ()) -> None:
-        self._running = running
+        self._running: list[Callable[[], int]] = [running]
         self._probes: dict[str, Probe | None] = dict.fromkeys(platforms)
         self._was_up: set[str] = set()
+        self.stopping = False  # a graceful stop began: 503, whatever the platforms say
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    def count(self, running: Callable[[], int]) -> None:
+        """Add what `running()` says to the debates reported running (each platform's followed debates)."""
+        self._running.append(running)
 
     def expect(self, platform: str) -> None:
         """`platform` is configured: report it as starting until it gives a probe."""
@@ -60,8 +70,11 @@ class Health:
 
     async def report(self) -> tuple[int, dict[str, object]]:
         states = {name: await self._state(name, probe) for name, probe in self._probes.items()}
-        ok = all(state == "up" for state in states.values())
-        return (200 if ok else 503), {"ok": ok, "platforms": states, "debates_running": self._running()}
+        ok = not self.stopping and all(state == "up" for state in states.values())
+        body: dict[str, object] = {"ok": ok, "platforms": states, "debates_running": sum(r() for r in self._running)}
+        if self.stopping:
+            body["status"] = "stopping"
+        return (200 if ok else 503), body
 
 
 class WebFront:

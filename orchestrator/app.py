@@ -1,41 +1,58 @@
 """The core's services wired together once, in main(), and handed to every adapter.
 
-Three ways to open it, one per kind of process:
-- `serve` (`debate serve`): writes the log, runs debates, and at start fails the debates this host's
-  serving process left "running" when it stopped (`interrupted`); each adapter shows that on their
-  root messages. Only this role recovers anything.
-- `run` (`debate run`): writes the log and runs debates under its own runner name
-  (`cli:<host>:<pid>`), recovers nothing.
+One way to open it per kind of process (`Role`):
+- `serve` (`debate serve`): a front and a worker in one process. It launches DBOS with the executor
+  `serve-<host>` (`host`: recovering, at launch, the debates this executor left unfinished) and talks
+  to the workflows through a `FrontFeed` (`feed`), exactly as a front on its own does.
+- `front` (`debate serve --front-only`): the feed only. It never launches DBOS, so it runs and
+  recovers no debate; the workers do.
+- `worker` (`debate worker`): the host only (executor `worker-<name>`), no platform, no feed.
+- `run` (`debate run`): debates run directly in this process (`jobs`, Direct steps), under their own
+  runner name; nothing durable, nothing recovered.
 - `read` (`history`, `show`, `search`, `export`, `discord-sync`): the log opened read-only; never
-  changes it, whatever else is running.
+  changes it and never touches the workflow database, whatever else is running.
+
+No durable role fails "running" debates at start (`mark_interrupted`): their workflows resume. A
+debate a front shows as running without a workflow behind it is failed by the front's tailer
+(`bots.thread.tail`), with a message in its thread. Importing DBOS costs ~0.4 s: only the durable
+roles import `orchestrator.durable`, inside `open`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from orchestrator.config import Settings
 from orchestrator.debate.engine import Engine
 from orchestrator.debate.jobs import DebateJobs
-from orchestrator.log import DebateLog, DebateRecord, open_log
-from orchestrator.models import Outcome
+from orchestrator.log import DebateLog, open_log
+from orchestrator.models import DebateSpec, Outcome
 from orchestrator.providers import ProviderRegistry
+from orchestrator.quotas import Quota
 
-RESTART_NOTICE = "Interrupted by a restart — run it again with /debate …"
-Role = Literal["serve", "run", "read"]
+if TYPE_CHECKING:
+    from orchestrator.durable import FrontFeed, WorkerHost
+
+log = logging.getLogger(__name__)
+
+Role = Literal["serve", "front", "worker", "run", "read"]
+DURABLE_ROLES: tuple[Role, ...] = ("serve", "front", "worker")
+RESTARTING = "The bot is restarting; try again in a minute."
+STOP_GRACE_S = 20.0  # how long a stopping worker lets the model calls in flight finish
 
 
-def runner_name(role: Role) -> str | None:
-    """Who owns the debates this process starts: one name per serving host, one per CLI process."""
+def runner_name(role: Role, name: str | None = None) -> str | None:
+    """Who admitted or runs the debates this process logs: one name per host and role, one per CLI process."""
     host = socket.gethostname()
-    if role == "serve":
-        return f"serve:{host}"
     if role == "run":
         return f"cli:{host}:{os.getpid()}"
-    return None
+    if role == "read":
+        return None
+    return f"{role}:{name or host}"
 
 
 @dataclass
@@ -44,31 +61,70 @@ class Core:
     store: DebateLog
     registry: ProviderRegistry
     engine: Engine
-    jobs: DebateJobs
     role: Role = "serve"
-    # debates this runner left running when it stopped, failed at open (serve only); each adapter shows it
-    interrupted: list[str] = field(default_factory=list)
+    jobs: DebateJobs | None = None  # `run` only: debates in this process
+    host: WorkerHost | None = None  # `serve`, `worker`: runs the debate workflows
+    feed: FrontFeed | None = None  # `serve`, `front`: enqueues, stops and follows them
+    stopping: bool = False  # a stop began: no new debate is taken
 
     @classmethod
-    async def open(cls, settings: Settings, role: Role = "serve") -> Core:
-        store = open_log(settings.debate_db, runner=runner_name(role), readonly=role == "read")
+    async def open(cls, settings: Settings, role: Role = "serve", *, name: str | None = None,
+                   concurrency: int | None = None) -> Core:
+        """`name`: the worker's (`debate worker --name`, default the host); `concurrency`: debates at
+        once in this process's worker (default DEBATE_MAX_CONCURRENT)."""
+        store = open_log(settings.debate_database_url or settings.debate_db, runner=runner_name(role, name),
+                         readonly=role == "read")
         await store.start()
-        interrupted = await store.mark_interrupted() if role == "serve" else []
         registry = ProviderRegistry(settings)
         engine = Engine(registry, settings)
-        jobs = DebateJobs(engine, store, max_concurrent=settings.debate_max_concurrent)
-        return cls(settings=settings, store=store, registry=registry, engine=engine, jobs=jobs, role=role,
-                   interrupted=interrupted)
+        core = cls(settings=settings, store=store, registry=registry, engine=engine, role=role)
+        try:
+            if role == "run":
+                core.jobs = DebateJobs(engine, store, max_concurrent=settings.debate_max_concurrent)
+            if role in ("serve", "worker"):
+                from orchestrator.durable import WorkerHost, executor_id
 
-    @staticmethod
-    def interrupted_outcome(record: DebateRecord) -> Outcome:
-        """How an interrupted debate ended, for its root message: failed, with what its turns used."""
-        return Outcome(status="failed", rounds_completed=record.rounds_completed, rounds_planned=record.rounds_planned,
-                       input_tokens=record.input_tokens, output_tokens=record.output_tokens,
-                       cost_usd=record.cost_usd, error=RESTART_NOTICE)
+                executor = executor_id("serve" if role == "serve" else "worker", name)
+                core.host = WorkerHost(settings, store, registry, executor_id=executor, concurrency=concurrency)
+                await core.host.start()
+            if role in ("serve", "front"):
+                from orchestrator.durable import FrontFeed
+
+                core.feed = await FrontFeed.open(settings)
+        except BaseException:
+            await core.close()
+            raise
+        return core
+
+    @property
+    def executor(self) -> str | None:
+        return None if self.host is None else self.host.executor_id
+
+    async def admit(self, spec: DebateSpec, quota: Quota | None = None) -> None:
+        """Reserve the debate's slot in the log, or raise QuotaExceeded (nothing logged, nothing to undo).
+        `quota`: a chat user's (`Quota.from_settings`); None is the operator, held to the global cap only."""
+        await self.store.admit(spec, quota or Quota.operator(self.settings.debate_max_concurrent))
+
+    async def abandon(self, debate_id: str, reason: str) -> None:
+        """An admitted debate that will not start: it ends failed, with `reason`, and holds no slot."""
+        await self.store.finish_debate(debate_id, Outcome(status="failed", error=reason))
+
+    async def stop_workers(self, grace_s: float = STOP_GRACE_S) -> None:
+        """The graceful stop of this process's worker: no new step starts, the model calls in flight get
+        `grace_s` to finish, and nothing is marked failed (the debates resume at the next launch)."""
+        self.stopping = True
+        if self.host is not None:
+            host, self.host = self.host, None
+            await host.stop(grace_s)
 
     async def close(self) -> None:
-        await self.jobs.shutdown()
+        if self.jobs is not None:
+            await self.jobs.shutdown()
+        if self.host is not None:
+            await self.stop_workers()
+        if self.feed is not None:
+            feed, self.feed = self.feed, None
+            await feed.close()
         await self.registry.aclose()
         await self.store.close()
 

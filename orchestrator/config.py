@@ -21,11 +21,16 @@ class Settings(BaseSettings):
 
     # storage
     debate_db: Path = Field(default=Path("./debates.db"), alias="DEBATE_DB")
+    # set: the log (and the workflow engine's state) live in this Postgres database instead
+    debate_database_url: str | None = Field(default=None, alias="DEBATE_DATABASE_URL")
+    # the workflow engine's database, when not the default (orchestrator/durable/config.py: system_db_url)
+    debate_workflow_db_url: str | None = Field(default=None, alias="DEBATE_WORKFLOW_DB_URL")
 
     # seats and defaults
     debate_proposer: str | None = Field(default=None, alias="DEBATE_PROPOSER")
     debate_challenger: str | None = Field(default=None, alias="DEBATE_CHALLENGER")
     debate_judge: str | None = Field(default=None, alias="DEBATE_JUDGE")
+    debate_tiebreak_judge: str | None = Field(default=None, alias="DEBATE_TIEBREAK_JUDGE")
     debate_format: str = Field(default="challenge", alias="DEBATE_FORMAT")
     debate_rounds: int = Field(default=2, alias="DEBATE_ROUNDS")
     debate_effort: str = Field(default="medium", alias="DEBATE_EFFORT")
@@ -69,6 +74,21 @@ class Settings(BaseSettings):
     discord_guild_ids: str = Field(default="", alias="DISCORD_GUILD_IDS")
     discord_api_base_url: str = Field(default="https://discord.com/api/v10", alias="DISCORD_API_BASE_URL")
     discord_gateway_url: str = Field(default="wss://gateway.discord.gg/", alias="DISCORD_GATEWAY_URL")
+
+    @field_validator("debate_database_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// (or postgres://) URL; leave it unset for SQLite at DEBATE_DB")
+        return value
+
+    @field_validator("debate_workflow_db_url")
+    @classmethod
+    def _workflow_db_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://", "sqlite:///")):
+            raise ValueError("must be a postgresql:// (or postgres://) or sqlite:/// URL; "
+                             "leave it unset for the default")
+        return value
 
     @field_validator("debate_format")
     @classmethod

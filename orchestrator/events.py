@@ -4,7 +4,10 @@ Every event has a deterministic `key`: the same event of the same debate has the
 run, so a reader of an at-least-once stream drops an event whose key it has seen ("started",
 "round:2:start", "turn:1:A:opening:end", "notice:<hash>", "verdict", "final"). Text deltas share
 their turn's key and add `attempt` (one id per run of the model call: a new attempt means the turn
-restarted, reset its text) and `offset` (characters of that attempt before this delta).
+restarted, reset its text) and `offset` (characters of that attempt before this delta). A turn
+that a format plays again with the same round, seat and kind (stances reruns a round nobody answered
+readably) is a new `take`: its keys end in `:t{take}` ("turn:2:A:rebuttal:t1:end"), so a reader that
+drops repeats by key still shows it; the log keeps the latest take under (round, seat, kind).
 
 Store first, enforced here: the bus hands each event to the log sink and only once that write has
 returned to the platform sinks, in order. When the log write fails the event goes no further, the
@@ -37,8 +40,8 @@ class EventBase(BaseModel):
         return type(self).__name__
 
 
-def turn_key(round_: int, seat: str, kind: str) -> str:
-    return f"turn:{round_}:{seat}:{kind}"
+def turn_key(round_: int, seat: str, kind: str, take: int = 0) -> str:
+    return f"turn:{round_}:{seat}:{kind}" + (f":t{take}" if take else "")
 
 
 class DebateStarted(EventBase):
@@ -68,10 +71,11 @@ class TurnStarted(EventBase):
     role: str
     kind: str
     model: str
+    take: int = 0  # the turn played again (same round, seat, kind): 1, 2, …
 
     @property
     def key(self) -> str:
-        return f"{turn_key(self.round, self.seat, self.kind)}:start"
+        return f"{turn_key(self.round, self.seat, self.kind, self.take)}:start"
 
 
 class TextDelta(EventBase):
@@ -82,29 +86,32 @@ class TextDelta(EventBase):
     delta: str
     attempt: str = ""  # one id per run of the model call
     offset: int = 0  # characters of this attempt sent before this delta
+    take: int = 0
 
     @property
     def key(self) -> str:
         """The turn's key: deltas are told apart by (`attempt`, `offset`)."""
-        return turn_key(self.round, self.seat, self.kind)
+        return turn_key(self.round, self.seat, self.kind, self.take)
 
 
 class TurnCompleted(EventBase):
     type: Literal["turn_completed"] = "turn_completed"
     turn: Turn
+    take: int = 0
 
     @property
     def key(self) -> str:
-        return f"{turn_key(self.turn.round, self.turn.seat, self.turn.kind)}:end"
+        return f"{turn_key(self.turn.round, self.turn.seat, self.turn.kind, self.take)}:end"
 
 
 class TurnFailed(EventBase):
     type: Literal["turn_failed"] = "turn_failed"
     turn: Turn
+    take: int = 0
 
     @property
     def key(self) -> str:
-        return f"{turn_key(self.turn.round, self.turn.seat, self.turn.kind)}:end"
+        return f"{turn_key(self.turn.round, self.turn.seat, self.turn.kind, self.take)}:end"
 
 
 class RoundCompleted(EventBase):

@@ -16,6 +16,8 @@ Role = Literal["proposer", "challenger", "debater", "judge"]
 TurnStatus = Literal["ok", "failed", "empty"]
 DebateStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
 Rating = Literal["high", "medium", "low"]
+Confidence = Literal["high", "medium", "low"]
+PassKind = Literal["seated", "swapped", "tiebreak"]
 
 # The limits every surface checks, through bots/commands.py; the models below enforce them again.
 FORMATS: tuple[str, ...] = ("challenge", "consensus", "stances")
@@ -64,6 +66,7 @@ class DebateSpec(Frozen):
     rounds: int = Field(default=2, ge=MIN_ROUNDS, le=MAX_ROUNDS)
     seats: tuple[Seat, ...]
     judge: str
+    tiebreak_judge: str | None = None  # a third family's judge, asked only when the two judge passes split
     effort: Effort = "medium"
     platform: str = "cli"
     workspace: str | None = None  # Slack team id / Discord guild id; who may recall it (orchestrator.log.Scope)
@@ -128,11 +131,59 @@ class StanceScore(Frozen):
     score: float = 0
 
 
+class JudgeReading(Frozen):
+    """One judge pass's answer: the debaters as seated, in swapped order, or the tie-break judge's."""
+
+    kind: PassKind
+    winner: str  # seat label
+    reasoning: str = ""
+    family: str = ""  # the judge model's family
+
+    @property
+    def title(self) -> str:
+        return {"seated": "Debaters as seated", "swapped": "Order swapped",
+                "tiebreak": f"Tie-break judge ({self.family})"}[self.kind]
+
+
 class Verdict(Frozen):
-    """The judge's decision. `winner` is a seat label; `split` marks disagreeing judge passes."""
+    """The judge's decision. `winner` is a seat label; `split` marks disagreeing judge passes.
+
+    `confidence`: high when the two order-swapped passes agree; medium when they split and a judge of
+    a third family sided with one of them (its answer decides: `tiebreak_family`); low when they split
+    with no tie-break (or it failed), or when only one pass was usable. None: logged before it existed.
+    `readings` keeps every usable pass's winner and reasoning, so a split shows both sides.
+    """
 
     winner: str
     split: bool = False
+    confidence: Confidence | None = None
+    evidence: tuple[str, ...] = ()  # the decisive quotes or turn references, listed before the winner
+    readings: tuple[JudgeReading, ...] = ()
+    tiebreak_family: str | None = None
+    judge_shares_family_with: tuple[str, ...] = ()  # seat labels of debaters of the judge's own family
+
+    def confidence_note(self) -> str:
+        """How far to trust the winner, in one plain sentence (every surface adds its own markup)."""
+        if self.tiebreak_family:
+            sided = "" if self.confidence == "medium" else ", which chose neither pass's winner"
+            return (f"Confidence: {self.confidence} — split; decided by a tie-break judge of family "
+                    f"{self.tiebreak_family}{sided}.")
+        if self.split:
+            both = "; both readings are shown" if self.readings else ""
+            return f"Split — low confidence: the judge's two passes (debaters in swapped order) disagreed{both}."
+        if self.confidence == "high":
+            return "Confidence: high — both judge passes (debaters in swapped order) agreed."
+        if self.confidence == "low":
+            return "Confidence: low — only one judge pass was usable, so it could not be cross-checked."
+        return ""
+
+    def family_note(self) -> str:
+        """Said when the judge shares a model family with a debater; empty otherwise."""
+        if not self.judge_shares_family_with:
+            return ""
+        who = ("debaters " if len(self.judge_shares_family_with) > 1 else "debater ") + " and ".join(
+            self.judge_shares_family_with)
+        return f"The judge is of the same model family as {who}; a judge may favour its own family."
     reasoning: str = ""
     recommendation: str = ""
     agreements: tuple[str, ...] = ()

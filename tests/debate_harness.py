@@ -46,13 +46,15 @@ class Result:
         return [e.text for e in self.of(Notice) if level is None or e.level == level]
 
 
-def settings_for(srv: FakeLLMServer, *, timeout: float = 10.0) -> Settings:
+def settings_for(srv: FakeLLMServer, *, timeout: float = 10.0, env: dict[str, str] | None = None) -> Settings:
+    """OpenAI on the loopback peer; `env` adds settings (another provider pointed at it, …)."""
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         OPENAI_API_KEY="sk-test-secret-0123456789",
         OPENAI_BASE_URL=srv.openai_base_url,
         DEBATE_MAX_RETRIES=0,
         DEBATE_CALL_TIMEOUT=timeout,
+        **(env or {}),
     )
 
 
@@ -70,9 +72,10 @@ def make_spec(
 
 
 async def run_debate(
-    srv: FakeLLMServer, spec: DebateSpec, *, call_timeout: float = 10.0, db: Path | None = None
+    srv: FakeLLMServer, spec: DebateSpec, *, call_timeout: float = 10.0, db: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Result:
-    settings = settings_for(srv, timeout=call_timeout)
+    settings = settings_for(srv, timeout=call_timeout, env=env)
     registry = ProviderRegistry(settings)
     sink = CollectingSink()
     store = Store(db) if db is not None else None

@@ -1,27 +1,37 @@
 """Durable debates under test: a WorkerHost in this process, or a worker in a real subprocess that a
-test can SIGKILL and launch again, both against the loopback LLM server and real SQLite files."""
+test can SIGKILL and launch again, both against the loopback LLM server, on either backend
+(`DurableBackend`): real SQLite files, or one database of the tests' real PostgreSQL server holding both
+the log and the workflows, as DEBATE_DATABASE_URL alone puts them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pytest
 from dbos import DBOSClient
 from pydantic import TypeAdapter
 
-from orchestrator.durable import APP_NAME, STREAM, WorkerHost, workflow_id
+from orchestrator.config import Settings
+from orchestrator.durable import APP_NAME, STREAM, WorkerHost, system_db_url, workflow_id
+from orchestrator.durable.config import sqlite_path
 from orchestrator.events import Event, EventBase, TextDelta
-from orchestrator.log import Store
 from orchestrator.models import DebateSpec
 from orchestrator.providers import ProviderRegistry
 from tests.debate_harness import settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.log_backends import LogBackend
+from tests.postgres_server import PostgresServer
 
 EXECUTOR = "worker-test"
 STANCE_TOPIC = "Should a small team write its backend in a statically typed language?"
@@ -36,15 +46,95 @@ def db_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+# -- where the log and the workflows live ----------------------------------------------------------
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+STORAGE_VARIABLES = ("DEBATE_DB", "DEBATE_DATABASE_URL", "DEBATE_WORKFLOW_DB_URL")
+
+
+@dataclass(frozen=True)
+class DurableBackend:
+    """SQLite: the log a file per test, the workflow database one file per module (a queue DBOS knows
+    already starts without its 1 s discovery). Postgres: one database per module for both, the
+    workflow database found the way a deployment finds it, from DEBATE_DATABASE_URL alone."""
+
+    name: str
+    workflow_db: str  # the DBOS system database's URL
+    database_url: str | None = None  # Postgres: what DEBATE_DATABASE_URL holds
+    unused_db: Path | None = None  # Postgres: DEBATE_DB too, where nothing may appear
+
+    @classmethod
+    def sqlite(cls, system_db: Path) -> DurableBackend:
+        return cls("sqlite", db_url(system_db))
+
+    @classmethod
+    def postgres(cls, url: str, folder: Path) -> DurableBackend:
+        unused = folder / "debates.db"
+        settings = Settings(_env_file=None, DEBATE_DATABASE_URL=url, DEBATE_DB=unused)  # type: ignore[call-arg]
+        return cls("postgres", system_db_url(settings), url, unused)
+
+    def log(self, tmp_path: Path, name: str = "log.db") -> LogBackend:
+        if self.database_url is not None:
+            return LogBackend("postgres", self.database_url)
+        return LogBackend("sqlite", str(tmp_path / name))
+
+    def env(self, log: LogBackend) -> dict[str, str]:
+        """The storage environment of a process using `log`."""
+        return log.env | ({"DEBATE_DB": str(self.unused_db)} if self.unused_db is not None else {})
+
+    @property
+    def host_db_url(self) -> str | None:
+        """The `db_url` a WorkerHost is given: SQLite, the module's file; Postgres, none (the settings name it)."""
+        return None if self.database_url is not None else self.workflow_db
+
+    def intact(self, log: LogBackend) -> bool:
+        """SQLite: both files pass `integrity_check`. Postgres: no SQLite file appeared at DEBATE_DB."""
+        if self.unused_db is not None:
+            return not list(self.unused_db.parent.glob(f"{self.unused_db.name}*"))
+        workflows = sqlite_path(self.workflow_db)
+        assert workflows is not None
+        return integrity(Path(log.target)) == "ok" and integrity(workflows) == "ok"
+
+
+@contextmanager
+def scratch_database(server: PostgresServer) -> Iterator[str]:
+    """A fresh database on the tests' server, dropped afterwards."""
+    name = f"d_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    try:
+        yield server.url(name)
+    finally:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            conn.execute(f"drop database if exists {name} with (force)")
+
+
+def postgres_backend_for(
+    tmp_path_factory: pytest.TempPathFactory, server: PostgresServer
+) -> Iterator[DurableBackend]:
+    """The body of a module-scoped `postgres_backend` fixture: a database of its own for the module."""
+    with scratch_database(server) as url:
+        yield DurableBackend.postgres(url, tmp_path_factory.mktemp("postgres"))
+
+
+def durable_backend(request: pytest.FixtureRequest) -> DurableBackend:
+    """The body of a module-scoped `backend` fixture parametrized with BACKENDS: the module's
+    `system_db` or `postgres_backend` fixture (one workflow database per module and backend)."""
+    if request.param == "sqlite":
+        return DurableBackend.sqlite(request.getfixturevalue("system_db"))
+    backend: DurableBackend = request.getfixturevalue("postgres_backend")
+    return backend
+
+
 @asynccontextmanager
-async def worker_host(srv: FakeLLMServer, log_path: Path, system_db: Path) -> AsyncIterator[WorkerHost]:
+async def worker_host(srv: FakeLLMServer, log: LogBackend, backend: DurableBackend) -> AsyncIterator[WorkerHost]:
     """A launched WorkerHost in this process (DBOS is a process-wide singleton: one at a time)."""
-    settings = settings_for(srv)
+    settings = settings_for(srv, env=backend.env(log))
     registry = ProviderRegistry(settings)
     try:
-        async with Store(log_path) as store:
+        async with log.open() as store:
             host = WorkerHost(settings, store, registry, executor_id=EXECUTOR, concurrency=4,
-                              db_url=db_url(system_db))
+                              db_url=backend.host_db_url)
             await host.start()
             try:
                 yield host
@@ -79,18 +169,15 @@ def script_stances(srv: FakeLLMServer, models: tuple[str, ...] = ("model-a", "mo
 # -- what was logged -------------------------------------------------------------------------------
 
 
-def logged_turns(log_path: Path, debate_id: str) -> list[tuple[int, str, str, str, str]]:
+def logged_turns(log: LogBackend, debate_id: str) -> list[tuple[int, str, str, str, str]]:
     """(round, seat, kind, status, text) of every logged turn, in the order they were written."""
-    with sqlite3.connect(f"file:{log_path}?mode=ro", uri=True) as db:
-        rows = db.execute("select round, seat, kind, status, text from turns where debate_id = ? order by id",
-                          [debate_id]).fetchall()
-    return [tuple(r) for r in rows]
+    rows = log.sql("select round, seat, kind, status, text from turns where debate_id = ? order by id", [debate_id])
+    return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
-def logged_notices(log_path: Path, debate_id: str) -> list[tuple[str, str]]:
-    with sqlite3.connect(f"file:{log_path}?mode=ro", uri=True) as db:
-        rows = db.execute("select level, text from notices where debate_id = ? order by id", [debate_id]).fetchall()
-    return [tuple(r) for r in rows]
+def logged_notices(log: LogBackend, debate_id: str) -> list[tuple[str, str]]:
+    rows = log.sql("select level, text from notices where debate_id = ? order by id", [debate_id])
+    return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
 def integrity(path: Path) -> str:
@@ -102,14 +189,14 @@ class StreamFollower:
     """Reads a debate's stream as a front would (a DBOSClient, no launch) until the workflow ends;
     `events` holds every entry as written, repeats included."""
 
-    def __init__(self, system_db: Path, debate_id: str) -> None:
-        self.system_db = system_db
+    def __init__(self, workflow_db: str, debate_id: str) -> None:
+        self.workflow_db = workflow_db
         self.debate_id = debate_id
         self.events: list[EventBase] = []
         self._changed = asyncio.Condition()
 
     async def run(self) -> list[EventBase]:
-        client = DBOSClient(system_database_url=db_url(self.system_db), application_name=APP_NAME)
+        client = DBOSClient(system_database_url=self.workflow_db, application_name=APP_NAME)
         try:
             async for value in client.read_stream_async(workflow_id(self.debate_id), STREAM,
                                                         polling_interval_sec=0.05):
@@ -126,9 +213,9 @@ class StreamFollower:
         return next(e for e in self.events if predicate(e))
 
 
-async def read_events(system_db: Path, debate_id: str) -> list[EventBase]:
+async def read_events(workflow_db: str, debate_id: str) -> list[EventBase]:
     """Every entry of the debate's stream, as written (repeats included), until the workflow ends."""
-    return await StreamFollower(system_db, debate_id).run()
+    return await StreamFollower(workflow_db, debate_id).run()
 
 
 def shown_texts(events: list[EventBase]) -> dict[str, str]:
@@ -153,17 +240,18 @@ import asyncio, json, sys
 from dbos import DBOS
 from orchestrator.config import Settings
 from orchestrator.durable import WorkerHost, enqueue, workflow_id
-from orchestrator.log import Store
+from orchestrator.log import open_log
 from orchestrator.models import DebateSpec
 from orchestrator.providers import ProviderRegistry
 
-async def main(base_url, log_path, db_url, executor, spec_json, request_key):
+async def main(base_url, db_url, executor, spec_json, request_key):
+    # the log and, unless db_url names it, the workflow database come from the environment, as in a deployment
     settings = Settings(_env_file=None, OPENAI_API_KEY="sk-test-secret-0123456789", OPENAI_BASE_URL=base_url,
                         DEBATE_MAX_RETRIES=0, DEBATE_CALL_TIMEOUT=20)
     registry = ProviderRegistry(settings)
     spec = DebateSpec.model_validate_json(spec_json)
-    async with Store(log_path) as store:
-        host = WorkerHost(settings, store, registry, executor_id=executor, db_url=db_url, concurrency=4)
+    async with open_log(settings.debate_database_url or settings.debate_db) as store:
+        host = WorkerHost(settings, store, registry, executor_id=executor, db_url=db_url or None, concurrency=4)
         await host.start()
         if request_key:
             handle = await enqueue(spec, request_key)
@@ -181,19 +269,21 @@ asyncio.run(main(*sys.argv[1:]))
 
 async def spawn_worker(
     srv: FakeLLMServer,
-    log_path: Path,
-    system_db: Path,
+    log: LogBackend,
+    backend: DurableBackend,
     spec: DebateSpec,
     request_key: str = "",
     *,
     executor: str = EXECUTOR,
 ) -> asyncio.subprocess.Process:
     """A worker process that enqueues `spec` when given a request key, else only recovers (`executor`'s
-    unfinished debates); it prints "launched", then "done <outcome>" and exits when the debate has ended."""
+    unfinished debates); it prints "launched", then "done <outcome>" and exits when the debate has ended.
+    Its storage comes from the environment (`backend.env(log)`), as in a deployment."""
+    env = {k: v for k, v in os.environ.items() if k not in STORAGE_VARIABLES} | backend.env(log)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _WORKER, srv.openai_base_url, str(log_path), db_url(system_db), executor,
+        sys.executable, "-c", _WORKER, srv.openai_base_url, backend.host_db_url or "", executor,
         spec.model_dump_json(), request_key,
-        stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent,
+        stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent, env=env,
     )
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 30)

@@ -12,8 +12,10 @@ def is_judge(record: RequestRecord) -> bool:
 
 
 def verdict_json(winner: str = "A", **extra: object) -> str:
-    """A judge's answer in a ```json block; `extra` replaces any field (recommendation, scores, …)."""
+    """A judge's answer in a ```json block, evidence first; `extra` replaces any field (recommendation,
+    scores, …) in place, or adds it at the end."""
     body: dict[str, object] = {
+        "evidence": [f"Round 1, Debater {winner}: \"the benchmark shows 2x\" — the only measured claim"],
         "winner": winner,
         "reasoning": f"Debater {winner} backed its claims with specific evidence in round 1.",
         "ratings": {"genuine_disagreement": "high", "evidence_quality": "medium", "challenge_depth": "high"},

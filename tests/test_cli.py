@@ -17,7 +17,7 @@ from tests.llm_scripts import script_judge
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDER_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
                  "OPENROUTER_API_KEY", "OLLAMA_BASE_URL", "VLLM_BASE_URL", "DEBATE_PROPOSER", "DEBATE_CHALLENGER",
-                 "DEBATE_JUDGE", "DEBATE_DB")
+                 "DEBATE_JUDGE", "DEBATE_DB", "DEBATE_DATABASE_URL")
 
 
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:

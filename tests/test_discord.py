@@ -29,6 +29,7 @@ MENTIONS = "Ping @everyone and @here, <@123> and <@&456> and <@!789>."
 CODE = "```python\n" + "\n".join(f"value_{i} = compute({i})  # step {i}" for i in range(160)) + "\n```"
 PROPOSER_TEXT = f"{MENTIONS}\n\nWe should adopt Rust for the ingest service.\n\n{CODE}\n\n" + "Evidence. " * 120
 VERDICT = {
+    "evidence": ["Round 1, Debater A: the benchmarks; Debater B never answered them"],
     "winner": "A",
     "reasoning": "Debater A cited benchmarks; Debater B did not answer them.",
     "ratings": {"genuine_disagreement": "high", "evidence_quality": "medium", "challenge_depth": "low"},
@@ -180,6 +181,9 @@ async def test_a_whole_debate_in_a_thread_then_votes_quotes_and_a_restart(
         assert tally.counts == {"disagree": 1, "side:B": 1} and tally.total == 2
         assert "Agree 0" in _votes_field(peer.messages[verdict["id"]])
         assert "Disagree 1" in _votes_field(peer.messages[verdict["id"]])
+        judge_team = next(f["value"] for f in peer.messages[verdict["id"]]["embeds"][0]["fields"]
+                          if f["name"] == "Judge · Team")
+        assert judge_team == "Judge: **A** · Team: 1–0 for B"
 
         # quote by button and by the message context menu: into the parent channel, linking the thread
         await _click(peer, verdict["id"], f"debate:quote:{debate_id}", USER_2)

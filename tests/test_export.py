@@ -1,15 +1,16 @@
-"""Export of a logged debate: agentsys-compatible JSON that round-trips, and a Markdown transcript."""
+"""Export of a logged debate (logged on each backend): agentsys-compatible JSON that round-trips, and a
+Markdown transcript."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from orchestrator.log import DebateRecord
 from orchestrator.log.export import ExportError, from_json, to_json, to_markdown
-from orchestrator.log.store import DebateRecord, Store
 from orchestrator.models import DebateSpec, Outcome, Seat, StanceScore, Turn, Verdict, Vote
+from tests.log_backends import LogBackend
 
 AGENTSYS_KEYS = {
     "id", "topic", "proposer", "challenger", "effort", "rounds_completed", "max_rounds", "status",
@@ -19,8 +20,8 @@ EXCHANGE_KEYS = {"round", "role", "tool", "response", "duration_ms"}
 VERDICT_KEYS = {"winner", "reasoning", "agreements", "disagreements", "recommendation"}
 
 
-async def logged_debate(tmp_path: Path, spec: DebateSpec) -> DebateRecord:
-    async with Store(tmp_path / "export.db") as store:
+async def logged_debate(log_backend: LogBackend, spec: DebateSpec) -> DebateRecord:
+    async with log_backend.open() as store:
         await store.create_debate(spec, at=1_750_000_000.123456)
         for round in (1, 2):
             for seat in spec.seats:
@@ -83,8 +84,8 @@ def challenge_spec() -> DebateSpec:
     )
 
 
-async def test_json_has_every_agentsys_key_and_round_trips(tmp_path: Path) -> None:
-    record = await logged_debate(tmp_path, challenge_spec())
+async def test_json_has_every_agentsys_key_and_round_trips(log_backend: LogBackend) -> None:
+    record = await logged_debate(log_backend, challenge_spec())
     data = to_json(record)
     json.dumps(data)  # JSON-ready
     assert AGENTSYS_KEYS <= set(data)
@@ -109,7 +110,7 @@ async def test_json_has_every_agentsys_key_and_round_trips(tmp_path: Path) -> No
     assert to_json(again) == data
 
 
-async def test_consensus_uses_the_first_two_debaters(tmp_path: Path) -> None:
+async def test_consensus_uses_the_first_two_debaters(log_backend: LogBackend) -> None:
     spec = DebateSpec(
         topic="Adopt trunk-based development?",
         format="consensus",
@@ -120,7 +121,7 @@ async def test_consensus_uses_the_first_two_debaters(tmp_path: Path) -> None:
         ),
         judge="openai:gpt-5",
     )
-    record = await logged_debate(tmp_path, spec)
+    record = await logged_debate(log_backend, spec)
     data = to_json(record)
     assert (data["proposer"], data["challenger"]) == ("ollama:qwen3", "openai:gpt-5-mini")
     assert to_json(from_json(data)) == data
@@ -133,15 +134,15 @@ def test_from_json_rejects_foreign_documents() -> None:
         from_json({"schema": "debate-bot/1", "id": "x"})
 
 
-async def test_markdown_transcript(tmp_path: Path) -> None:
-    record = await logged_debate(tmp_path, challenge_spec())
+async def test_markdown_transcript(log_backend: LogBackend) -> None:
+    record = await logged_debate(log_backend, challenge_spec())
     md = to_markdown(record)
     assert md.startswith("# Rewrite billing in Rust?\n")
     assert "challenge" in md and "`anthropic:claude-sonnet-4-5`" in md and "2025-06-15" in md
     assert md.index("## Round 1") < md.index("## Round 2") < md.index("## Verdict") < md.index("## Votes")
     assert "> Round 1 from A: evidence in §1." in md
     assert "FAILED" in md and "timed out after 240 s" in md
-    assert "Winner: A (proposer" in md and "Split verdict" in md
+    assert "Winner: A (proposer" in md and "Split — low confidence" in md
     assert "Migrate module by module." in md and "A cited the benchmark." in md
     assert "evidence quality: medium" in md
     for item in ("Tests first", "Timeline", "Hiring?"):

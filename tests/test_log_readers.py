@@ -55,7 +55,7 @@ async def test_reading_commands_and_a_serve_start_leave_a_running_debate_alone(t
 
             code, out, err = await debate(tmp_path, "history", "--json", env=env)
             assert code == 0, err
-            assert [(r["id"], r["status"]) for r in json.loads(out)] == [(debate_id, "running")]
+            assert [(r["id"], r["status"]) for r in json.loads(out)["debates"]] == [(debate_id, "running")]
             code, out, err = await debate(tmp_path, "show", debate_id[:6], "--json", env=env)
             assert code == 0 and json.loads(out)["status"] == "running", err
             code, out, err = await debate(tmp_path, "search", "kafka", "--json", env=env)
@@ -95,3 +95,48 @@ def test_runner_names_tell_a_serving_host_from_a_cli_process() -> None:
     assert serve is not None and serve.startswith("serve:") and serve == runner_name("serve")
     assert cli is not None and cli.startswith("cli:") and cli.endswith(f":{__import__('os').getpid()}")
     assert runner_name("read") is None
+
+
+async def test_reading_commands_beside_a_live_durable_server_change_nothing(tmp_path: Path) -> None:
+    """`debate serve` runs a debate as a workflow (held in its first call); every reading command, as a
+    subprocess beside it, leaves the log row and the workflow's row as they were, and the debate ends normally."""
+    from tests.fakes.slack_api import SlackAPIPeer
+    from tests.test_durable_serve import command, serving, slack_env, stopped
+    from tests.test_serve import slack_verdict_posted
+
+    gate = asyncio.Event()
+    db = tmp_path / "debates.db"
+    workflows = tmp_path / "debates.db.workflows.sqlite"
+    port = free_port()
+    async with FakeLLMServer() as srv, SlackAPIPeer() as slack:
+        script_judge(srv, "A", recommendation="Move the ingest queue to Kafka in one region first.")
+        srv.add_rule(Reply(gate=gate), match="You open the debate as the proposer", times=1)
+        env = slack_env(tmp_path, srv, slack)
+        serve = await serving(tmp_path, env, port)
+        try:
+            await command(port, TOPIC, slack, "trigger-readers-1")
+            await asyncio.wait_for(srv.wait_for_requests(1), 60)  # a workflow, waiting on its first call
+            (before,) = debates(db)
+            debate_id = before["id"]
+
+            def workflow_row() -> tuple[Any, ...]:
+                with closing(sqlite3.connect(f"{workflows.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+                    return conn.execute("select workflow_uuid, status, executor_id, updated_at from workflow_status"
+                                        " where workflow_uuid = ?", [f"debate-{debate_id}"]).fetchone()
+
+            running = workflow_row()
+            assert running[1] == "PENDING" and running[2].startswith("serve-")
+            for args in (("history", "--json"), ("show", debate_id[:6], "--json"), ("search", "kafka", "--json"),
+                         ("export", debate_id, "--format", "md")):
+                code, out, err = await debate(tmp_path, *args, env=env)
+                assert code == 0, err
+                assert debate_id in out or TOPIC in out
+                assert "dbos" not in err.lower()
+            assert debates(db) == [before] and workflow_row() == running
+        finally:
+            gate.set()
+        try:
+            await slack.wait_for(slack_verdict_posted, within=90)
+            await slack.wait_for(lambda p: debates(db)[0]["status"] == "completed", within=30)
+        finally:
+            await stopped(serve)

@@ -1,6 +1,7 @@
 """Quotas (issue 10, item 4): checked before anything is posted, atomically, across processes.
 
-The log's `admit` on real SQLite files (two `Store` handles on one file stand in for two fronts);
+The log's `admit` on both backends, a real SQLite file and a real Postgres (two handles on one log stand
+in for two fronts);
 then Slack through bolt's real dispatch and Discord through the real discord.py client, with every
 debate held open at its first model call (`Reply(gate=…)`) so it stays running while others ask.
 """
@@ -20,7 +21,7 @@ import pytest
 from bots.slack.surface import slack_limits
 from orchestrator.app import Core
 from orchestrator.config import load_settings
-from orchestrator.log import Store
+from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Outcome, Seat
 from orchestrator.quotas import HOUR_S, STALE_AFTER_S, Quota, QuotaExceeded
 from tests.discord_harness import connected
@@ -28,6 +29,7 @@ from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
 from tests.llm_scripts import is_judge, script_judge
+from tests.log_backends import LogBackend
 from tests.test_cli import debate, two_providers
 
 LIMITS = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
@@ -48,12 +50,12 @@ def refusal(limit: str, raised: pytest.ExceptionInfo[QuotaExceeded]) -> QuotaExc
     return raised.value
 
 
-# ---------------------------------------------------------------- the log's admit, on a real file
+# ---------------------------------------------------------------- the log's admit, on each backend
 
 
-async def test_admit_holds_each_limit_and_reserves_the_row(tmp_path: Path) -> None:
+async def test_admit_holds_each_limit_and_reserves_the_row(log_backend: LogBackend) -> None:
     quota = Quota(max_running=4, max_running_per_user=2, max_running_per_channel=3, max_starts_per_user_hour=3)
-    async with Store(tmp_path / "log.db", runner="serve:a") as store:
+    async with log_backend.open(runner="serve:a") as store:
         first, second = spec(), spec()
         await store.admit(first, quota, at=T0)
         await store.admit(second, quota, at=T0 + 1)
@@ -97,9 +99,9 @@ async def test_admit_holds_each_limit_and_reserves_the_row(tmp_path: Path) -> No
         assert "1 debate is already running" in str(refusal("global", raised))
 
 
-async def test_an_admitted_debate_is_completed_by_its_start_or_gives_its_slot_back(tmp_path: Path) -> None:
+async def test_an_admitted_debate_is_completed_by_its_start_or_gives_its_slot_back(log_backend: LogBackend) -> None:
     quota = Quota(max_running=1)
-    async with Store(tmp_path / "log.db", runner="serve:a") as store:
+    async with log_backend.open(runner="serve:a") as store:
         admitted = spec()
         await store.admit(admitted, quota, at=T0)
         started = admitted.model_copy(update={"thread": "1700000001.000001"})
@@ -116,13 +118,12 @@ async def test_an_admitted_debate_is_completed_by_its_start_or_gives_its_slot_ba
         assert failed is not None and (failed.status, failed.error) == ("failed", "the root post failed")
 
 
-async def test_concurrent_admits_from_two_processes_never_pass_a_limit(tmp_path: Path) -> None:
-    """Two handles on one file, each with its own connection and thread, as two fronts would have."""
-    path = tmp_path / "log.db"
+async def test_concurrent_admits_from_two_processes_never_pass_a_limit(log_backend: LogBackend) -> None:
+    """Two handles on one log, each with its own connections, as two fronts would have."""
     quota = Quota(max_running=7, max_running_per_user=3)
-    async with Store(path, runner="serve:a") as a, Store(path, runner="serve:b") as b:
+    async with log_backend.open(runner="serve:a") as a, log_backend.open(runner="serve:b") as b:
 
-        async def attempt(store: Store, user: str) -> str | None:
+        async def attempt(store: DebateLog, user: str) -> str | None:
             try:
                 await store.admit(spec(user, f"C-{user}"), quota)
             except QuotaExceeded as exc:
@@ -139,12 +140,13 @@ async def test_concurrent_admits_from_two_processes_never_pass_a_limit(tmp_path:
         assert {d.runner for d in history} <= {"serve:a", "serve:b"}
 
 
-async def test_the_cli_is_held_to_the_global_cap_only(tmp_path: Path) -> None:
+async def test_the_cli_is_held_to_the_global_cap_only(tmp_path: Path, log_backend: LogBackend) -> None:
     """`debate run` in a real subprocess, sharing the log with a serving front whose chat debates run."""
     async with FakeLLMServer() as srv:
         script_judge(srv)
         env = two_providers(tmp_path, srv) | {"DEBATE_MAX_RUNNING_PER_USER": "1", "DEBATE_MAX_CONCURRENT": "2"}
-        async with Store(tmp_path / "debates.db", runner="serve:elsewhere") as front:
+        env |= log_backend.env
+        async with log_backend.open(runner="serve:elsewhere") as front:
             await front.admit(spec("U1"), Quota(max_running=2))
             code, out, err = await debate(tmp_path, "run", "Tabs or spaces?", "--rounds", "1", env=env)
             assert code == 0, err  # one running elsewhere: room under the cap of 2; no chat quota applies

@@ -1,4 +1,6 @@
-"""A restart cut debates off: `debate serve` starts again and their root messages say so, on both platforms.
+"""Debates the log calls running with no workflow behind them (logged by a version before durable debates,
+or whose workflow database was lost): `debate serve` starts, its tailer fails them and their root messages
+say so, on both platforms. Debates with a workflow resume instead (tests/test_durable_serve.py).
 
 The previous process is played by hand: root messages posted to the Slack and Discord peers, debates logged
 as "running" with those roots recorded. Then Slack (`run_slack`, HTTP mode) and Discord (`run_discord`,
@@ -21,9 +23,10 @@ from bots.slack import blocks
 from bots.slack.oauth import AsyncSQLiteInstallationStore, install_db_path
 from bots.slack.runtime import SlackRuntime
 from bots.slack.serve import run_slack
-from orchestrator.app import RESTART_NOTICE, Core
+from bots.thread.tail import NO_RESULT
+from orchestrator.app import Core
 from orchestrator.config import Settings, load_settings
-from orchestrator.log import INTERRUPTED_ERROR, Store
+from orchestrator.log import Store
 from orchestrator.models import DebateSpec, Seat, Turn, now
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer
@@ -55,11 +58,16 @@ async def _slack_root(client: AsyncWebClient, spec: DebateSpec) -> str:
 
 
 async def _discord_root(peer: DiscordPeer, spec: DebateSpec) -> str:
+    """The root message and the thread on it (a thread on a message has the message's id)."""
     body = {"embeds": [root_embed(spec, status="⏳ Round 1 of 2").to_dict()]}
-    async with aiohttp.ClientSession() as http, http.post(
-        f"{peer.api_base_url}/channels/{CHANNEL_ID}/messages", json=body, headers={"Authorization": f"Bot {TOKEN}"}
-    ) as response:
-        return str((await response.json())["id"])
+    auth = {"Authorization": f"Bot {TOKEN}"}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{peer.api_base_url}/channels/{CHANNEL_ID}/messages", json=body, headers=auth) as r:
+            root = str((await r.json())["id"])
+        async with http.post(f"{peer.api_base_url}/channels/{CHANNEL_ID}/messages/{root}/threads",
+                             json={"name": spec.topic[:90]}, headers=auth) as r:
+            assert r.status == 201
+    return root
 
 
 async def test_a_restart_marks_cut_off_debates_on_their_root_messages(tmp_path: Path) -> None:
@@ -89,7 +97,6 @@ async def test_a_restart_marks_cut_off_debates_on_their_root_messages(tmp_path: 
         slack_posts = len(slack.calls)
 
         async with await Core.open(settings) as core:
-            assert sorted(core.interrupted) == sorted(roots)
             stop = asyncio.Event()
             runtimes: list[SlackRuntime] = []
             async with asyncio.TaskGroup() as group:
@@ -116,8 +123,8 @@ async def test_a_restart_marks_cut_off_debates_on_their_root_messages(tmp_path: 
             # Slack: the root now shows the failed state the sink renders, with what the turns used
             (edit,) = slack_edits(roots[slack_spec.id])
             shown = json.dumps(slack.message(SLACK_CHANNEL, roots[slack_spec.id]).blocks, ensure_ascii=False)
-            assert "Interrupted by a restart" in shown and ":x: *failed*" in shown and "150 tokens" in shown
-            assert edit["token"] == SLACK_TOKEN and RESTART_NOTICE in json.dumps(edit["blocks"], ensure_ascii=False)
+            assert NO_RESULT in shown and ":x: *failed*" in shown and "150 tokens" in shown
+            assert edit["token"] == SLACK_TOKEN and NO_RESULT in json.dumps(edit["blocks"], ensure_ascii=False)
             (gone,) = [c for c in slack.of("chat.update") if c.params.get("ts") == roots[slack_gone.id]]
             assert gone.error == "message_not_found"
             assert len(slack.calls[slack_posts:]) == len(slack.of("chat.update")) == 2  # nothing else was sent
@@ -127,15 +134,16 @@ async def test_a_restart_marks_cut_off_debates_on_their_root_messages(tmp_path: 
             assert status == 200 and auth == f"Bot {TOKEN}" and body["allowed_mentions"]["parse"] == []
             embed = discord_peer.messages[roots[discord_spec.id]]["embeds"][0]
             status_field = next(f["value"] for f in embed["fields"] if f["name"] == "Status")
-            assert status_field.startswith("❌ Failed: Interrupted by a restart")
+            assert status_field.startswith(f"❌ Failed: {NO_RESULT}")
             assert [s for s, _a, _b in discord_edits(roots[discord_gone.id])] == [404]
 
             for debate_id in roots:
                 record = await core.store.get_debate(debate_id)
-                assert record is not None and (record.status, record.error) == ("failed", INTERRUPTED_ERROR)
+                assert record is not None and (record.status, record.error) == ("failed", NO_RESULT)
 
-        async with await Core.open(settings) as core:  # the next start has nothing left to announce
-            assert core.interrupted == []
+        async with await Core.open(settings) as core:  # the next start has no live debate left to resume
+            for platform in ("slack", "discord"):  # a root that is gone is only tried again
+                assert set(await core.store.threads_to_resume(platform, "root")) <= {slack_gone.id, discord_gone.id}
 
 
 async def test_with_several_workspaces_each_root_is_edited_with_its_workspace_bot_token(tmp_path: Path) -> None:
@@ -170,5 +178,4 @@ async def test_with_several_workspaces_each_root_is_edited_with_its_workspace_bo
 
         (edit,) = slack.of("chat.update")  # the workspace that uninstalled the app is skipped
         assert edit.params["ts"] == roots[installed.id] and edit.params["token"] == "xoxb-installed"
-        assert "Interrupted by a restart" in json.dumps(slack.message(SLACK_CHANNEL, roots[installed.id]).blocks,
-                                                        ensure_ascii=False)
+        assert NO_RESULT in json.dumps(slack.message(SLACK_CHANNEL, roots[installed.id]).blocks, ensure_ascii=False)

@@ -72,6 +72,11 @@ async def test_429s_are_waited_out_and_no_text_is_lost(tmp_path: Path) -> None:
     assert [c.method for c in limited].count("chat.postMessage") == 1
 
 
+# seconds: a stream entry is batched up to 0.25 s and read on a 0.1 s poll per debate; with 20 debates
+# streaming on a loaded 2-core machine the front was seen learning of a turn up to ~1.1 s after it began
+FEED_JITTER = 1.5
+
+
 async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
     deadline = time.monotonic() + within
     while not predicate():
@@ -114,10 +119,13 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
         assert body and neutralize_slack(turns[key].text).startswith(body), (key, body)
 
     # first text shows roughly in the order turns started, whatever else waits: a turn that started
-    # later overtakes only the few whose first text was still being collected or was about to be posted
+    # later overtakes only the few whose first text was still being collected or was about to be posted.
+    # The front learns of a turn from the worker's stream (batched, polled): turns that started within
+    # FEED_JITTER of each other reach it in either order, so only a later start beyond that counts
     by_start = sorted(turns, key=lambda k: turns[k].started_at)
     shown_rank = {key: rank for rank, key in enumerate(sorted(firsts, key=lambda k: firsts[k][0]))}
-    overtaken = [sum(1 for later in by_start[i + 1:] if shown_rank[later] < shown_rank[key])
+    overtaken = [sum(1 for later in by_start[i + 1:] if shown_rank[later] < shown_rank[key]
+                     and turns[later].started_at > turns[key].started_at + FEED_JITTER)
                  for i, key in enumerate(by_start)]
     assert max(overtaken) <= 4, overtaken
 

@@ -209,7 +209,7 @@ async def held_debate(bot: SlackBot, peer: SlackAPIPeer, llm: FakeLLMServer, gat
     llm.add_rule(Reply(text="Holding the floor.", gate=gate))
     await ask(bot, peer, "Hold the floor? --rounds 1", user="U2", channel="G2")
     await llm.wait_for_requests(1)
-    (running,) = bot.core.jobs.running()
+    (running,) = bot.running()
     return running
 
 
@@ -227,7 +227,7 @@ async def test_a_stop_from_anyone_but_the_requester_or_an_admin_is_refused_and_t
     outsider = await ask(bot, peer, f"stop {debate_id}", user="U3", channel="C1")  # not in G2
     one_char = await ask(bot, peer, f"stop {debate_id[:1]}", user="U2", channel="G2")
     await answered(peer, member, prefix, outsider, one_char)
-    assert bot.core.jobs.is_running(debate_id)
+    assert debate_id in bot.running()
     assert "who started it" in answers(peer, member)[0] and "who started it" in answers(peer, prefix)[0]
     assert answers(peer, outsider) == [f"No running debate with id `{debate_id}` here."]
     assert "takes one debate id" in answers(peer, one_char)[0]

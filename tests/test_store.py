@@ -1,4 +1,5 @@
-"""The SQLite log against real files: schema, WAL, FTS, concurrency, votes, ids, runners, sink."""
+"""The log on both backends (a real SQLite file, a real Postgres database): FTS, concurrency, votes, ids,
+runners, sink; and the SQLite file's own schema, WAL and locking."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from orchestrator.events import (
 from orchestrator.log import (
     INTERRUPTED_ERROR,
     AmbiguousIdError,
+    DebateLog,
     DebateNotFoundError,
     Store,
     StoreClosedError,
@@ -38,6 +40,7 @@ from orchestrator.log.schema import MIGRATIONS_TABLE, migration_names, migration
 from orchestrator.log.search import SEARCH_RECENT_MATCHES
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
+from tests.log_backends import LogBackend
 
 PROPOSER = "anthropic:claude-sonnet-4-5"
 CHALLENGER = "openai:gpt-5"
@@ -80,17 +83,9 @@ def make_turn(spec: DebateSpec, round: int, seat: str, text: str, **kw: object) 
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with Store(tmp_path / "log.db") as s:
+async def store(log_backend: LogBackend) -> AsyncIterator[DebateLog]:
+    async with log_backend.open() as s:
         yield s
-
-
-def on_file(store: Store, sql: str, args: list[object] | None = None) -> list[tuple[object, ...]]:
-    """Run SQL on the log's file through a connection of its own (as another process would)."""
-    with sqlite3.connect(store.path, timeout=5) as conn:
-        rows = conn.execute(sql, args or []).fetchall()
-    conn.close()
-    return rows
 
 
 # -- schema -------------------------------------------------------------------------------------
@@ -150,7 +145,7 @@ HOSTILE = ["AND (cats", '"', "'", "*", "NEAR(", "-", "débat", "🐈", "", "   "
            'cats" OR "dogs', "cats*", "^cats", "topic:cats", "(", ")", "\\", "\x00", "NOT", '"""']  # fmt: skip
 
 
-async def test_search_survives_hostile_queries_and_finds_the_right_debate(store: Store) -> None:
+async def test_search_survives_hostile_queries_and_finds_the_right_debate(store: DebateLog) -> None:
     cats = make_spec("Cats and dogs: which pet suits a débat club? 🐈")
     other = make_spec("Tabs versus spaces")
     await store.create_debate(cats)
@@ -169,7 +164,7 @@ async def test_search_survives_hostile_queries_and_finds_the_right_debate(store:
     assert hit.where == "topic" and "[Cats]" in hit.snippet and hit.status == "running"
 
 
-async def test_search_covers_turns_and_verdicts_one_hit_per_debate(store: Store) -> None:
+async def test_search_covers_turns_and_verdicts_one_hit_per_debate(store: DebateLog) -> None:
     spec = make_spec("Monorepo or polyrepo")
     await store.create_debate(spec)
     for round in (1, 2, 3):
@@ -181,7 +176,7 @@ async def test_search_covers_turns_and_verdicts_one_hit_per_debate(store: Store)
     assert [(h.debate_id, h.where) for h in rec] == [(spec.id, "recommendation")]
 
 
-async def test_fts_triggers_follow_updates(store: Store, tmp_path: Path) -> None:
+async def test_fts_triggers_follow_updates(store: DebateLog, log_backend: LogBackend) -> None:
     spec = make_spec("Kafka for the event bus")
     await store.create_debate(spec)
     await store.set_verdict(spec.id, Verdict(winner="A", recommendation="use kafka"))
@@ -190,38 +185,36 @@ async def test_fts_triggers_follow_updates(store: Store, tmp_path: Path) -> None
     assert {h.where for h in await store.search("nats")} == {"recommendation"}
     assert [h.where for h in await store.search("kafka")] == ["topic"]  # old recommendation gone
 
-    on_file(store, "update debates set topic = 'Pulsar for the event bus' where id = ?", [spec.id])
-    on_file(store, "insert into turns (debate_id, round, seat, status, text) values (?, 1, 'A', 'ok', 'zeromq')",
-            [spec.id])
+    log_backend.sql("update debates set topic = 'Pulsar for the event bus' where id = ?", [spec.id])
+    log_backend.sql("insert into turns (debate_id, round, seat, status, text) values (?, 1, 'A', 'ok', 'zeromq')",
+                    [spec.id])
     assert [h.debate_id for h in await store.search("pulsar")] == [spec.id]
     assert [h.debate_id for h in await store.search("zeromq")] == [spec.id]
     assert all(h.where != "topic" for h in await store.search("kafka"))
 
 
-async def test_search_for_a_common_word_ranks_the_best_and_newest_first_within_limit(store: Store) -> None:
+async def test_search_for_a_common_word_ranks_the_best_and_newest_first_within_limit(
+    store: DebateLog, log_backend: LogBackend
+) -> None:
     debates, per_debate = 600, 5
     assert debates * per_debate > SEARCH_RECENT_MATCHES  # the word is common enough to bound the ranking
     ids = [f"c{i:05d}" for i in range(debates)]
     oldest, dense = ids[0], ids[590]
 
-    def fill(db: Database) -> None:
-        start = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
-        db.table("debates").insert_all(
-            {"id": debate_id, "topic": f"Filler debate number {i}", "format": "challenge", "status": "completed",
-             "created_at": to_iso(start + 60 * i)}
-            for i, debate_id in enumerate(ids)
-        )  # fmt: skip
-        turns = []
-        for debate_id in ids:
-            for round in range(1, per_debate + 1):
-                turns.append({"debate_id": debate_id, "round": round, "seat": "A", "status": "ok",
-                              "text": "We measured latency again and it held steady across the quarter."})  # fmt: skip
-        turns[0]["text"] = "Nobody mentioned zookeeper until the latency review."
-        turns[590 * per_debate]["text"] = "Latency, latency, latency: tail latency is the whole argument."
-        db.table("turns").insert_all(turns)
-
-    with Database(store.path) as db, db.conn:
-        fill(db)
+    start = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+    log_backend.insert("debates", (
+        {"id": debate_id, "topic": f"Filler debate number {i}", "format": "challenge", "status": "completed",
+         "created_at": to_iso(start + 60 * i)}
+        for i, debate_id in enumerate(ids)
+    ))  # fmt: skip
+    turns = []
+    for debate_id in ids:
+        for round in range(1, per_debate + 1):
+            turns.append({"debate_id": debate_id, "round": round, "seat": "A", "status": "ok",
+                          "text": "We measured latency again and it held steady across the quarter."})  # fmt: skip
+    turns[0]["text"] = "Nobody mentioned zookeeper until the latency review."
+    turns[590 * per_debate]["text"] = "Latency, latency, latency: tail latency is the whole argument."
+    log_backend.insert("turns", turns)
     hits = await store.search("latency", limit=10)
     assert len(hits) == 10 and len({h.debate_id for h in hits}) == 10
     assert [h.rank for h in hits] == sorted(h.rank for h in hits)
@@ -238,7 +231,7 @@ async def test_search_for_a_common_word_ranks_the_best_and_newest_first_within_l
 # -- concurrency --------------------------------------------------------------------------------
 
 
-async def test_200_concurrent_writers_all_land(store: Store) -> None:
+async def test_200_concurrent_writers_all_land(store: DebateLog) -> None:
     spec = make_spec()
     await store.create_debate(spec)
     turns = [make_turn(spec, 1 + i % 5, "AB"[i % 2], f"turn {i}").model_copy(update={"kind": f"k{i}"})
@@ -255,23 +248,25 @@ async def test_200_concurrent_writers_all_land(store: Store) -> None:
     assert record.tally.counts == {"agree": 133, "disagree": 67}
 
 
-async def test_a_second_process_connection_waits_instead_of_locking(store: Store, tmp_path: Path) -> None:
+async def test_a_second_process_connection_waits_instead_of_locking(tmp_path: Path) -> None:
+    """SQLite only: a writer in another process holds the file's lock; ours waits in its thread."""
     spec = make_spec()
-    await store.create_debate(spec)
-    other = sqlite3.connect(tmp_path / "log.db", timeout=5)
-    other.execute("BEGIN IMMEDIATE")
-    pending = asyncio.ensure_future(store.add_turn(make_turn(spec, 1, "A", "after the other writer")))
-    await asyncio.sleep(0.2)
-    assert not pending.done()  # blocked in the writer thread, not on the event loop
-    other.execute("ROLLBACK")
-    other.close()
-    assert await pending > 0
+    async with Store(tmp_path / "log.db") as store:
+        await store.create_debate(spec)
+        other = sqlite3.connect(tmp_path / "log.db", timeout=5)
+        other.execute("BEGIN IMMEDIATE")
+        pending = asyncio.ensure_future(store.add_turn(make_turn(spec, 1, "A", "after the other writer")))
+        await asyncio.sleep(0.2)
+        assert not pending.done()  # blocked in the writer thread, not on the event loop
+        other.execute("ROLLBACK")
+        other.close()
+        assert await pending > 0
 
 
 # -- votes, ids, messages -----------------------------------------------------------------------
 
 
-async def test_vote_upsert_one_row_per_user(store: Store, tmp_path: Path) -> None:
+async def test_vote_upsert_one_row_per_user(store: DebateLog, log_backend: LogBackend) -> None:
     spec = make_spec()
     await store.create_debate(spec)
     await store.record_vote(Vote(debate_id=spec.id, user="ana", choice="agree"))
@@ -279,13 +274,13 @@ async def test_vote_upsert_one_row_per_user(store: Store, tmp_path: Path) -> Non
     tally = await store.record_vote(Vote(debate_id=spec.id, user="ana", choice="side:B", platform="discord"))
     assert tally.counts == {"agree": 1, "side:B": 1} and tally.total == 2
     assert (await store.tally(spec.id)) == tally
-    rows = on_file(store, "select platform from votes where user = ?", ["ana"])
+    rows = log_backend.sql('select platform from votes where "user" = ?', ["ana"])
     assert rows == [("discord",)]
     with pytest.raises(DebateNotFoundError):
         await store.record_vote(Vote(debate_id="missing", user="ana", choice="agree"))
 
 
-async def test_id_prefix_lookup(store: Store) -> None:
+async def test_id_prefix_lookup(store: DebateLog) -> None:
     a = make_spec(id="abcd1111")
     b = make_spec(id="abcd2222")
     await store.create_debate(a)
@@ -300,7 +295,7 @@ async def test_id_prefix_lookup(store: Store) -> None:
     assert sorted(info.value.matches) == [a.id, b.id]
 
 
-async def test_messages_roundtrip(store: Store) -> None:
+async def test_messages_roundtrip(store: DebateLog) -> None:
     spec = make_spec()
     await store.create_debate(spec)
     assert await store.get_message(spec.id, "root") is None
@@ -312,7 +307,7 @@ async def test_messages_roundtrip(store: Store) -> None:
 # -- lifecycle of a debate ----------------------------------------------------------------------
 
 
-async def test_finish_history_tokens_and_cost(store: Store) -> None:
+async def test_finish_history_tokens_and_cost(store: DebateLog) -> None:
     first = make_spec("first topic", platform="slack", channel="C1")
     second = make_spec("second topic", platform="discord", channel="D9")
     await store.create_debate(first, at=1_700_000_000.0)
@@ -344,7 +339,7 @@ async def test_finish_history_tokens_and_cost(store: Store) -> None:
     assert (await store.get_debate(second.id)).turns == ()  # type: ignore[union-attr]
 
 
-async def test_unknown_model_cost_is_unknown(store: Store) -> None:
+async def test_unknown_model_cost_is_unknown(store: DebateLog) -> None:
     spec = make_spec()
     await store.create_debate(spec)
     other = make_spec()
@@ -365,20 +360,19 @@ async def test_unknown_model_cost_is_unknown(store: Store) -> None:
     assert estimate_cost("openai:gpt-9000", 1, 1) is None
 
 
-async def test_mark_interrupted_sweeps_only_its_own_runner_and_unowned_debates(tmp_path: Path) -> None:
-    path = tmp_path / "log.db"
+async def test_mark_interrupted_sweeps_only_its_own_runner_and_unowned_debates(log_backend: LogBackend) -> None:
     done, cut, legacy, other_cli, other_host = (make_spec(t) for t in ("done", "cut off", "legacy", "cli", "host"))
-    async with Store(path, runner="serve:alpha") as serve:
+    async with log_backend.open(runner="serve:alpha") as serve:
         await serve.create_debate(done, at=1.0)
         await serve.create_debate(cut, at=2.0)
         await serve.add_turn(make_turn(cut, 1, "A", "x", input_tokens=100, output_tokens=50))
         await serve.finish_debate(done.id, Outcome(status="completed"))
-    async with Store(path) as tool, Store(path, runner="cli:alpha:4242") as cli, \
-            Store(path, runner="serve:beta") as beta:
+    async with log_backend.open() as tool, log_backend.open(runner="cli:alpha:4242") as cli, \
+            log_backend.open(runner="serve:beta") as beta:
         await tool.create_debate(legacy, at=3.0)  # no runner: logged before runners were recorded
         await cli.create_debate(other_cli, at=4.0)
         await beta.create_debate(other_host, at=5.0)
-    async with Store(path, runner="serve:alpha") as serve:
+    async with log_backend.open(runner="serve:alpha") as serve:
         assert await serve.mark_interrupted() == [cut.id, legacy.id]
         record = await serve.get_debate(cut.id)
         assert record is not None and (record.status, record.error) == ("failed", INTERRUPTED_ERROR)
@@ -392,7 +386,7 @@ async def test_mark_interrupted_sweeps_only_its_own_runner_and_unowned_debates(t
 # -- the store sink -----------------------------------------------------------------------------
 
 
-async def test_store_sink_persists_a_scripted_debate_and_ignores_deltas(store: Store) -> None:
+async def test_store_sink_persists_a_scripted_debate_and_ignores_deltas(store: DebateLog) -> None:
     spec = make_spec("Sink topic")
     sink = StoreSink(store)
     turns = [
@@ -444,9 +438,8 @@ async def test_store_sink_persists_a_scripted_debate_and_ignores_deltas(store: S
     assert any(t.text == last.text and t.round == last.round for t in record.turns)
 
 
-async def test_a_request_key_is_claimed_once_across_processes_sharing_the_log(tmp_path: Path) -> None:
-    path = tmp_path / "shared.db"
-    async with Store(path) as first, Store(path) as second:
+async def test_a_request_key_is_claimed_once_across_processes_sharing_the_log(log_backend: LogBackend) -> None:
+    async with log_backend.open() as first, log_backend.open() as second:
         claims = await asyncio.gather(*(s.claim_request("slack:trigger-1") for s in (first, second, first)))
         assert sorted(claims) == [False, False, True]
         assert await second.claim_request("slack:trigger-2") is True

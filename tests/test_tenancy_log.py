@@ -1,5 +1,6 @@
-"""The log's tenancy model on real SQLite files: typed platform columns, reads scoped inside the query
-(before any LIMIT or ranking window), read-only opening, private files, and store-first events."""
+"""The log's tenancy model on both backends (real SQLite files, a real Postgres): typed platform columns,
+reads scoped inside the query (before any LIMIT or ranking window), store-first events; and, for the
+SQLite file, read-only opening and private files."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from orchestrator.events import (
 )
 from orchestrator.log import (
     AmbiguousIdError,
+    DebateLog,
     DebateNotFoundError,
     ReadOnlyLogError,
     Scope,
@@ -41,6 +43,7 @@ from orchestrator.providers import ProviderRegistry
 from tests.debate_harness import CollectingSink, settings_for
 from tests.fakes.llm_server import FakeLLMServer
 from tests.llm_scripts import script_judge
+from tests.log_backends import LogBackend
 
 SEATS = (Seat(label="A", role="proposer", model="openai:model-a"),
          Seat(label="B", role="challenger", model="openai:model-b"))
@@ -53,8 +56,8 @@ def spec(id: str, topic: str, platform: str = "slack", workspace: str | None = "
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with Store(tmp_path / "log.db") as s:
+async def store(log_backend: LogBackend) -> AsyncIterator[DebateLog]:
+    async with log_backend.open() as s:
         yield s
 
 
@@ -72,7 +75,7 @@ IN_OTHER_PUBLIC = Scope(platform="slack", workspace="T1", channel="C5")
 IN_DISCORD = Scope(platform="discord", workspace="G100", channel="556")
 
 
-async def fill(store: Store) -> None:
+async def fill(store: DebateLog) -> None:
     for at, s in enumerate(ALL):
         await store.create_debate(s, at=1_700_000_000.0 + at)
         await store.set_verdict(s.id, Verdict(winner="A", recommendation=f"Adopt Kafka ({s.id})"))
@@ -84,7 +87,7 @@ def ids(rows: list) -> set[str]:
     return {getattr(r, "id", None) or r.debate_id for r in rows}
 
 
-async def test_every_read_shows_a_chat_only_what_its_place_may_see(store: Store) -> None:
+async def test_every_read_shows_a_chat_only_what_its_place_may_see(store: DebateLog) -> None:
     await fill(store)
     expected = {
         IN_PUBLIC: {PUBLIC.id},  # public channels of the workspace only
@@ -109,7 +112,7 @@ async def test_every_read_shows_a_chat_only_what_its_place_may_see(store: Store)
     assert ids(await store.search("kafka", 50)) == {s.id for s in ALL}
 
 
-async def test_an_ambiguous_prefix_lists_only_visible_ids_and_hidden_ones_are_not_found(store: Store) -> None:
+async def test_an_ambiguous_prefix_lists_only_visible_ids_and_hidden_ones_are_not_found(store: DebateLog) -> None:
     await fill(store)
     with pytest.raises(AmbiguousIdError) as info:
         await store.get_debate("aaaa", IN_PRIVATE)
@@ -124,7 +127,7 @@ async def test_an_ambiguous_prefix_lists_only_visible_ids_and_hidden_ones_are_no
     assert tally.total == 1
 
 
-async def test_the_quote_shortcut_finds_its_debate_by_any_message_of_it(store: Store) -> None:
+async def test_the_quote_shortcut_finds_its_debate_by_any_message_of_it(store: DebateLog) -> None:
     await fill(store)
     await store.set_message(PUBLIC.id, "turn:1:A", "slack", "C1", "1700000000.5")
     assert await store.find_by_message("slack", "C1", "1700000000.5", IN_PUBLIC) == PUBLIC.id
@@ -133,18 +136,19 @@ async def test_the_quote_shortcut_finds_its_debate_by_any_message_of_it(store: S
     assert await store.find_by_message("discord", "C1", "1700000000.5") is None
 
 
-async def test_scope_is_applied_before_the_limit_and_before_the_ranking_window(store: Store) -> None:
+async def test_scope_is_applied_before_the_limit_and_before_the_ranking_window(
+    store: DebateLog, log_backend: LogBackend
+) -> None:
     mine = spec("b0000001", "Tail latency in our ingest service", workspace="T1", channel="C1")
     await store.create_debate(mine, at=1_600_000_000.0)
     crowd = SEARCH_RECENT_MATCHES + 200  # newer matches from another workspace than the ranking window holds
 
-    with Database(store.path) as db, db.conn:
-        db["debates"].insert_all(
-            {"id": f"c{i:07d}", "topic": f"Tail latency for team two, take {i}", "format": "challenge",
-             "status": "completed", "created_at": to_iso(1_700_000_000.0 + i), "platform": "slack",
-             "workspace": "T2", "channel": "C1", "channel_private": 0}
-            for i in range(crowd)
-        )
+    log_backend.insert("debates", (
+        {"id": f"c{i:07d}", "topic": f"Tail latency for team two, take {i}", "format": "challenge",
+         "status": "completed", "created_at": to_iso(1_700_000_000.0 + i), "platform": "slack",
+         "workspace": "T2", "channel": "C1", "channel_private": 0}
+        for i in range(crowd)
+    ))
     assert [h.debate_id for h in await store.search("latency", 5, IN_PUBLIC)] == [mine.id]
     assert [h.id for h in await store.history(5, IN_PUBLIC)] == [mine.id]
     assert len(await store.search("latency", 5)) == 5 and mine.id not in ids(await store.search("latency", 5))
@@ -221,19 +225,13 @@ async def test_the_log_files_are_private_whatever_the_umask(tmp_path: Path) -> N
 # -- store first --------------------------------------------------------------------------------
 
 
-def fail_turn_writes(path: Path) -> None:
-    """From another connection, make every turn insert fail the way a full disk does."""
-    with sqlite3.connect(path) as conn:
-        conn.execute("create trigger full before insert on turns begin "
-                     "select raise(abort, 'database or disk is full'); end")
-
-
-async def test_an_event_the_log_could_not_keep_reaches_no_platform(store: Store) -> None:
+async def test_an_event_the_log_could_not_keep_reaches_no_platform(store: DebateLog, log_backend: LogBackend
+                                                                  ) -> None:
     platform = CollectingSink()
     bus = EventBus([platform], log=StoreSink(store))
     s = spec("d0000001", "Store first")
     await bus.emit(DebateStarted(debate_id=s.id, spec=s))
-    fail_turn_writes(store.path)
+    log_backend.fail_turn_writes()
     turn = Turn(debate_id=s.id, round=1, seat="A", role="proposer", kind="opening", model="openai:model-a",
                 text="This turn never reached the log.", input_tokens=10, output_tokens=20)
     with pytest.raises(LogWriteFailed):
@@ -248,15 +246,14 @@ async def test_an_event_the_log_could_not_keep_reaches_no_platform(store: Store)
     assert record.turns == () and record.notices == ()
 
 
-async def test_a_debate_whose_log_fails_ends_failed_and_says_why(tmp_path: Path) -> None:
-    path = tmp_path / "log.db"
-    async with FakeLLMServer() as srv, Store(path) as store:
+async def test_a_debate_whose_log_fails_ends_failed_and_says_why(log_backend: LogBackend) -> None:
+    async with FakeLLMServer() as srv, log_backend.open() as store:
         script_judge(srv, "A")
         settings = settings_for(srv)
         registry = ProviderRegistry(settings)
         try:
             jobs = DebateJobs(Engine(registry, settings), store)
-            fail_turn_writes(path)
+            log_backend.fail_turn_writes()
             platform = CollectingSink()
             s = DebateSpec(topic="Does store-first hold?", seats=SEATS, judge="openai:judge", rounds=1)
             outcome = await jobs.start(s, [platform])

@@ -43,6 +43,7 @@ from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
 from tests.discord_harness import connected
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.slack_api import SlackAPIPeer
+from tests.log_backends import LogBackend
 
 FAST_SLACK = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
 CHANNEL = "C1"
@@ -271,9 +272,9 @@ async def test_discord_replays_and_a_restart_show_each_message_once(tmp_path: Pa
 # -- the log ------------------------------------------------------------------------------------------
 
 
-async def test_the_log_keeps_final_messages_final_and_finds_the_threads_to_resume(tmp_path: Path) -> None:
+async def test_the_log_keeps_final_messages_final_and_finds_the_threads_to_resume(log_backend: LogBackend) -> None:
     running, ended, shown, elsewhere = spec_for("slack"), spec_for("slack"), spec_for("slack"), spec_for("discord")
-    async with Store(tmp_path / "log.db") as store:
+    async with log_backend.open() as store:
         for s in (running, ended, shown, elsewhere):
             await store.create_debate(s)
             await store.set_message(s.id, ROOT, s.platform, CHANNEL, f"{s.id}-root")

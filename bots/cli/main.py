@@ -53,6 +53,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--discord", action="store_true")
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--front-only", action="store_true",
+                       help="answer the platforms only; debates run in `debate worker` processes")
+
+    worker = sub.add_parser("worker", help="run debates for fronts started with `debate serve --front-only`")
+    worker.add_argument("--name", metavar="NAME",
+                        help="this worker's stable name (default: the host's); it resumes its own debates")
+    worker.add_argument("--concurrency", type=int, metavar="N", help="debates at once (default DEBATE_MAX_CONCURRENT)")
+    worker.add_argument("--host", default="0.0.0.0", help="where GET /healthz listens (default 0.0.0.0)")
+    worker.add_argument("--port", type=int, default=3001, help="the /healthz port (default 3001; 0 picks a free one)")
 
     history = sub.add_parser("history", help="recent debates")
     history.add_argument("--limit", type=int, default=20)
@@ -71,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=("md", "json"), required=True)
     export.add_argument("-o", "--output", metavar="FILE")
+
+    migrate = sub.add_parser("migrate-log", help="copy the log into another SQLite file or Postgres database")
+    migrate.add_argument("--to", required=True, metavar="URL",
+                         help="a postgresql:// URL or a SQLite file path (the source is the configured log)")
 
     sync = sub.add_parser("discord-sync", help="register the Discord slash commands")
     sync.add_argument("--guild", type=int, metavar="ID")
@@ -96,14 +109,15 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         await registry.aclose()
     progress = sys.stderr if args.json else sys.stdout
-    for note in notes:
-        print(f"ℹ {note}", file=progress)
     async with await Core.open(settings, role="run") as core:
+        assert core.jobs is not None  # the `run` role runs debates in this process
         try:
-            await core.jobs.admit(spec)  # the operator: no chat quotas, but the global cap
+            await core.admit(spec)  # the operator: no chat quotas, but the global cap
         except QuotaExceeded as exc:
             print(f"debate: {exc}", file=sys.stderr)
             return EXIT_FAILED
+        for note in notes:  # only for a debate that runs
+            print(f"ℹ {note}", file=progress)
         task = core.jobs.start(spec, [TerminalSink(progress)])
         on_stop_signals(task.cancel)
         outcome = await task
@@ -151,7 +165,13 @@ async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -
 async def _history(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
         rows = await core.store.history(limit=max(1, min(args.limit, 500)))
-        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2) if args.json else render_history(rows))
+        agreement = await core.store.judge_agreement()
+        if args.json:
+            print(json.dumps({"debates": [r.model_dump(mode="json") for r in rows],
+                              "teams_vs_judge": {**agreement.model_dump(mode="json"), "rate": agreement.rate}},
+                             indent=2))
+        else:
+            print(render_history(rows, agreement))
         return EXIT_OK
 
     return await _with_core(settings, go)
@@ -206,7 +226,28 @@ async def _export(args: argparse.Namespace, settings: Settings) -> int:
 async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from bots.serve import serve
 
-    return await serve(settings, slack=args.slack, discord=args.discord, host=args.host, port=args.port)
+    return await serve(settings, slack=args.slack, discord=args.discord, host=args.host, port=args.port,
+                       front_only=args.front_only)
+
+
+async def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    from bots.serve import work
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError("--concurrency must be 1 or more")
+    return await work(settings, name=args.name, concurrency=args.concurrency, host=args.host, port=args.port)
+
+
+async def _migrate_log(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.log import StoreError, migrate_log
+
+    source = settings.debate_database_url or settings.debate_db
+    try:
+        copied = await migrate_log(source, args.to)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"copied {copied.text()}", file=sys.stderr)
+    return EXIT_OK
 
 
 async def _discord_sync(args: argparse.Namespace, settings: Settings) -> int:
@@ -219,11 +260,13 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = 
     "run": _run,
     "demo": _demo,
     "serve": _serve,
+    "worker": _worker,
     "history": _history,
     "show": _show,
     "search": _search,
     "export": _export,
     "discord-sync": _discord_sync,
+    "migrate-log": _migrate_log,
 }
 
 

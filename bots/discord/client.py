@@ -2,9 +2,10 @@
 
 `setup_hook` adds the `DebateCog` (every command, the Quote menu, the answers to button clicks),
 handing it the core and the bot's `DiscordOutput`; registers the verdict buttons, which survive
-restarts; and starts the restart notices. `run_discord(core, stop)` is what `debate serve` runs beside
-Slack in one TaskGroup. The command tree is never synced here (Discord allows 200 creates per guild
-per day): `debate discord-sync` does it.
+restarts; and, before the gateway connects (so before any new debate), resumes the thread of every
+live Discord debate from the workers' event streams (`DiscordOutput.tailer`). `run_discord(core, stop)`
+is what `debate serve` runs beside Slack in one TaskGroup. The command tree is never synced here
+(Discord allows 200 creates per guild per day): `debate discord-sync` does it.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from bots.discord.buttons import BUTTONS
 from bots.discord.commands import DebateCog
 from bots.discord.output import DiscordOutput
 from bots.discord.recall import RecallCog
-from bots.discord.surface import NO_MENTIONS, PLATFORM, root_reach
-from bots.thread import Limits, announce_interrupted
+from bots.discord.surface import NO_MENTIONS
+from bots.thread import Limits
 from bots.web import Health
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
@@ -45,28 +46,29 @@ class DebateBot(commands.Bot):
         super().__init__(command_prefix=commands.when_mentioned, help_command=None, allowed_mentions=NO_MENTIONS,
                          **options)
         self.core = core
-        self.output = DiscordOutput(self, core.store, pacing)
-        self._restart_notices: asyncio.Task[None] | None = None
+        self.output = DiscordOutput(self, core.store, pacing, feed=core.feed)
 
     async def setup_hook(self) -> None:
         """Runs once, after login and before the gateway connects: the cog, persistent buttons, slow
-        imports, and (in the background) the root messages of debates a restart cut off."""
+        imports, and the threads of live debates (resumed in the background, before any new debate)."""
         await self.add_cog(DebateCog(self, self.core, self.output))
         await self.add_cog(RecallCog(self, self.core, self.output))
         self.add_dynamic_items(*BUTTONS)
-        self._announce_restarts()
+        if self.output.tailer is not None:
+            resumed = await self.output.tailer.resume()
+            if resumed:
+                log.info("discord: resumed the threads of %d live debate(s)", len(resumed))
         await preload_sdks()  # a first `/debate` must still be answered within Discord's 3 s
 
-    def _announce_restarts(self) -> None:
-        if self.core.interrupted:
-            self._restart_notices = asyncio.create_task(
-                announce_interrupted(self.core, PLATFORM, root_reach(self, self.output.pacer)),
-                name="discord-restart-notices")
+    @property
+    def following(self) -> int:
+        """Live debates whose threads this bot renders."""
+        tailer = self.output.tailer
+        return 0 if tailer is None else len(tailer.following)
 
     async def close(self) -> None:
-        if self._restart_notices is not None:
-            self._restart_notices.cancel()
-            await asyncio.gather(self._restart_notices, return_exceptions=True)
+        if self.output.tailer is not None:  # a restarted front resumes the threads
+            await self.output.tailer.aclose()
         await super().close()
 
     async def on_message(self, message: discord.Message, /) -> None:
@@ -95,6 +97,7 @@ async def run_discord(core: Core, stop: asyncio.Event, *, pacing: Limits | None 
     bot = DebateBot(core, pacing=pacing, **options)
     if health is not None:
         health.watch("discord", bot.gateway_up)
+        health.count(lambda: bot.following)
     async with bot:
         runner = asyncio.create_task(bot.start(token), name="discord-bot")
         stopper = asyncio.create_task(stop.wait(), name="discord-stop")

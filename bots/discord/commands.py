@@ -10,6 +10,7 @@ from a command, the menu or a button, becomes one ephemeral message in `replies.
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 import discord
@@ -23,12 +24,16 @@ from bots.discord.output import DiscordOutput
 from bots.discord.render import root_embed, thread_name, with_tally
 from bots.discord.replies import reply_privately, report
 from bots.discord.surface import NO_MENTIONS
+from bots.thread import ROOT, ThreadSink
 from orchestrator.app import Core
 from orchestrator.log import MIN_ID_PREFIX, DebateNotFoundError
 from orchestrator.models import MAX_ROUNDS, MAX_TOPIC_CHARS, MIN_ROUNDS, Vote
 from orchestrator.policy import ChatPolicy
 
 PLATFORM = "discord"
+NOT_A_FRONT = "This bot process takes no debates (it is not a front); see README, Restarts and deploys."
+
+log = logging.getLogger(__name__)
 
 
 class DebateCog(commands.Cog, name="Debates"):
@@ -82,11 +87,23 @@ class DebateCog(commands.Cog, name="Debates"):
         await self.start_debate(interaction, command)
 
     async def start_debate(self, interaction: discord.Interaction, command: StartDebate) -> None:
-        """Answer at once with the debate's root message, open a public thread on it, start the debate."""
+        """Answer at once with the debate's root message, open a public thread on it, queue the debate.
+
+        The interaction's id keys the request: the log claims it once (a gateway that delivers the same
+        interaction again, after a restart too, starts nothing), and the debate is enqueued under it, so
+        if another debate holds it nothing new starts and what was posted for this one is taken back."""
         if not isinstance(interaction.channel, discord.TextChannel):
             raise CommandError("Start debates in a text channel: threads cannot hold threads of their own.")
+        feed, tailer = self.core.feed, self.output.tailer
+        if feed is None or tailer is None:
+            raise CommandError(NOT_A_FRONT)
+        request = f"discord:{interaction.id}"
+        if not await self.core.store.claim_request(request):
+            log.info("discord: dropped interaction %s, delivered again", interaction.id)
+            return
         spec, notes = await chat_spec(command, self.core, platform=PLATFORM, channel=str(interaction.channel_id),
                                       requested_by=str(interaction.user.id), workspace=str(interaction.guild_id))
+        queued, sink = False, None
         try:  # admitted: from here on, a debate that does not start must give its slot back
             response = await interaction.response.send_message(
                 embed=root_embed(spec, status="⏳ Starting…", notes=notes), allowed_mentions=NO_MENTIONS
@@ -96,13 +113,36 @@ class DebateCog(commands.Cog, name="Debates"):
                 raise CommandError("Discord did not return the message to start the thread on; please try again.")
             thread = await self.output.open_thread(message, thread_name(spec.topic))
             spec = spec.model_copy(update={"thread": str(thread.id), "workspace": str(interaction.guild_id),
-                                       "channel_private": is_private(interaction.channel)})
+                                           "channel_private": is_private(interaction.channel)})
+            await self.core.store.create_debate(spec)  # the thread, in the log before a worker or restart needs it
             root = interaction.channel.get_partial_message(message.id)
-            self.core.jobs.start(spec, [await self.output.open_sink(spec, thread, root, notes)])
+            sink = await self.output.open_sink(spec, thread, root, notes)
+            holder = await feed.enqueue(spec, request)
+            queued = True
+            if holder != spec.id:
+                await self._withdraw(sink, spec.id, holder, message, thread)
+                return
+            tailer.follow(spec.id, sink)
         except BaseException as exc:
-            if not self.core.jobs.is_running(spec.id):
-                await self.core.jobs.abandon(spec.id, f"it could not start: {str(exc) or type(exc).__name__}")
+            if not queued:
+                if sink is not None:
+                    await sink.aclose()
+                await self.core.abandon(spec.id, f"it could not start: {str(exc) or type(exc).__name__}")
             raise
+
+    async def _withdraw(self, sink: ThreadSink, debate_id: str, holder: str, message: discord.Message,
+                        thread: discord.Thread) -> None:
+        """The request started debate `holder` already: take back the thread, root and slot of `debate_id`."""
+        log.info("discord: the request already holds debate %s; %s withdrawn", holder, debate_id)
+        await sink.aclose()
+        for posted in (thread, message):
+            try:
+                await posted.delete()
+            except discord.HTTPException as exc:
+                log.info("discord: %s of withdrawn debate %s stays: %s", type(posted).__name__, debate_id, exc)
+        await self.core.store.set_message(debate_id, ROOT, PLATFORM, str(message.channel.id), str(message.id),
+                                          final=True)  # nothing to resume
+        await self.core.abandon(debate_id, f"a repeat of the request that started debate {holder}")
 
     @app_commands.command(name="debate-stop")
     @app_commands.guild_only()
@@ -113,12 +153,15 @@ class DebateCog(commands.Cog, name="Debates"):
         if len(key) < MIN_ID_PREFIX:
             raise CommandError(f"Give the debate's id, or at least its first {MIN_ID_PREFIX} characters.")
         record = await self.core.store.get_debate(key, scope_of(interaction), turns=False)
-        if record is None or not self.core.jobs.is_running(record.id):
+        if record is None or record.status != "running":  # the log says: the debate may run in any worker
             raise CommandError(f"No running debate matches `{key}` here.")
+        tailer = self.output.tailer
+        if tailer is None:
+            raise CommandError(NOT_A_FRONT)
         if not may_stop(interaction, record):
             raise CommandError(f"Only the person who started debate `{record.id}` can stop it, or a member with "
                                "Manage Messages, from the debate's channel or thread.")
-        self.core.jobs.cancel(record.id)
+        await tailer.stop(record.id)
         await reply_privately(interaction, f"Stopping debate `{record.id}`…")
 
     # ---- votes
@@ -143,7 +186,8 @@ class DebateCog(commands.Cog, name="Debates"):
         if message is not None and message.embeds:
             record = await self.core.store.get_debate(debate_id, scope, turns=False)
             labels = tuple(seat.label for seat in record.seats) if record else ()
-            embed = with_tally(message.embeds[0], tally, labels)
+            winner = record.verdict.winner if record and record.verdict else None
+            embed = with_tally(message.embeds[0], tally, labels, winner)
             await interaction.response.edit_message(embed=embed, allowed_mentions=NO_MENTIONS)
         else:
             await interaction.response.defer()

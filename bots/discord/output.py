@@ -3,8 +3,10 @@
 The bot makes one `DiscordOutput` and hands it to its cog, so commands never reach for the client to
 write. It holds the bot's one `Pacer` (Discord's limits are per channel, so one per bot) and builds,
 each in one small method, everything that writes through it: a thread on a debate's root message, a
-post into a channel (quotes), each live debate's `ThreadSink` (kept until it has rendered its final
-event). The writing itself lives in `bots.discord.surface` and `bots.thread`.
+post into a channel (quotes), each live debate's `ThreadSink`, and (for a front: a core with a feed)
+the `FrontTailer` that renders every live Discord debate's thread from the workers' event streams,
+reaching a resumed debate's thread and root channel by the ids in the log (`reach`). The writing
+itself lives in `bots.discord.surface` and `bots.thread`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import asyncio
 
 import discord
 
-from bots.discord.surface import DiscordThread, discord_limits, open_thread, post_in_channel
-from bots.thread import Limits, Pacer, ThreadSink
-from orchestrator.log import DebateLog
+from bots.discord.surface import PLATFORM, DiscordThread, discord_limits, open_thread, post_in_channel
+from bots.thread import Feed, FrontTailer, Limits, Pacer, ThreadSink
+from orchestrator.log import DebateLog, DebateRecord
 from orchestrator.models import DebateSpec
 
 THREAD_ARCHIVE_MINUTES = 1440
@@ -23,11 +25,22 @@ THREAD_CREATE_ATTEMPTS = 8  # each after discord.py's own retries: a debate must
 
 
 class DiscordOutput:
-    def __init__(self, client: discord.Client, store: DebateLog, limits: Limits | None = None) -> None:
+    def __init__(self, client: discord.Client, store: DebateLog, limits: Limits | None = None, *,
+                 feed: Feed | None = None) -> None:
         self.client = client
         self.store = store
         self.pacer = Pacer(limits or discord_limits())
+        self.tailer = None if feed is None else FrontTailer(feed, store, PLATFORM, self.reach)
         self._sinks: set[ThreadSink] = set()
+
+    async def reach(self, record: DebateRecord) -> tuple[DiscordThread, Pacer] | None:
+        """A resumed debate's thread and root channel, by the ids the log has (no REST call)."""
+        if record.channel is None or record.thread is None:
+            return None
+        guild = int(record.workspace) if record.workspace and record.workspace.isdigit() else None
+        thread = self.client.get_partial_messageable(int(record.thread), guild_id=guild)
+        root = self.client.get_partial_messageable(int(record.channel), guild_id=guild)
+        return DiscordThread(thread, root), self.pacer
 
     async def open_thread(self, message: discord.Message, name: str) -> discord.Thread:
         """A public thread on a debate's root message, first in line in the parent channel."""
@@ -51,5 +64,8 @@ class DiscordOutput:
 
     async def rendered(self) -> None:
         """Wait until every debate's sink has rendered its final event (and landed its final root edit)."""
-        while self._sinks:
-            await asyncio.wait([asyncio.ensure_future(s.wait_closed()) for s in list(self._sinks)])
+        while self._sinks or (self.tailer is not None and self.tailer.following):
+            if self.tailer is not None:
+                await self.tailer.idle()
+            if self._sinks:
+                await asyncio.wait([asyncio.ensure_future(s.wait_closed()) for s in list(self._sinks)])

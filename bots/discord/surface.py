@@ -28,10 +28,10 @@ from bots.discord.render import (
     turn_header,
     verdict_embed,
 )
-from bots.thread import STRICT, Ended, Limits, Paced, Pacer, Reach, RootState, Urgency, run_to_completion
+from bots.thread import STRICT, Ended, Limits, Paced, Pacer, RootState, Urgency, run_to_completion
 from bots.thread.text import neutralize_discord, split_message
 from orchestrator.events import Notice, RoundStarted, TurnStarted
-from orchestrator.log import DebateRecord, Tally
+from orchestrator.log import Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
 
 log = logging.getLogger(__name__)
@@ -154,15 +154,3 @@ async def open_thread(pacer: Pacer, message: discord.Message, *, attempts: int, 
 async def post_in_channel(pacer: Pacer, channel: Channel, message: Message, urgency: Urgency = Urgency.USER) -> str:
     """Post outside any debate's thread (a quote), through the channel's budget; returns the message id."""
     return await Paced(DiscordThread(channel, channel), pacer).post(lambda: message, urgency, in_thread=False)
-
-
-def root_reach(client: discord.Client, pacer: Pacer) -> Reach:
-    """How `announce_interrupted` reaches a Discord debate's root message: its channel, the bot's pacer."""
-
-    async def reach(record: DebateRecord) -> tuple[DiscordThread, Pacer] | None:
-        if record.channel is None:
-            return None
-        channel = client.get_partial_messageable(int(record.channel))
-        return DiscordThread(channel, channel), pacer
-
-    return reach

@@ -14,8 +14,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.slack.listeners import register_listeners
 from bots.slack.oauth import oauth_settings
 from bots.slack.runtime import SlackRuntime
-from bots.slack.surface import SlackThread
-from bots.thread import Limits, Pacer, Reach
+from bots.slack.surface import PLATFORM, SlackThread
+from bots.thread import FrontTailer, Limits, Pacer, Reach
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
 from orchestrator.log import DebateRecord
@@ -55,7 +55,8 @@ def check_settings(settings: Settings, *, socket_mode: bool) -> None:
 def build_app(
     core: Core, *, limits: Limits | None = None, redirect_uri: str | None = None
 ) -> tuple[AsyncApp, SlackRuntime]:
-    """The app with every listener registered, and the runtime its listeners share."""
+    """The app with every listener registered, and the runtime its listeners share (with the tailer
+    that renders the threads of Slack debates, when the core is a front)."""
     settings = core.settings
     multi = is_multi_workspace(settings)
     runtime = SlackRuntime.create(core, limits, multi_workspace=multi)
@@ -72,14 +73,16 @@ def build_app(
             client=web_client(settings, settings.slack_bot_token),
             logger=log,
         )
+    if core.feed is not None:
+        runtime.tailer = FrontTailer(core.feed, core.store, PLATFORM, thread_reach(app, runtime))
     register_listeners(app, runtime)
     return app, runtime
 
 
-def root_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
-    """How `announce_interrupted` reaches a Slack debate's root message: the app's bot-token client in
-    token mode; with several workspaces, one with the debate's workspace's bot token (None once it
-    uninstalled the app)."""
+def thread_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
+    """How a front reaches a Slack debate's thread (its root message and every reply) to resume it: the
+    app's bot-token client in token mode; with several workspaces, one with the debate's workspace's bot
+    token (None once it uninstalled the app). The log's `thread` is the root message's ts."""
 
     async def reach(record: DebateRecord) -> tuple[SlackThread, Pacer] | None:
         team = record.workspace
@@ -91,8 +94,8 @@ def root_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
             if bot is None or not bot.bot_token:
                 return None
             client = web_client(runtime.core.settings, bot.bot_token)
-        if record.channel is None:
+        if record.channel is None or record.thread is None:
             return None
-        return SlackThread(client, record.channel, None), runtime.pacers.for_workspace(team)
+        return SlackThread(client, record.channel, record.thread), runtime.pacers.for_workspace(team)
 
     return reach

@@ -1,4 +1,5 @@
-"""What the Slack listeners share: the core, per-workspace pacers and background tasks."""
+"""What the Slack listeners share: the core, per-workspace pacers, background tasks, and the tailer
+that renders every live Slack debate's thread from the workers' event streams."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from bots.slack.scope import ChannelPrivacy
 from bots.slack.surface import slack_limits
-from bots.thread import Limits, Pacers
+from bots.thread import FrontTailer, Limits, Pacers
 from orchestrator.app import Core
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ class SlackRuntime:
     pacers: Pacers = field(default_factory=lambda: Pacers(slack_limits()))
     privacy: ChannelPrivacy = field(default_factory=ChannelPrivacy)  # conversations.info, cached
     ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
+    tailer: FrontTailer | None = None  # set by build_app (a core with a feed: the durable front)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @classmethod
@@ -45,12 +47,22 @@ class SlackRuntime:
         self.ack_times.append(seconds)
         del self.ack_times[:-100]
 
+    @property
+    def following(self) -> int:
+        """Live debates whose threads this process renders."""
+        return 0 if self.tailer is None else len(self.tailer.following)
+
     async def idle(self) -> None:
-        """Wait for every background task (tests, shutdown)."""
-        while self._tasks:
+        """Wait for every background task and every followed debate's thread (tests, shutdown)."""
+        while self._tasks or self.following:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            if self.tailer is not None:
+                await self.tailer.idle()
 
     async def shutdown(self) -> None:
+        """Stop: background tasks are cancelled; threads are left to the next start to resume."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self.tailer is not None:
+            await self.tailer.aclose()

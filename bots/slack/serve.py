@@ -16,11 +16,9 @@ from collections.abc import Callable
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
-from bots.slack.app import build_app, check_settings, root_reach
+from bots.slack.app import build_app, check_settings
 from bots.slack.routes import EVENTS_PATH, mount_slack
 from bots.slack.runtime import SlackRuntime
-from bots.slack.surface import PLATFORM
-from bots.thread import announce_interrupted
 from bots.web import Health, WebFront
 from orchestrator.app import Core
 from orchestrator.providers import preload_sdks
@@ -82,20 +80,24 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
     """Run Slack until `stop` is set. Socket Mode when SLACK_APP_TOKEN is set (unless `socket_mode`
     says otherwise), else HTTP mode. Its routes (HTTP mode's /slack/events, the OAuth pages) go on
     `front`, the process's one server, which reports Slack in its /healthz; without a `front`, Slack
-    listens on host:port itself. Raises ConfigError for missing settings. Debates a restart cut off
-    (`core.interrupted`) get their root messages updated in the background."""
+    listens on host:port itself. Raises ConfigError for missing settings. Before it takes any request,
+    the tailer resumes the thread of every live Slack debate (the workers' streams replayed from their
+    start: what the thread shows is edited, nothing is posted twice)."""
     settings = core.settings
     use_socket = bool(settings.slack_app_token) if socket_mode is None else socket_mode
     check_settings(settings, socket_mode=use_socket)
     own_front = front is None
-    web_front = front or WebFront(Health(lambda: len(core.jobs.running())))
+    web_front = front or WebFront(Health())
     web_front.health.expect("slack")
     await warm_up()
     app, runtime = build_app(core)
+    web_front.health.count(lambda: runtime.following)
     if runtime_ready is not None:
         runtime_ready(runtime)
-    if core.interrupted:  # in the background: startup never waits on Slack
-        runtime.spawn(announce_interrupted(core, PLATFORM, root_reach(app, runtime)), name="slack-restart-notices")
+    if runtime.tailer is not None:
+        resumed = await runtime.tailer.resume()
+        if resumed:
+            log.info("slack: resumed the threads of %d live debate(s)", len(resumed))
     mount_slack(web_front, app, settings.slack_signing_secret, events=not use_socket)  # install pages need HTTP
     try:
         async with contextlib.AsyncExitStack() as stack:

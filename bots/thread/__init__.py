@@ -9,7 +9,7 @@ Where each behaviour lives:
                 one message at the newest state set on it; `run_to_completion` for writes that started.
 - `pacing.py`   one pacing model (`Limits`, `Pacer`, `Urgency`) to which each platform gives its limits.
 - `text.py`     splitting to a platform's limit without breaking code blocks; neutralizing mentions.
-- `restart.py`  after a restart, the root messages of debates it cut off say so.
+- `restart.py`  `Reach`: how a restarted front reaches a live debate's thread from what the log has.
 - `keys.py`     the one scheme of message keys: `root`, `turn:{round}:{seat}:{kind}:{part}`, `verdict`,
                 `notice:{hash}:{part}`, `round:{round}`, `ended`. Each message's platform id is recorded
                 in the log under its key as the post is answered (part of the write: a cancel cannot
@@ -37,18 +37,18 @@ What a surface must provide:
    `turn_ending(turn)`, `notice(event)`, `verdict(spec, verdict, tally, outcome)`, `ended(outcome)`
    (or None).
 3. **Glue at the call sites**: post (or receive) the root message, then
-   `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)` and `core.jobs.start(spec, [sink])`;
-   for restarts, `announce_interrupted(core, platform, reach)` with a `reach(record)` that returns a
-   surface and pacer able to edit that debate's root (or None).
+   `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)`, `core.feed.enqueue(spec, request_key)`
+   and `tailer.follow(spec.id, sink)`; at front start, `tailer.resume()`, the tailer built with a
+   `reach(record)` that returns a surface and pacer able to write that debate's thread (or None).
 
-Nothing else: pacing, coalescing, splitting, ordering, the message keys and the restart notice are here.
+Nothing else: pacing, coalescing, splitting, ordering, the message keys and resuming are here.
 """
 
 from bots.thread.coalesce import Latest, Paced, run_to_completion
 from bots.thread.keys import ROOT, VERDICT, notice_key, round_key, turn_key
 from bots.thread.live import LiveTurns
 from bots.thread.pacing import STRICT, Limits, Pacer, Pacers, Urgency
-from bots.thread.restart import Reach, announce_interrupted
+from bots.thread.restart import Reach
 from bots.thread.sink import ThreadSink
 from bots.thread.surface import Ended, RootState, Running, Surface
 from bots.thread.tail import Feed, FrontTailer
@@ -72,7 +72,6 @@ __all__ = [
     "Surface",
     "ThreadSink",
     "Urgency",
-    "announce_interrupted",
     "notice_key",
     "round_key",
     "run_to_completion",

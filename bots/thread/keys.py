@@ -12,9 +12,10 @@ VERDICT = "verdict"  # the judge's verdict, with its vote and quote buttons
 ENDED = "ended"  # what a debate that ended without a verdict posts in its thread (where the platform does)
 
 
-def turn_key(round_: int, seat: str, kind: str, part: int) -> str:
-    """One message of a turn; a long turn continues in parts 1, 2, … after part 0."""
-    return f"turn:{round_}:{seat}:{kind}:{part}"
+def turn_key(round_: int, seat: str, kind: str, part: int, take: int = 0) -> str:
+    """One message of a turn; a long turn continues in parts 1, 2, … after part 0. A turn played again
+    with the same round, seat and kind (`take` 1, 2, …: a round rerun) has messages of its own."""
+    return f"turn:{round_}:{seat}:{kind}" + (f":t{take}" if take else "") + f":{part}"
 
 
 def round_key(round_: int) -> str:

@@ -38,8 +38,13 @@ from orchestrator.models import DebateSpec, Seat, Turn
 
 log = logging.getLogger(__name__)
 
-TurnKey = tuple[int, str, str]  # round, seat, kind
+TurnKey = tuple[int, str, str, int]  # round, seat, kind, take (a turn played again: bots.thread.keys)
 SEAT_ROLES = ("proposer", "challenger", "debater", "judge")
+
+
+def message_key(key: TurnKey, part: int) -> str:
+    round_, seat, kind, take = key
+    return turn_key(round_, seat, kind, part, take)
 
 
 def seat_of(spec: DebateSpec, event: TurnStarted) -> Seat:
@@ -51,10 +56,10 @@ def seat_of(spec: DebateSpec, event: TurnStarted) -> Seat:
         return Seat(label=event.seat, role=role, model=event.model)  # type: ignore[arg-type]
 
 
-def started(turn: Turn) -> TurnStarted:
+def started(turn: Turn, take: int = 0) -> TurnStarted:
     """The start event of a turn whose start was never seen."""
     return TurnStarted(debate_id=turn.debate_id, round=turn.round, seat=turn.seat, role=turn.role,
-                       kind=turn.kind, model=turn.model)
+                       kind=turn.kind, model=turn.model, take=take)
 
 
 @dataclass
@@ -109,7 +114,7 @@ class LiveTurns:
     def _existing(self, key: TurnKey) -> list[MessageRecord]:
         """The turn's recorded messages, parts 0, 1, … in order, up to the first part missing."""
         parts: list[MessageRecord] = []
-        while (record := self.recorded.get(turn_key(*key, len(parts)))) is not None:
+        while (record := self.recorded.get(message_key(key, len(parts)))) is not None:
             parts.append(record)
         return parts
 
@@ -122,13 +127,13 @@ class LiveTurns:
         return True
 
     def _new(self, event: TurnStarted) -> _LiveTurn:
-        key = (event.round, event.seat, event.kind)
+        key = (event.round, event.seat, event.kind, event.take)
         ids = [p.message_id for p in self._existing(key)]
         return _LiveTurn(key=key, header=self.surface.turn_header(event), seat=seat_of(self.spec, event),
                          message_ids=ids, shown=[None] * len(ids))
 
     async def begin(self, event: TurnStarted) -> None:
-        key = (event.round, event.seat, event.kind)
+        key = (event.round, event.seat, event.kind, event.take)
         if key in self._turns or self._is_done(key):
             return  # a repeat, or shown in full already
         live = self._new(event)
@@ -138,7 +143,7 @@ class LiveTurns:
         live.flusher = asyncio.create_task(self._stream(live), name=f"live-{key}")
 
     def feed(self, event: TextDelta) -> None:
-        live = self._turns.get((event.round, event.seat, event.kind))
+        live = self._turns.get((event.round, event.seat, event.kind, event.take))
         if live is None or live.final:
             return
         if event.attempt != live.attempt:
@@ -155,19 +160,20 @@ class LiveTurns:
             live.text += event.delta
         live.changed.set()
 
-    async def finish(self, turn: Turn, display_text: str | None = None, *, wait_for_edits: bool = True) -> list[str]:
+    async def finish(self, turn: Turn, display_text: str | None = None, *, wait_for_edits: bool = True,
+                     take: int = 0) -> list[str]:
         """Show the turn's final text (or `display_text`); returns the message ids it occupies.
 
         With `wait_for_edits=False` this returns once every message of the turn exists (so what is
         posted next comes after it in the thread); the edits still due go on in the background until
         `drain()`. A failed final post or edit raises here, or is logged when it happens later."""
-        key = (turn.round, turn.seat, turn.kind)
+        key = (turn.round, turn.seat, turn.kind, take)
         if self._is_done(key):
             return [p.message_id for p in self._existing(key)]
         self._done.add(key)
         live = self._turns.pop(key, None)
         if live is None:
-            live = self._new(started(turn))
+            live = self._new(started(turn, take))
         live.final = True
         live.text = display_text if display_text is not None else turn.text
         live.changed.set()
@@ -237,7 +243,7 @@ class LiveTurns:
         await self._sync(live)
         if self.on_final is not None:
             for index, message_id in enumerate(live.message_ids):
-                await self.on_final(turn_key(*live.key, index), message_id)
+                await self.on_final(message_key(live.key, index), message_id)
 
     async def _first_text(self, live: _LiveTurn) -> bool:
         """Wait until the turn's first post should go: True then; False once the turn has ended."""
@@ -299,7 +305,7 @@ class LiveTurns:
         async def record(message_id: str) -> None:
             live.message_ids.append(message_id)
             live.shown.append(sent)
-            await self.on_posted(turn_key(*live.key, index), message_id)
+            await self.on_posted(message_key(live.key, index), message_id)
 
         await self.out.post(render, Urgency.TEXT, record=record)
 

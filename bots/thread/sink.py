@@ -128,7 +128,8 @@ class ThreadSink:
         elif isinstance(event, TurnStarted):
             await self.live.begin(event)
         elif isinstance(event, TurnCompleted | TurnFailed):
-            await self.live.finish(event.turn, self.surface.turn_ending(event.turn), wait_for_edits=False)
+            await self.live.finish(event.turn, self.surface.turn_ending(event.turn), wait_for_edits=False,
+                                   take=event.take)
         elif isinstance(event, RoundStarted):
             await self._round(event)
         elif isinstance(event, Notice):
@@ -192,7 +193,11 @@ class ThreadSink:
 
     async def _finish(self, outcome: Outcome) -> None:
         if self.verdict is None and (ended := self.surface.ended(outcome)) is not None:
-            await self._post_once(ENDED, ended)
+            try:
+                await self._post_once(ENDED, ended)
+            except Exception:  # a thread that is gone must not keep the root from showing the end
+                log.warning("%s: the end of debate %s could not be posted in its thread", self.surface.platform,
+                            self.spec.id, exc_info=True)
         tally = await self.store.tally(self.spec.id)
         self._status(Ended(outcome, self.verdict, tally), Urgency.REPLY)
         # the turns' last edits and the root's final status draw on the same budgets: queue them together

@@ -71,6 +71,12 @@ def to_json(record: DebateRecord) -> dict[str, Any]:
             "ratings": dict(v.ratings),
             "scores": [s.model_dump(mode="json") for s in v.scores],
             "consensus": v.consensus,
+            "confidence": v.confidence,
+            "evidence": list(v.evidence),
+            "readings": [r.model_dump(mode="json") for r in v.readings],
+            "tiebreak_family": v.tiebreak_family,
+            "judge_shares_family_with": list(v.judge_shares_family_with),
+            "team_side": record.tally.team_side([s.label for s in record.seats]),
         }
     return {
         # agentsys last-debate.json
@@ -252,16 +258,20 @@ def to_markdown(record: DebateRecord) -> str:
     else:
         winner = record.seat(verdict.winner)
         who = f"{verdict.winner} ({winner.role}, `{winner.model}`)" if winner else verdict.winner
-        lines += [f"**Winner: {who}**", ""]
-        if verdict.split:
-            lines += [
-                "⚠️ **Split verdict:** the judge disagreed with itself when the debaters' order was "
-                "swapped; treat the winner as contested.",
-                "",
-            ]
+        team = record.tally.team_text([s.label for s in record.seats])
+        lines += [f"**Winner: {who}**", "", f"Judge: {verdict.winner} · Team: {team}", ""]
+        if verdict.confidence_note():
+            warn = "⚠️ " if verdict.split or verdict.confidence == "low" else ""
+            lines += [f"{warn}{verdict.confidence_note()}", ""]
+        if verdict.family_note():
+            lines += [verdict.family_note(), ""]
         if verdict.consensus:
             lines += [f"Consensus: {verdict.consensus}", ""]
-        if verdict.reasoning:
+        lines += _bullets("Decisive evidence", verdict.evidence)
+        if verdict.split and verdict.readings:
+            for reading in verdict.readings:
+                lines += [f"**{reading.title}: {reading.winner} wins**", "", reading.reasoning.strip(), ""]
+        elif verdict.reasoning:
             lines += ["**Reasoning**", "", verdict.reasoning.strip(), ""]
         if verdict.recommendation:
             lines += ["**Recommendation**", "", verdict.recommendation.strip(), ""]

@@ -13,7 +13,15 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Protocol, Self
 
-from orchestrator.log.records import DebateRecord, DebateSummary, MessageRecord, Scope, SearchHit, Tally
+from orchestrator.log.records import (
+    DebateRecord,
+    DebateSummary,
+    JudgeAgreement,
+    MessageRecord,
+    Scope,
+    SearchHit,
+    Tally,
+)
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.quotas import Quota
 
@@ -76,5 +84,9 @@ class DebateLog(Protocol):
     async def history(
         self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
     ) -> list[DebateSummary]: ...
+
+    async def judge_agreement(
+        self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
+    ) -> JudgeAgreement: ...
 
     async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]: ...

@@ -15,6 +15,7 @@ from orchestrator.log.records import (
     DebateNotFoundError,
     DebateRecord,
     DebateSummary,
+    JudgeAgreement,
     MessageRecord,
     NoticeRecord,
     Scope,
@@ -223,6 +224,37 @@ def history(
         limit :limit"""
     args |= {"platform": platform, "channel": channel, "limit": max(0, limit)}
     return [summary(row) for row in dict_rows(db, sql, args)]
+
+
+JUDGE_AGREEMENT_SQL = """
+    with side_votes as (
+        select debate_id, substr(choice, 6) as side, count(*) as n
+        from votes where choice like 'side:%'
+        group by debate_id, substr(choice, 6)
+    ),
+    per_debate as (
+        select s.debate_id, max(s.n) as top, coalesce(max(case when s.side = v.winner then s.n end), 0) as for_winner
+        from side_votes s
+        join verdicts v on v.debate_id = s.debate_id
+        join debates d on d.id = s.debate_id
+        where {where}
+        group by s.debate_id
+    )
+    select count(*), coalesce(sum(case when for_winner < top then 1 else 0 end), 0) from per_debate"""
+
+
+def judge_agreement(db: Database, scope: Scope | None, platform: str | None, channel: str | None) -> JudgeAgreement:
+    """Over debates with a verdict and at least one side vote: how many, and in how many the judge's
+    winner got fewer side votes than some other seat (a tie at the top that includes it is no disagreement)."""
+    visible, args = scope_sql(scope)
+    wheres = [visible]
+    if platform is not None:
+        wheres.append("d.platform = :platform")
+    if channel is not None:
+        wheres.append("d.channel = :channel")
+    args |= {"platform": platform, "channel": channel}
+    debates, disagreed = db.execute(JUDGE_AGREEMENT_SQL.format(where=" and ".join(wheres)), args).fetchone()
+    return JudgeAgreement(debates=debates or 0, disagreed=disagreed or 0)
 
 
 def find_by_message(db: Database, platform: str, channel: str, message_id: str, scope: Scope | None) -> str | None:

@@ -6,6 +6,7 @@ the models; `to_iso` / `from_iso` convert at this boundary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -90,6 +91,39 @@ class Tally(_Record):
 
     def count(self, choice: str) -> int:
         return self.counts.get(choice, 0)
+
+    def sides(self, labels: Sequence[str]) -> dict[str, int]:
+        """Side votes ("convinced by …") per seat label, most first (ties in seat order)."""
+        counts = {label: self.count(f"side:{label}") for label in labels}
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+    def team_side(self, labels: Sequence[str]) -> str | None:
+        """The seat most voters sided with; None with no side votes or a tie at the top."""
+        ranked = list(self.sides(labels).items())
+        if not ranked or ranked[0][1] == 0 or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
+            return None
+        return ranked[0][0]
+
+    def team_text(self, labels: Sequence[str]) -> str:
+        """The team's side votes in a few words: "3–1 for B", "tied 2–2", "no side votes yet"."""
+        sides = self.sides(labels)
+        if not any(sides.values()):
+            return "no side votes yet"
+        score = "–".join(str(n) for n in sides.values())
+        side = self.team_side(labels)
+        return f"{score} for {side}" if side else f"tied {score}"
+
+
+class JudgeAgreement(_Record):
+    """How often the team's side votes went against the judge, over debates with a verdict and at least
+    one side vote: `disagreed` counts those where the judge's winner had fewer side votes than another seat."""
+
+    debates: int = 0
+    disagreed: int = 0
+
+    @property
+    def rate(self) -> float | None:
+        return self.disagreed / self.debates if self.debates else None
 
 
 class TurnRecord(Turn):

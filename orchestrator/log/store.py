@@ -18,7 +18,15 @@ from sqlite_utils import Database
 
 from orchestrator.log import reads, writes
 from orchestrator.log import search as fts
-from orchestrator.log.records import DebateRecord, DebateSummary, MessageRecord, Scope, SearchHit, Tally
+from orchestrator.log.records import (
+    DebateRecord,
+    DebateSummary,
+    JudgeAgreement,
+    MessageRecord,
+    Scope,
+    SearchHit,
+    Tally,
+)
 from orchestrator.log.writer_thread import DatabaseThread
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote, now
 from orchestrator.quotas import Quota
@@ -162,6 +170,12 @@ class Store:
     ) -> list[DebateSummary]:
         """Newest first among what `scope` sees, optionally for one platform and channel."""
         return await self._read(lambda db: reads.history(db, limit, scope, platform, channel))
+
+    async def judge_agreement(
+        self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
+    ) -> JudgeAgreement:
+        """How often the team's side votes disagreed with the judge, over what `scope` sees."""
+        return await self._read(lambda db: reads.judge_agreement(db, scope, platform, channel))
 
     async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]:
         """Full-text search over topics, turns and verdicts, best bm25 first, one hit per debate.

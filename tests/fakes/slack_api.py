@@ -339,6 +339,12 @@ class SlackAPIPeer:
         message.edits += 1
         return {"ok": True, "channel": key[0], "ts": key[1], "text": message.text}
 
+    def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (str(params.get("channel")), str(params.get("ts")))
+        if self.messages.pop(key, None) is None:
+            return {"ok": False, "error": "message_not_found"}
+        return {"ok": True, "channel": key[0], "ts": key[1]}
+
     def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         if problem := self._content_problem(params):
             return {"ok": False, "error": problem}
@@ -464,11 +470,17 @@ def slack_settings(db: str, peer: SlackAPIPeer, llm_openai: str, llm_anthropic: 
 class SlackBot:
     """`async with SlackBot(settings) as bot: await bot.command("topic")` — signed HTTP into our server."""
 
-    def __init__(self, settings: Any, limits: Any = None) -> None:
+    def __init__(self, settings: Any, limits: Any = None, *, role: str = "serve", grace_s: float = 1.0) -> None:
+        """`role`: the Core's ("serve": front and worker in this process, as `debate serve` runs;
+        "front": the front only, its debates run by a worker elsewhere). `grace_s`: the worker's
+        graceful stop at exit (what is still running resumes at the next start)."""
         self.settings = settings
         self.limits = limits
+        self.role = role
+        self.grace_s = grace_s
         self.port = 0
         self.ack_seconds: list[float] = []
+        self.resumed: list[str] = []  # the debates whose threads the front resumed at start
 
     async def __aenter__(self) -> SlackBot:
         from bots.slack.app import build_app
@@ -477,8 +489,10 @@ class SlackBot:
 
         await warm_up()
 
-        self.core = await Core.open(self.settings)
+        self.core = await Core.open(self.settings, self.role)  # type: ignore[arg-type]
         self.app, self.runtime = build_app(self.core, limits=self.limits)
+        if self.runtime.tailer is not None:  # as run_slack does before taking requests
+            self.resumed = await self.runtime.tailer.resume()
         self._stop = asyncio.Event()
         started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._server = asyncio.create_task(serve_http(self.app, "127.0.0.1", 0, self._stop, started.set_result,
@@ -493,12 +507,17 @@ class SlackBot:
         await self.http.close()
         self._stop.set()
         await self._server
+        await self.core.stop_workers(self.grace_s)
         await self.runtime.shutdown()
         await self.core.close()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def running(self) -> list[str]:
+        """The debates whose threads this front is rendering (started here, or resumed at start)."""
+        return [] if self.runtime.tailer is None else self.runtime.tailer.following
 
     async def post(self, body: str, *, headers: dict[str, str] | None = None, secret: str = SIGNING_SECRET,
                    timestamp: int | None = None) -> tuple[int, str]:

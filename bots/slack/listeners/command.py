@@ -1,4 +1,8 @@
-"""`/debate …`: ack at once, drop Slack's retries of a request already taken, then run it as a task."""
+"""`/debate …`: ack at once, drop Slack's retries of a request already taken, then run it as a task.
+
+A retry is dropped twice over: the log claims each request key once (any process, for a day), and a
+debate is enqueued under the same key (`FrontFeed.enqueue`), so a request whose claim was lost cannot
+start a second workflow while its first runs."""
 
 from __future__ import annotations
 
@@ -83,14 +87,15 @@ async def debate_command(
     await ack()
     runtime.record_ack(time.monotonic() - context.get("received_at", time.monotonic()))
     inv = Invocation(runtime=runtime, client=client, respond=respond, team_id=command.get("team_id"),
-                     channel_id=command["channel_id"], user_id=command["user_id"])
+                     channel_id=command["channel_id"], user_id=command["user_id"],
+                     request_key="slack:" + request_key(command))
     # spawned before any await, so `runtime.idle()` sees the work as soon as the ack is out
     runtime.spawn(run_once(command, retry_number(request), inv), name="slack-command")
 
 
 async def run_once(command: dict[str, Any], retry: int, inv: Invocation) -> None:
     """Run the command unless this request was seen before (Slack retries; another process took it)."""
-    if not await inv.runtime.core.store.claim_request("slack:" + request_key(command)):
+    if not await inv.runtime.core.store.claim_request(inv.request_key or "slack:" + request_key(command)):
         log.info("slack: dropped retry %d of /debate from %s", retry, command.get("user_id"))
         return
     await run_command(str(command.get("text", "")), inv)

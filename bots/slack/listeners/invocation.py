@@ -21,6 +21,7 @@ class Invocation:
     team_id: str | None
     channel_id: str
     user_id: str
+    request_key: str | None = None  # the request's id across retries (a debate it starts is keyed by it)
 
     async def channel_private(self) -> bool:
         """Whether the channel asked from is private (cached conversations.info; a DM always is)."""

@@ -51,14 +51,15 @@ async def show_debate(command: Show, inv: Invocation) -> None:
 
 
 async def stop_debate(command: Stop, inv: Invocation) -> None:
-    """Resolved by the log within scope (a full id, or an unambiguous prefix of MIN_ID_PREFIX or more)."""
-    core = inv.runtime.core
+    """Resolved by the log within scope (a full id, or an unambiguous prefix of MIN_ID_PREFIX or more);
+    running is what the log says (the debate may run in any worker)."""
+    core, tailer = inv.runtime.core, inv.runtime.tailer
     record: DebateRecord | None = await core.store.get_debate(command.debate_id, await inv.scope(), turns=False)
-    if record is None or not core.jobs.is_running(record.id):
+    if record is None or record.status != "running" or tailer is None:
         await inv.tell(f"No running debate with id `{command.debate_id}` here.")
         return
     if not await may_stop(inv.client, record, inv.user_id):
         await inv.tell(f"Only the person who started it or a workspace admin can stop debate `{record.id}`.")
         return
-    core.jobs.cancel(record.id)
+    await tailer.stop(record.id)
     await inv.tell(f"Stopping debate `{record.id}`; its thread will say it was cancelled.")

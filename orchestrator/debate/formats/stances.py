@@ -117,14 +117,17 @@ class StancesFormat:
                 f"No debater gave a readable answer in round {round_no}: running the round once more.", "warning"
             )
             failed = [r for r in results if r.turn.status == "failed"]
-            results = failed + await self._gather(run, [r.seat for r in results if r not in failed], round_no)
+            again = [r.seat for r in results if r not in failed]
+            results = failed + await self._gather(run, again, round_no, take=1)
         return results
 
-    async def _gather(self, run: DebateRun, seats: list[Seat], round_no: int) -> list[EnvelopeTurn]:
+    async def _gather(self, run: DebateRun, seats: list[Seat], round_no: int, take: int = 0) -> list[EnvelopeTurn]:
+        """`take` 1: the round played again; its turns are new turns to readers (their keys say so)."""
         prompts = [self._prompt(run, seat, seats, round_no) for seat in seats]
         return list(
             await run.steps.gather(
-                *(self._envelope_turn(run, seat, round_no, prompt) for seat, prompt in zip(seats, prompts, strict=True))
+                *(self._envelope_turn(run, seat, round_no, prompt, take)
+                  for seat, prompt in zip(seats, prompts, strict=True))
             )
         )
 
@@ -151,12 +154,14 @@ class StancesFormat:
     def _system(self, seat: Seat) -> str:
         return render("stances_system", label=seat.label, count=len(self.stance_of), stance=self.stance_of[seat.label])
 
-    async def _envelope_turn(self, run: DebateRun, seat: Seat, round_no: int, user: str) -> EnvelopeTurn:
+    async def _envelope_turn(self, run: DebateRun, seat: Seat, round_no: int, user: str, take: int = 0
+                             ) -> EnvelopeTurn:
         """One debater's turn: call, parse, one JSON-only retry, then a rendered, an empty or a failed turn."""
         kind = "opening" if round_no == 1 else "rebuttal"
         await run.emit(
             TurnStarted(
-                debate_id=run.debate_id, round=round_no, seat=seat.label, role=seat.role, kind=kind, model=seat.model
+                debate_id=run.debate_id, round=round_no, seat=seat.label, role=seat.role, kind=kind, model=seat.model,
+                take=take,
             )
         )
         system = self._system(seat)
@@ -166,7 +171,7 @@ class StancesFormat:
             last = attempts[-1]
             if last.status == "failed":
                 turn = _combine(attempts, status="failed", error=last.error)
-                await run.emit(TurnFailed(debate_id=run.debate_id, turn=turn))
+                await run.emit(TurnFailed(debate_id=run.debate_id, turn=turn, take=take))
                 return EnvelopeTurn(seat, turn, None)
             try:
                 envelope = parse_envelope(last.text)
@@ -184,7 +189,7 @@ class StancesFormat:
                     )
         if envelope is None:
             turn = _combine(attempts, status="empty", error="no readable JSON answer, even after a reminder")
-            await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))
+            await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn, take=take))
             await run.notice(
                 f"Debater {seat.label}'s round {round_no} turn is recorded empty: its answer was not "
                 "in the required JSON format, even after a reminder.",
@@ -192,7 +197,7 @@ class StancesFormat:
             )
             return EnvelopeTurn(seat, turn, None)
         turn = _combine(attempts, text=render_envelope(envelope))
-        turn = (await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))).turn
+        turn = (await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn, take=take))).turn
         run.transcript.append(turn)
         self.latest[seat.label] = turn
         self.envelopes[seat.label].append(envelope)
