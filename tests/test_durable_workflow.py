@@ -1,23 +1,30 @@
-"""Debates as DBOS workflows in this process: the same turns as a direct run, and one start per request."""
+"""Debates as DBOS workflows in this process: the same turns as a direct run, on SQLite files and with
+the log and the workflows in Postgres; one start per request; where the workflow engine's tables go."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dbos import DBOS
 from dbos import error as dbos_error
 
-from orchestrator.durable import cancel, enqueue, workflow_id
+from orchestrator.config import Settings
+from orchestrator.durable import FrontFeed, cancel, enqueue, prepare_system_db, system_db_url, workflow_id
 from orchestrator.events import DebateFinished, TurnCompleted
 from orchestrator.log import Store
-from tests.debate_harness import make_spec, run_debate
+from tests.debate_harness import make_spec, run_debate, settings_for
 from tests.durable_harness import (
+    BACKENDS,
     STANCE_TOPIC,
+    DurableBackend,
+    durable_backend,
     logged_notices,
     logged_turns,
+    postgres_backend_for,
     read_events,
     script_stances,
     shown_texts,
@@ -25,6 +32,8 @@ from tests.durable_harness import (
 )
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import is_judge, script_judge
+from tests.log_backends import LogBackend
+from tests.postgres_server import PostgresServer
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +42,85 @@ def system_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("durable") / "workflows.sqlite"
 
 
+@pytest.fixture(scope="module")
+def postgres_backend(
+    tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
+) -> Iterator[DurableBackend]:
+    yield from postgres_backend_for(tmp_path_factory, postgres_server)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> DurableBackend:
+    return durable_backend(request)
+
+
+@pytest.fixture
+def sqlite(system_db: Path) -> DurableBackend:
+    return DurableBackend.sqlite(system_db)
+
+
+# -- where the workflow database is ---------------------------------------------------------------
+
+
+def test_the_workflow_database_is_the_workflow_url_then_the_log_postgres_then_a_file_beside_the_log(
+    tmp_path: Path,
+) -> None:
+    log_db = tmp_path / "debates.db"
+    pg, other = "postgresql://debate@db.internal:5432/debates", "postgresql://debate@db.internal:5432/workflows"
+
+    def url(**env: str) -> str:
+        return system_db_url(Settings(_env_file=None, DEBATE_DB=log_db, **env))  # type: ignore[call-arg]
+
+    assert url() == f"sqlite:///{log_db.resolve()}.workflows.sqlite"
+    assert url(DEBATE_DATABASE_URL=pg) == pg
+    assert url(DEBATE_DATABASE_URL="postgres://debate@db.internal:5432/debates") == pg  # SQLAlchemy's spelling
+    assert url(DEBATE_DATABASE_URL=pg, DEBATE_WORKFLOW_DB_URL=other) == other
+    assert url(DEBATE_WORKFLOW_DB_URL=other) == other  # the log stays in its SQLite file
+    prepare_system_db(pg)  # nothing of SQLite's is done for Postgres
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.postgres
+async def test_a_front_and_a_worker_given_only_the_database_url_keep_log_and_workflows_in_postgres(
+    llm_server: FakeLLMServer, tmp_path: Path, postgres_backend: DurableBackend
+) -> None:
+    srv = llm_server
+    script_judge(srv, "A")
+    backend = postgres_backend
+    log = backend.log(tmp_path)
+    spec = make_spec("challenge", rounds=1)
+    settings = settings_for(srv, env=backend.env(log))
+    async with worker_host(srv, log, backend):  # no db_url: the settings name the database
+        feed = await FrontFeed.open(settings)  # the front: a DBOSClient on the same database
+        try:
+            assert await feed.enqueue(spec, "trigger-pg") == spec.id
+            events = [e async for e in feed.events(spec.id)]
+        finally:
+            await feed.close()
+    assert isinstance(events[-1], DebateFinished) and events[-1].outcome.status == "completed"
+    assert [t[:4] for t in logged_turns(log, spec.id)] == [(1, "A", "opening", "ok"), (1, "B", "challenge", "ok")]
+    assert len(srv.requests) == 4  # proposer, challenger, two judge passes: nothing made twice
+    assert backend.intact(log)
+    tables = log.sql("select table_schema, table_name from information_schema.tables"
+                     " where table_schema not in ('pg_catalog', 'information_schema')")
+    by_schema: dict[str, set[str]] = {}
+    for schema, name in tables:
+        by_schema.setdefault(schema, set()).add(name)
+    # the log's tables in public, DBOS's in a schema of its own: no name in both
+    assert set(by_schema) == {"public", "dbos"}
+    assert {"debates", "turns", "votes", "debate_log_migrations"} <= by_schema["public"]
+    assert {"workflow_status", "operation_outputs", "streams"} <= by_schema["dbos"]
+    assert not by_schema["public"] & by_schema["dbos"]
+    workflows = log.sql("select status from dbos.workflow_status where workflow_uuid = ?", [workflow_id(spec.id)])
+    assert workflows == [("SUCCESS",)]
+
+
+# -- a debate as a workflow -------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("fmt", ["challenge", "consensus", "stances"])
 async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
-    fmt: str, llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
+    fmt: str, llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend
 ) -> None:
     srv = llm_server
     script_judge(srv, "A")
@@ -48,17 +133,18 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
     direct_requests = len(srv.requests)
 
     spec = make_spec(fmt, topic=topic)
-    async with worker_host(srv, tmp_path / "durable.db", system_db):
+    log, direct_log = backend.log(tmp_path, "durable.db"), LogBackend("sqlite", str(tmp_path / "direct.db"))
+    async with worker_host(srv, log, backend):
         handle = await enqueue(spec, f"request-{fmt}")
         assert handle.workflow_id == workflow_id(spec.id)
         outcome = await handle.get_result(polling_interval_sec=0.05)
-        events = await read_events(system_db, spec.id)
+        events = await read_events(backend.workflow_db, spec.id)
 
     assert outcome == direct.outcome.model_dump(mode="json")
-    durable_turns = logged_turns(tmp_path / "durable.db", spec.id)  # a parallel round logs in completion order
-    assert sorted(durable_turns) == sorted(logged_turns(tmp_path / "direct.db", direct_spec.id))
+    durable_turns = logged_turns(log, spec.id)  # a parallel round logs in completion order
+    assert sorted(durable_turns) == sorted(logged_turns(direct_log, direct_spec.id))
     assert len(durable_turns) >= 4 and len({t[:3] for t in durable_turns}) == len(durable_turns)
-    assert logged_notices(tmp_path / "durable.db", spec.id) == logged_notices(tmp_path / "direct.db", direct_spec.id)
+    assert logged_notices(log, spec.id) == logged_notices(direct_log, direct_spec.id)
     assert len(srv.requests) == 2 * direct_requests  # no call made twice
 
     # the stream: every event of the direct run, once (nothing ran twice), streamed text = logged text
@@ -72,11 +158,14 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
             assert streamed[event.key.removesuffix(":end")] == event.turn.text
 
 
-async def test_a_repeated_request_starts_one_debate(llm_server: FakeLLMServer, tmp_path: Path, system_db: Path) -> None:
+async def test_a_repeated_request_starts_one_debate(
+    llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
+) -> None:
     srv = llm_server
     script_judge(srv, "A")
     first, retry = make_spec("challenge", rounds=1), make_spec("challenge", rounds=1)  # a retry builds a new spec
-    async with worker_host(srv, tmp_path / "log.db", system_db):
+    log = sqlite.log(tmp_path)
+    async with worker_host(srv, log, sqlite):
         handle = await enqueue(first, "trigger-123")
         again = await enqueue(retry, "trigger-123")
         assert again.workflow_id == handle.workflow_id == workflow_id(first.id)
@@ -88,8 +177,8 @@ async def test_a_repeated_request_starts_one_debate(llm_server: FakeLLMServer, t
 
     assert outcome["status"] == "completed"
     assert calls == 4 and len(srv.requests) == calls  # proposer, challenger, two judge passes
-    assert len(logged_turns(tmp_path / "log.db", first.id)) == 2
-    assert logged_turns(tmp_path / "log.db", retry.id) == []
+    assert len(logged_turns(log, first.id)) == 2
+    assert logged_turns(log, retry.id) == []
 
 
 def held_call(srv: FakeLLMServer, model: str) -> tuple[asyncio.Event, list[RequestRecord]]:
@@ -109,12 +198,13 @@ def held_call(srv: FakeLLMServer, model: str) -> tuple[asyncio.Event, list[Reque
 
 
 async def test_a_stop_cancels_the_call_in_flight_and_marks_nothing_failed(
-    llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
+    llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
 ) -> None:
     srv = llm_server
     arrived, held = held_call(srv, "model-b")
     spec = make_spec("challenge", rounds=1)
-    async with worker_host(srv, tmp_path / "log.db", system_db):
+    log = sqlite.log(tmp_path)
+    async with worker_host(srv, log, sqlite):
         handle = await enqueue(spec, "trigger-stop")
         await arrived.wait()
         await cancel(spec.id)
@@ -128,17 +218,18 @@ async def test_a_stop_cancels_the_call_in_flight_and_marks_nothing_failed(
     async with Store(tmp_path / "log.db") as store:
         record = await store.get_debate(spec.id)
     assert record is not None and record.status == "running"
-    assert [t[:3] for t in logged_turns(tmp_path / "log.db", spec.id)] == [(1, "A", "opening")]
+    assert [t[:3] for t in logged_turns(log, spec.id)] == [(1, "A", "opening")]
 
 
 async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes_it(
-    llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
+    llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
 ) -> None:
     srv = llm_server
     script_judge(srv, "A")
     arrived, held = held_call(srv, "model-b")
     spec = make_spec("challenge", rounds=1)
-    async with worker_host(srv, tmp_path / "log.db", system_db) as host:
+    log = sqlite.log(tmp_path)
+    async with worker_host(srv, log, sqlite) as host:
         handle = await enqueue(spec, "trigger-sigterm")
         await arrived.wait()
         await host.stop(grace_s=0.1)  # the held call outlasts the grace period: it is abandoned
@@ -146,11 +237,10 @@ async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes
     async with Store(tmp_path / "log.db") as store:
         assert (record := await store.get_debate(spec.id)) is not None and record.status == "running"
 
-    async with worker_host(srv, tmp_path / "log.db", system_db):  # the same executor id recovers it
+    async with worker_host(srv, log, sqlite):  # the same executor id recovers it
         handle = await DBOS.retrieve_workflow_async(handle.workflow_id)
         outcome = await handle.get_result(polling_interval_sec=0.05)
 
     assert outcome["status"] == "completed"
-    assert [t[:4] for t in logged_turns(tmp_path / "log.db", spec.id)] == [(1, "A", "opening", "ok"),
-                                                                         (1, "B", "challenge", "ok")]
+    assert [t[:4] for t in logged_turns(log, spec.id)] == [(1, "A", "opening", "ok"), (1, "B", "challenge", "ok")]
     assert Counter(r.model for r in srv.requests if not is_judge(r)) == {"model-a": 1, "model-b": 2}

@@ -5,9 +5,11 @@ on the application name and version: DBOS only dequeues and recovers workflows s
 version. WORKFLOW_VERSION changes only when a debate's step sequence changes incompatibly (replaying
 a workflow matches its steps by position and name); DEBATE_WORKFLOW_VERSION overrides it.
 
-The workflow database is an SQLite file beside the log by default (`<DEBATE_DB>.workflows.sqlite`,
-created 0600 and switched to WAL before DBOS first opens it); DEBATE_WORKFLOW_DB_URL names another
-(a Postgres URL, for several hosts).
+The workflow database (DBOS's "system database") is, first found: DEBATE_WORKFLOW_DB_URL; the log's
+Postgres database when DEBATE_DATABASE_URL is set (DBOS keeps its tables in a schema of its own,
+`dbos`, beside the log's tables in `public`, and migrates it at launch); else an SQLite file beside
+the log (`<DEBATE_DB>.workflows.sqlite`, created 0600 and switched to WAL before DBOS first opens it;
+nothing is prepared for Postgres).
 """
 
 from __future__ import annotations
@@ -40,12 +42,18 @@ def workflow_version() -> str:
 
 
 def system_db_url(settings: Settings) -> str:
-    """The workflow database: DEBATE_WORKFLOW_DB_URL, else an SQLite file next to the log."""
-    configured = os.environ.get("DEBATE_WORKFLOW_DB_URL")
+    """The workflow database: DEBATE_WORKFLOW_DB_URL, else the log's Postgres database
+    (DEBATE_DATABASE_URL), else an SQLite file next to the log."""
+    configured = settings.debate_workflow_db_url or settings.debate_database_url
     if configured:
-        return configured
+        return _sqlalchemy_url(configured)
     path = Path(f"{settings.debate_db}.workflows.sqlite").resolve()
     return f"{SQLITE_PREFIX}{path}"
+
+
+def _sqlalchemy_url(url: str) -> str:
+    """`postgres://`, which libpq accepts, spelled `postgresql://`, which SQLAlchemy (under DBOS) requires."""
+    return "postgresql://" + url.removeprefix("postgres://") if url.startswith("postgres://") else url
 
 
 def sqlite_path(url: str) -> Path | None:

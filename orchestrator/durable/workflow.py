@@ -17,6 +17,7 @@ built a new spec, across processes, for as long as the first one runs.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,10 +61,16 @@ def current_runtime() -> Runtime:
 
 
 class StreamSink:
-    """Writes each event to the running workflow's stream (from inside the step that delivers it)."""
+    """Writes each event to the running workflow's stream (from inside the step that delivers it).
+    One writer at a time: the lanes of a parallel round would otherwise race for the stream's next
+    offset (on Postgres DBOS then sleeps 100 ms and retries)."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
 
     async def handle(self, event: EventBase) -> None:
-        await DBOS.write_stream_async(STREAM, event.model_dump(mode="json"))
+        async with self._lock:
+            await DBOS.write_stream_async(STREAM, event.model_dump(mode="json"))
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
