@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import Field, ValidationError, field_validator
@@ -151,6 +152,7 @@ class Settings(BaseSettings):
             self.slack_signing_secret,
             self.slack_client_secret,
             self.discord_bot_token,
+            *(_url_password(url) for url in (self.debate_database_url, self.debate_workflow_db_url)),
         ]
         return [v for v in values if v and len(v) >= 6]
 
@@ -164,5 +166,25 @@ def load_settings(**overrides: object) -> Settings:
         field = str(first["loc"][0]) if first["loc"] else "?"
         alias = Settings.model_fields[field].alias if field in Settings.model_fields else field
         message = str(first["msg"]).removeprefix("Value error, ")
-        got = first.get("input")
-        raise ConfigError(f"{alias or field}: {message} (got {got!r}); fix it in the environment or .env") from None
+        got = _shown_value(alias or field, first.get("input"))
+        raise ConfigError(f"{alias or field}: {message} (got {got}); fix it in the environment or .env") from None
+
+
+_SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def _shown_value(name: str, value: object) -> str:
+    """A rejected value as the error line may show it: never a secret, never a URL's password."""
+    if any(part in name.upper() for part in _SECRET_NAMES):
+        return "a value, not shown"
+    text = repr(value)
+    return re.sub(r"(://[^:/@\s]*:)[^@/\s]*@", r"\1***@", text)
+
+
+def _url_password(url: str | None) -> str | None:
+    """The password inside a database URL, so it is scrubbed like any other secret."""
+    if not url:
+        return None
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).password
