@@ -71,9 +71,11 @@ class TrialResult:
     unavailable: bool = False  # the product does not have this mode (e.g. --front-only unknown)
 
 
-def plan(smoke: bool, seed: int = 11) -> list[Trial]:
+def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None) -> list[Trial]:
+    """Two no-kill controls, then `single` trials of `debate serve` and `split` of front + worker
+    (killing the front and the worker in turn); `counts` overrides (single, split)."""
     rng = random.Random(seed)
-    single, split = (3, 2) if smoke else (51, 18)
+    single, split = counts or ((3, 2) if smoke else (51, 18))
     # two controls (platforms alternate by trial, so every format is checked on both): a clean run must pass
     trials = [Trial(n, "serve", "none", 0.0, 2) for n in range(CONTROLS)]
     for n in range(CONTROLS, CONTROLS + single + split):
@@ -315,8 +317,8 @@ def _problem_counts(results: list[TrialResult]) -> list[tuple[str, int]]:
     return counter.most_common()
 
 
-async def run(smoke: bool, *, keep: bool = False) -> Table:
-    trials = plan(smoke)
+async def run(smoke: bool, *, keep: bool = False, counts: tuple[int, int] | None = None) -> Table:
+    trials = plan(smoke, counts=counts)
     script = KillScript()
     root = Path(tempfile.mkdtemp(prefix="bench-kill-"))
     unavailable: dict[str, str] = {}
@@ -353,8 +355,15 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep each trial's workdir (logs, stderr)")
+    parser.add_argument("--single", type=int, metavar="N", help="trials of `debate serve` (default 51)")
+    parser.add_argument("--split", type=int, metavar="N", help="trials of front + worker apart (default 18)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    table = asyncio.run(run(args.smoke, keep=args.keep))
+    counts = None
+    if args.single is not None or args.split is not None:
+        default_single, default_split = (3, 2) if args.smoke else (51, 18)
+        counts = (default_single if args.single is None else args.single,
+                  default_split if args.split is None else args.split)
+    table = asyncio.run(run(args.smoke, keep=args.keep, counts=counts))
     print(table.render())
     sys.exit(0)
