@@ -113,6 +113,15 @@ def open_database(path: Path) -> Database:
     return db
 
 
+def _optimize(db: Database) -> None:
+    """Best effort at close: `PRAGMA optimize` upgrades a read to a write, which SQLite refuses at once
+    (no busy wait) when another process wrote meanwhile; the statistics can wait for the next close."""
+    try:
+        db.execute("PRAGMA optimize")
+    except sqlite3.OperationalError as error:
+        log.debug("log: PRAGMA optimize skipped at close: %s", error)
+
+
 def open_reader(path: Path) -> Database:
     """Open the file read-only (SQLite `mode=ro`); refuse a schema older than this code reads."""
     if not path.exists():
@@ -205,7 +214,7 @@ class DatabaseThread:
             if isinstance(job, _Stop):
                 try:
                     if not self.readonly:
-                        db.execute("PRAGMA optimize")
+                        _optimize(db)
                     db.close()
                 except sqlite3.Error as error:
                     _hand_back(job.loop, job.future, None, error)
