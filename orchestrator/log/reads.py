@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlite_utils import Database
 from sqlite_utils.db import Table
 
+from orchestrator.log import rows
 from orchestrator.log.records import (
     MIN_ID_PREFIX,
-    RECOMMENDATION_SNIPPET_CHARS,
     AmbiguousIdError,
     DebateNotFoundError,
     DebateRecord,
     DebateSummary,
     JudgeAgreement,
     MessageRecord,
-    NoticeRecord,
     Scope,
     Tally,
     TokenTotals,
-    TurnRecord,
     from_iso,
 )
-from orchestrator.models import DebateSpec, Seat, Verdict
 
 
 def table(db: Database, name: str) -> Table:
@@ -113,91 +109,23 @@ def resolve_id(db: Database, id_or_prefix: str, scope: Scope | None = None) -> s
     return matches[0] if matches else None
 
 
-def row_fields(row: dict[str, Any]) -> dict[str, Any]:
-    """The DebateRow fields of a `debates` row."""
-    return {
-        "id": row["id"],
-        "topic": row["topic"],
-        "format": row["format"],
-        "status": row["status"],
-        "created_at": from_iso(row["created_at"]) or 0.0,
-        "finished_at": from_iso(row["finished_at"]),
-        "platform": row["platform"],
-        "workspace": row["workspace"],
-        "channel": row["channel"],
-        "channel_private": None if row["channel_private"] is None else bool(row["channel_private"]),
-        "thread": row["thread"],
-        "requested_by": row["requested_by"],
-        "runner": row["runner"],
-        "rounds_planned": row["rounds_planned"] or 0,
-        "rounds_completed": row["rounds_completed"] or 0,
-        "cost_usd": row["cost_usd"],
-        "error": row["error"],
-    }
-
-
 def load_record(db: Database, debate_id: str, *, turns: bool = True) -> DebateRecord:
     """One debate in full; with `turns=False`, without its turns and notices (a vote, a quote)."""
     row = dict_rows(db, "select * from debates where id = ?", [debate_id])[0]
-    seats = tuple(
-        Seat(label=r["label"], role=r["role"], model=r["model"])
-        for r in dict_rows(db, "select * from seats where debate_id = ? order by position, label", [debate_id])
-    )
-    turn_records = tuple(
-        TurnRecord(
-            id=r["id"],
-            debate_id=r["debate_id"],
-            round=r["round"],
-            seat=r["seat"],
-            role=r["role"],
-            kind=r["kind"] or "",
-            model=r["model"] or "",
-            text=r["text"] or "",
-            started_at=from_iso(r["started_at"]) or 0.0,
-            duration_ms=r["duration_ms"] or 0,
-            input_tokens=r["input_tokens"] or 0,
-            output_tokens=r["output_tokens"] or 0,
-            status=r["status"],
-            error=r["error"],
-            cost_usd=r["cost_usd"],
-        )
-        for r in (dict_rows(db, "select * from turns where debate_id = ? order by round, id", [debate_id])
-                  if turns else [])
-    )
     verdict_row = db.execute("select json from verdicts where debate_id = ?", [debate_id]).fetchone()
-    notices = tuple(
-        NoticeRecord(at=from_iso(r["at"]) or 0.0, level=r["level"] or "info", text=r["text"])
-        for r in (dict_rows(db, "select * from notices where debate_id = ? order by id", [debate_id])
-                  if turns else [])
-    )
-    return DebateRecord(
-        **row_fields(row),
-        effort=row["effort"],
-        judge=row["judge"],
-        input_tokens=row["input_tokens"] or 0,
-        output_tokens=row["output_tokens"] or 0,
-        warnings=tuple(json.loads(row["warnings"] or "[]")),
-        spec=DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None,
-        seats=seats,
-        turns=turn_records,
-        verdict=Verdict.model_validate_json(verdict_row[0]) if verdict_row and verdict_row[0] else None,
-        notices=notices,
+    return rows.debate_record(
+        row,
+        from_iso,
+        seats=dict_rows(db, "select * from seats where debate_id = ? order by position, label", [debate_id]),
+        turns=dict_rows(db, "select * from turns where debate_id = ? order by round, id", [debate_id]) if turns else (),
+        notices=dict_rows(db, "select * from notices where debate_id = ? order by id", [debate_id]) if turns else (),
+        verdict_json=verdict_row[0] if verdict_row else None,
         tally=tally(db, debate_id),
     )
 
 
 def summary(row: dict[str, Any]) -> DebateSummary:
-    recommendation = row["v_recommendation"]
-    if recommendation and len(recommendation) > RECOMMENDATION_SNIPPET_CHARS:
-        recommendation = recommendation[: RECOMMENDATION_SNIPPET_CHARS - 1].rstrip() + "…"
-    return DebateSummary(
-        **row_fields(row),
-        winner=row["v_winner"],
-        winner_model=row["v_model"],
-        split=bool(row["v_split"]),
-        recommendation=recommendation,
-        votes=row["v_votes"] or 0,
-    )
+    return rows.summary(row, from_iso)
 
 
 SUMMARY_COLUMNS = """

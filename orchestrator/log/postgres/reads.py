@@ -6,29 +6,25 @@ parameters, `timestamptz` and `boolean` columns, `seq` for SQLite's rowid).
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
+from orchestrator.log import rows as shared_rows
 from orchestrator.log.records import (
     MIN_ID_PREFIX,
-    RECOMMENDATION_SNIPPET_CHARS,
     AmbiguousIdError,
     DebateNotFoundError,
     DebateRecord,
     DebateSummary,
     JudgeAgreement,
     MessageRecord,
-    NoticeRecord,
     Scope,
     Tally,
     TokenTotals,
-    TurnRecord,
 )
-from orchestrator.models import DebateSpec, Seat, Verdict
 
 Conn = AsyncConnection[Any]
 
@@ -118,60 +114,24 @@ async def resolve_id(conn: Conn, id_or_prefix: str, scope: Scope | None = None) 
     return matches[0] if matches else None
 
 
-def row_fields(row: dict[str, Any]) -> dict[str, Any]:
-    """The DebateRow fields of a `debates` row."""
-    return {
-        "id": row["id"], "topic": row["topic"], "format": row["format"], "status": row["status"],
-        "created_at": from_time(row["created_at"]) or 0.0, "finished_at": from_time(row["finished_at"]),
-        "platform": row["platform"], "workspace": row["workspace"], "channel": row["channel"],
-        "channel_private": row["channel_private"], "thread": row["thread"], "requested_by": row["requested_by"],
-        "runner": row["runner"], "rounds_planned": row["rounds_planned"] or 0,
-        "rounds_completed": row["rounds_completed"] or 0, "cost_usd": row["cost_usd"], "error": row["error"],
-    }
-
-
 async def load_record(conn: Conn, debate_id: str, *, turns: bool = True) -> DebateRecord:
     """One debate in full; with `turns=False`, without its turns and notices (a vote, a quote)."""
     row = (await rows(conn, "select * from debates where id = %s", [debate_id]))[0]
-    seats = tuple(Seat(label=r["label"], role=r["role"], model=r["model"]) for r in await rows(
-        conn, "select label, role, model from seats where debate_id = %s order by position, label", [debate_id]))
-    turn_records: tuple[TurnRecord, ...] = ()
-    notices: tuple[NoticeRecord, ...] = ()
+    seats = await rows(conn, "select label, role, model from seats where debate_id = %s order by position, label",
+                       [debate_id])
+    turn_rows: list[dict[str, Any]] = []
+    notice_rows: list[dict[str, Any]] = []
     if turns:
-        turn_records = tuple(
-            TurnRecord(id=r["id"], debate_id=r["debate_id"], round=r["round"], seat=r["seat"], role=r["role"],
-                       kind=r["kind"] or "", model=r["model"] or "", text=r["text"] or "",
-                       started_at=from_time(r["started_at"]) or 0.0, duration_ms=r["duration_ms"] or 0,
-                       input_tokens=r["input_tokens"] or 0, output_tokens=r["output_tokens"] or 0,
-                       status=r["status"], error=r["error"], cost_usd=r["cost_usd"])
-            for r in await rows(conn, "select * from turns where debate_id = %s order by round, id", [debate_id]))
-        notices = tuple(
-            NoticeRecord(at=from_time(r["at"]) or 0.0, level=r["level"] or "info", text=r["text"])
-            for r in await rows(conn, "select at, level, text from notices where debate_id = %s order by id",
-                                [debate_id]))
+        turn_rows = await rows(conn, "select * from turns where debate_id = %s order by round, id", [debate_id])
+        notice_rows = await rows(conn, "select at, level, text from notices where debate_id = %s order by id",
+                                 [debate_id])
     verdict = await values(conn, "select json from verdicts where debate_id = %s", [debate_id])
-    return DebateRecord(
-        **row_fields(row),
-        effort=row["effort"],
-        judge=row["judge"],
-        input_tokens=row["input_tokens"] or 0,
-        output_tokens=row["output_tokens"] or 0,
-        warnings=tuple(json.loads(row["warnings"] or "[]")),
-        spec=DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None,
-        seats=seats,
-        turns=turn_records,
-        verdict=Verdict.model_validate_json(verdict[0]) if verdict and verdict[0] else None,
-        notices=notices,
-        tally=await tally(conn, debate_id),
-    )
+    return shared_rows.debate_record(row, from_time, seats=seats, turns=turn_rows, notices=notice_rows,
+                                     verdict_json=verdict[0] if verdict else None, tally=await tally(conn, debate_id))
 
 
 def summary(row: dict[str, Any]) -> DebateSummary:
-    recommendation = row["v_recommendation"]
-    if recommendation and len(recommendation) > RECOMMENDATION_SNIPPET_CHARS:
-        recommendation = recommendation[: RECOMMENDATION_SNIPPET_CHARS - 1].rstrip() + "…"
-    return DebateSummary(**row_fields(row), winner=row["v_winner"], winner_model=row["v_model"],
-                         split=bool(row["v_split"]), recommendation=recommendation, votes=row["v_votes"] or 0)
+    return shared_rows.summary(row, from_time)
 
 
 async def history(

@@ -1,0 +1,115 @@
+"""Rows of the log's tables → records, for every implementation: the same columns come back from
+SQLite and Postgres, only times differ (ISO text there, `timestamptz` here), so each passes its
+`epoch` conversion. The SQL stays with each implementation; how a row becomes a record is here once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from orchestrator.log.records import (
+    RECOMMENDATION_SNIPPET_CHARS,
+    DebateRecord,
+    DebateSummary,
+    NoticeRecord,
+    Tally,
+    TurnRecord,
+)
+from orchestrator.models import DebateSpec, Seat, Verdict
+
+Row = dict[str, Any]
+Epoch = Callable[[Any], float | None]  # a stored time → seconds since the epoch (None stays None)
+
+
+def debate_fields(row: Row, epoch: Epoch) -> dict[str, Any]:
+    """The DebateRow fields of a `debates` row."""
+    return {
+        "id": row["id"],
+        "topic": row["topic"],
+        "format": row["format"],
+        "status": row["status"],
+        "created_at": epoch(row["created_at"]) or 0.0,
+        "finished_at": epoch(row["finished_at"]),
+        "platform": row["platform"],
+        "workspace": row["workspace"],
+        "channel": row["channel"],
+        "channel_private": None if row["channel_private"] is None else bool(row["channel_private"]),
+        "thread": row["thread"],
+        "requested_by": row["requested_by"],
+        "runner": row["runner"],
+        "rounds_planned": row["rounds_planned"] or 0,
+        "rounds_completed": row["rounds_completed"] or 0,
+        "cost_usd": row["cost_usd"],
+        "error": row["error"],
+    }
+
+
+def seat(row: Row) -> Seat:
+    return Seat(label=row["label"], role=row["role"], model=row["model"])
+
+
+def turn_record(row: Row, epoch: Epoch) -> TurnRecord:
+    return TurnRecord(
+        id=row["id"],
+        debate_id=row["debate_id"],
+        round=row["round"],
+        seat=row["seat"],
+        role=row["role"],
+        kind=row["kind"] or "",
+        model=row["model"] or "",
+        text=row["text"] or "",
+        started_at=epoch(row["started_at"]) or 0.0,
+        duration_ms=row["duration_ms"] or 0,
+        input_tokens=row["input_tokens"] or 0,
+        output_tokens=row["output_tokens"] or 0,
+        status=row["status"],
+        error=row["error"],
+        cost_usd=row["cost_usd"],
+    )
+
+
+def notice_record(row: Row, epoch: Epoch) -> NoticeRecord:
+    return NoticeRecord(at=epoch(row["at"]) or 0.0, level=row["level"] or "info", text=row["text"])
+
+
+def debate_record(
+    row: Row,
+    epoch: Epoch,
+    *,
+    seats: Iterable[Row],
+    turns: Iterable[Row],
+    notices: Iterable[Row],
+    verdict_json: str | None,
+    tally: Tally,
+) -> DebateRecord:
+    """One debate in full from its `debates` row and the rows that hang off it."""
+    return DebateRecord(
+        **debate_fields(row, epoch),
+        effort=row["effort"],
+        judge=row["judge"],
+        input_tokens=row["input_tokens"] or 0,
+        output_tokens=row["output_tokens"] or 0,
+        warnings=tuple(json.loads(row["warnings"] or "[]")),
+        spec=DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None,
+        seats=tuple(seat(r) for r in seats),
+        turns=tuple(turn_record(r, epoch) for r in turns),
+        verdict=Verdict.model_validate_json(verdict_json) if verdict_json else None,
+        notices=tuple(notice_record(r, epoch) for r in notices),
+        tally=tally,
+    )
+
+
+def summary(row: Row, epoch: Epoch) -> DebateSummary:
+    """A history line from a `debates` row joined with its verdict (the `v_*` columns)."""
+    recommendation = row["v_recommendation"]
+    if recommendation and len(recommendation) > RECOMMENDATION_SNIPPET_CHARS:
+        recommendation = recommendation[: RECOMMENDATION_SNIPPET_CHARS - 1].rstrip() + "…"
+    return DebateSummary(
+        **debate_fields(row, epoch),
+        winner=row["v_winner"],
+        winner_model=row["v_model"],
+        split=bool(row["v_split"]),
+        recommendation=recommendation,
+        votes=row["v_votes"] or 0,
+    )
