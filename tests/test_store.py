@@ -26,7 +26,6 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import (
-    INTERRUPTED_ERROR,
     AmbiguousIdError,
     DebateLog,
     DebateNotFoundError,
@@ -358,29 +357,6 @@ async def test_unknown_model_cost_is_unknown(store: DebateLog) -> None:
     assert estimate_cost("anthropic:claude-haiku-4-5-20251001", 0, 10**6) == 5.0
     assert estimate_cost("openai:gpt-5-mini", 10**6, 10**6) == pytest.approx(2.25)
     assert estimate_cost("openai:gpt-9000", 1, 1) is None
-
-
-async def test_mark_interrupted_sweeps_only_its_own_runner_and_unowned_debates(log_backend: LogBackend) -> None:
-    done, cut, legacy, other_cli, other_host = (make_spec(t) for t in ("done", "cut off", "legacy", "cli", "host"))
-    async with log_backend.open(runner="serve:alpha") as serve:
-        await serve.create_debate(done, at=1.0)
-        await serve.create_debate(cut, at=2.0)
-        await serve.add_turn(make_turn(cut, 1, "A", "x", input_tokens=100, output_tokens=50))
-        await serve.finish_debate(done.id, Outcome(status="completed"))
-    async with log_backend.open() as tool, log_backend.open(runner="cli:alpha:4242") as cli, \
-            log_backend.open(runner="serve:beta") as beta:
-        await tool.create_debate(legacy, at=3.0)  # no runner: logged before runners were recorded
-        await cli.create_debate(other_cli, at=4.0)
-        await beta.create_debate(other_host, at=5.0)
-    async with log_backend.open(runner="serve:alpha") as serve:
-        assert await serve.mark_interrupted() == [cut.id, legacy.id]
-        record = await serve.get_debate(cut.id)
-        assert record is not None and (record.status, record.error) == ("failed", INTERRUPTED_ERROR)
-        assert (record.input_tokens, record.output_tokens, record.runner) == (100, 50, "serve:alpha")
-        assert record.cost_usd == pytest.approx(estimate_cost(PROPOSER, 100, 50))
-        for running in (other_cli, other_host):
-            assert (await serve.get_debate(running.id)).status == "running"  # type: ignore[union-attr]
-        assert await serve.mark_interrupted() == []
 
 
 # -- the store sink -----------------------------------------------------------------------------

@@ -34,10 +34,9 @@ from orchestrator.log.records import (
 from orchestrator.log.sink import StoreSink
 from orchestrator.log.store import Store
 from orchestrator.log.transfer import Copied, migrate_log
-from orchestrator.log.writes import INTERRUPTED_ERROR
 
 __all__ = [
-    "INTERRUPTED_ERROR", "MIN_ID_PREFIX", "AmbiguousIdError", "Copied", "DebateLog", "DebateNotFoundError",
+    "MIN_ID_PREFIX", "AmbiguousIdError", "Copied", "DebateLog", "DebateNotFoundError",
     "DebateRecord", "DebateSummary", "JudgeAgreement", "MessageRecord", "NoticeRecord", "ReadOnlyLogError", "Scope",
     "SearchHit", "Store", "StoreClosedError", "StoreError", "StoreSink", "Tally", "TurnRecord", "is_postgres_url",
     "migrate_log", "open_log", "to_json", "to_markdown",

@@ -61,9 +61,6 @@ class DebateLog(Protocol):
 
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool: ...
 
-    # -- what only a serving process does at start
-    async def mark_interrupted(self) -> list[str]: ...
-
     # -- reads
     async def get_debate(
         self, id_or_prefix: str, scope: Scope | None = None, *, turns: bool = True

@@ -38,7 +38,7 @@ class Store:
     """The SQLite `DebateLog`. `async with Store(path) as store:` or `start()` / `close()`.
 
     `runner` names the process that runs the debates this handle creates ("serve:<host>",
-    "cli:<host>:<pid>"); `mark_interrupted` sweeps only that runner's debates. `readonly=True`
+    "cli:<host>:<pid>"), recorded on the debates it admits or creates. `readonly=True`
     opens the file for reading only: no migration, and every write raises ReadOnlyLogError.
     """
 
@@ -116,11 +116,6 @@ class Store:
         """True the first time `key` (a platform's request id) is claimed; False for any repeat.
         Keys older than `keep_s` are forgotten, so the table stays small."""
         return await self._write(writes.claim_request(key, keep_s))
-
-    async def mark_interrupted(self) -> list[str]:
-        """Fail this runner's debates still "running" (a crash cut them off), and those no runner owns
-        (logged before runners were recorded); returns their ids. Tokens and cost are summed from turns."""
-        return await self._write(writes.mark_interrupted(self.runner, now()))
 
     # -- reads ----------------------------------------------------------------------------------
 

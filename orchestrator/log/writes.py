@@ -19,8 +19,6 @@ from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
 from orchestrator.quotas import Quota, QuotaExceeded
 
-INTERRUPTED_ERROR = "interrupted by a restart"
-
 
 def _debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     row = {
@@ -251,23 +249,5 @@ def claim_request(key: str, keep_s: float) -> Callable[[Database], bool]:
         db.execute("delete from request_keys where at < ?", [to_iso(at - keep_s)])
         cursor = db.execute("insert or ignore into request_keys (key, at) values (?, ?)", [key, to_iso(at)])
         return cursor.rowcount == 1
-
-    return fn
-
-
-def mark_interrupted(runner: str | None, at: float) -> Callable[[Database], list[str]]:
-    def fn(db: Database) -> list[str]:
-        ids = [r[0] for r in db.execute(
-            "select id from debates where status = 'running' and (runner is null or runner = ?)"
-            " order by created_at", [runner]
-        ).fetchall()]
-        for debate_id in ids:
-            totals = token_totals(db, debate_id)
-            table(db, "debates").update(debate_id, {
-                "status": "failed", "error": INTERRUPTED_ERROR, "finished_at": to_iso(at),
-                "input_tokens": totals.input_tokens, "output_tokens": totals.output_tokens,
-                "cost_usd": totals.cost_usd,
-            })
-        return ids
 
     return fn

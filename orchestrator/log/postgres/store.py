@@ -156,11 +156,6 @@ class PostgresLog:
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool:
         return await self._write(lambda c: writes.claim_request(c, key, time.time(), keep_s))
 
-    async def mark_interrupted(self) -> list[str]:
-        return await self._write(lambda c: writes.mark_interrupted(c, self.runner, now()))
-
-    # -- reads ----------------------------------------------------------------------------------
-
     async def get_debate(
         self, id_or_prefix: str, scope: Scope | None = None, *, turns: bool = True
     ) -> DebateRecord | None:

@@ -14,7 +14,6 @@ from typing import Any
 
 from orchestrator.log.postgres.reads import Conn, lock_debate, scope_sql, tally, to_time, token_totals, values
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally
-from orchestrator.log.writes import INTERRUPTED_ERROR
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
 from orchestrator.quotas import Quota, QuotaExceeded
@@ -187,14 +186,3 @@ async def claim_request(conn: Conn, key: str, at: float, keep_s: float) -> bool:
     await conn.execute("delete from request_keys where at < %s", [to_time(at - keep_s)])
     return bool(await _insert(conn, "request_keys", {"key": key, "at": to_time(at)},
                               "on conflict do nothing returning 1"))
-
-
-async def mark_interrupted(conn: Conn, runner: str | None, at: float) -> list[str]:
-    ids = await values(conn, "select id from debates where status = 'running' and (runner is null or runner = %s)"
-                             " order by created_at for update", [runner])
-    for debate_id in ids:
-        totals = await token_totals(conn, debate_id)
-        await _update(conn, "debates", {"id": debate_id}, {
-            "status": "failed", "error": INTERRUPTED_ERROR, "finished_at": to_time(at),
-            "input_tokens": totals.input_tokens, "output_tokens": totals.output_tokens, "cost_usd": totals.cost_usd})
-    return [str(i) for i in ids]
