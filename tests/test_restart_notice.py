@@ -26,7 +26,7 @@ from bots.slack.serve import run_slack
 from bots.thread.tail import NO_RESULT
 from orchestrator.app import Core
 from orchestrator.config import Settings, load_settings
-from orchestrator.log import Store
+from orchestrator.log import DebateLog, Store
 from orchestrator.models import DebateSpec, Seat, Turn, now
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer
@@ -118,6 +118,9 @@ async def test_a_restart_marks_cut_off_debates_on_their_root_messages(tmp_path: 
                                             and discord_edits(roots[discord_gone.id]), within=10)
                 await discord_peer.wait_for(lambda: discord_peer.identifies == 1, within=5)  # startup went on
                 await runtimes[0].idle()
+                # the live roots' last edits are recorded final once answered: stop only after that, or
+                # the next start would rightly try them again
+                await _until_final(core.store, [slack_spec.id, discord_spec.id])
                 stop.set()
 
             # Slack: the root now shows the failed state the sink renders, with what the turns used
@@ -179,3 +182,15 @@ async def test_with_several_workspaces_each_root_is_edited_with_its_workspace_bo
         (edit,) = slack.of("chat.update")  # the workspace that uninstalled the app is skipped
         assert edit.params["ts"] == roots[installed.id] and edit.params["token"] == "xoxb-installed"
         assert NO_RESULT in json.dumps(slack.message(SLACK_CHANNEL, roots[installed.id]).blocks, ensure_ascii=False)
+
+
+async def _until_final(store: DebateLog, debate_ids: list[str], within: float = 10.0) -> None:
+    async def final(debate_id: str) -> bool:
+        root = (await store.messages(debate_id)).get("root")
+        return root is not None and root.final
+
+    async def all_final() -> None:
+        while not all([await final(d) for d in debate_ids]):  # noqa: ASYNC110 (the log notifies nobody)
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(all_final(), within)
