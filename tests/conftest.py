@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.durable_harness import BACKENDS, DurableBackend, durable_backend, postgres_backend_for
 from tests.fakes.llm_server import FakeLLMServer
 from tests.log_backends import LogBackend
 from tests.postgres_server import PostgresServer, PostgresUnavailable
@@ -72,3 +73,26 @@ def log_backend(request: pytest.FixtureRequest, tmp_path: Path) -> LogBackend:
     if request.param == "sqlite":
         return LogBackend("sqlite", str(tmp_path / "log.db"))
     return LogBackend("postgres", request.getfixturevalue("postgres_url"))
+
+
+# -- durable debates: one workflow database per test module and backend -------------------------------
+
+
+@pytest.fixture(scope="module")
+def system_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One workflow database for the module (each test its own executor id): a queue DBOS knows
+    already starts without its 1 s discovery."""
+    return tmp_path_factory.mktemp("durable") / "workflows.sqlite"
+
+
+@pytest.fixture(scope="module")
+def postgres_backend(
+    tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
+) -> Iterator[DurableBackend]:
+    yield from postgres_backend_for(tmp_path_factory, postgres_server)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> DurableBackend:
+    """The durable tests' storage: SQLite files, or a database of its own on the test Postgres server."""
+    return durable_backend(request)

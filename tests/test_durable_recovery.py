@@ -9,49 +9,22 @@ import asyncio
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from orchestrator.events import TextDelta, TurnCompleted
 from tests.debate_harness import make_spec
 from tests.durable_harness import (
-    BACKENDS,
     STANCE_TOPIC,
     DurableBackend,
     StreamFollower,
-    durable_backend,
     finish,
     logged_turns,
-    postgres_backend_for,
     script_stances,
     shown_texts,
     spawn_worker,
 )
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import script_judge
-from tests.postgres_server import PostgresServer
-
-
-@pytest.fixture(scope="module")
-def system_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One workflow database for the module (each test its own executor id): a queue DBOS knows
-    already starts without its 1 s discovery."""
-    return tmp_path_factory.mktemp("durable") / "workflows.sqlite"
-
-
-@pytest.fixture(scope="module")
-def postgres_backend(
-    tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
-) -> Iterator[DurableBackend]:
-    yield from postgres_backend_for(tmp_path_factory, postgres_server)
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> DurableBackend:
-    return durable_backend(request)
-
 
 SLOW_TEXT = " ".join(f"point{i}" for i in range(400))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,10 @@ from orchestrator.events import DebateFinished, TurnCompleted
 from orchestrator.log import Store
 from tests.debate_harness import make_spec, run_debate, settings_for
 from tests.durable_harness import (
-    BACKENDS,
     STANCE_TOPIC,
     DurableBackend,
-    durable_backend,
     logged_notices,
     logged_turns,
-    postgres_backend_for,
     read_events,
     script_stances,
     shown_texts,
@@ -33,25 +29,6 @@ from tests.durable_harness import (
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import is_judge, script_judge
 from tests.log_backends import LogBackend
-from tests.postgres_server import PostgresServer
-
-
-@pytest.fixture(scope="module")
-def system_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One workflow database for the module: a queue DBOS already knows starts without its 1 s discovery."""
-    return tmp_path_factory.mktemp("durable") / "workflows.sqlite"
-
-
-@pytest.fixture(scope="module")
-def postgres_backend(
-    tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
-) -> Iterator[DurableBackend]:
-    yield from postgres_backend_for(tmp_path_factory, postgres_server)
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> DurableBackend:
-    return durable_backend(request)
 
 
 @pytest.fixture
