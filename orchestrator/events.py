@@ -23,7 +23,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, now
+from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict, now
 
 log = logging.getLogger(__name__)
 
@@ -139,10 +139,34 @@ class Notice(EventBase):
 class VerdictReached(EventBase):
     type: Literal["verdict"] = "verdict"
     verdict: Verdict
+    number: int = 1  # 2, 3, …: the verdict of a continuation (the log keeps every one)
 
     @property
     def key(self) -> str:
-        return "verdict"
+        return "verdict" if self.number == 1 else f"verdict:{self.number}"
+
+
+class Interjected(EventBase):
+    """An audience note (or a continuation's new facts) reached the prompts of `interjection.round`."""
+
+    type: Literal["interjected"] = "interjected"
+    interjection: Interjection
+
+    @property
+    def key(self) -> str:
+        return f"interjection:{self.interjection.id}"
+
+
+class DebateContinued(EventBase):
+    """A finished debate goes on (`continue`): segment 2, 3, … runs one more round, `round`, and a new verdict."""
+
+    type: Literal["debate_continued"] = "debate_continued"
+    segment: int
+    round: int
+
+    @property
+    def key(self) -> str:
+        return f"continued:{self.segment}"
 
 
 class DebateFinished(EventBase):
@@ -186,6 +210,8 @@ Event = Annotated[
     | TurnFailed
     | RoundCompleted
     | Notice
+    | Interjected
+    | DebateContinued
     | VerdictReached
     | DebateFinished
     | DebateFailed

@@ -27,6 +27,10 @@ MIN_ROUNDS = 1
 MAX_ROUNDS = 5
 MIN_DEBATERS = 2
 MAX_DEBATERS = 4
+MAX_INTERJECTIONS_PER_ROUND = 3  # audience notes one round's prompts take; more wait for the next round
+MAX_INTERJECTION_CHARS = 500
+MAX_CONTINUATIONS = 3  # `continue` runs after the first verdict, per debate
+InterjectionKind = Literal["interjection", "facts"]  # facts: given with `continue`
 
 
 def new_debate_id() -> str:
@@ -74,6 +78,7 @@ class DebateSpec(Frozen):
     channel_private: bool = False  # a private channel or a DM: recalled only from inside it
     thread: str | None = None
     requested_by: str | None = None
+    rematch_of: str | None = None  # the debate this one replays with other models or another format
 
     @field_validator("topic")
     @classmethod
@@ -192,6 +197,52 @@ class Verdict(Frozen):
     ratings: dict[str, Rating] = Field(default_factory=dict)
     scores: tuple[StanceScore, ...] = ()
     consensus: Literal["yes", "partial", "no"] | None = None
+    # a continued debate's verdict (the second, third, …): whether the winner changed from the one before, and why
+    changed: bool | None = None
+    change_note: str = ""
+
+
+class Interjection(Frozen):
+    """A note from the audience for the debaters and the judge: untrusted text, quoted and labelled as
+    such in every prompt. It waits (`round` None) until a round starts, which takes at most
+    MAX_INTERJECTIONS_PER_ROUND of them; `facts` are what a `continue` request adds."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    debate_id: str
+    author: str  # the display name shown with it
+    user: str | None = None  # the platform's user id
+    platform: str = "cli"
+    kind: InterjectionKind = "interjection"
+    text: str
+    round: int | None = None  # the round whose prompts it reached
+    at: float = Field(default_factory=now)
+
+    @field_validator("text", "author")
+    @classmethod
+    def _clean(cls, value: str) -> str:
+        return strip_controls(value).strip()
+
+    @field_validator("text")
+    @classmethod
+    def _fits(cls, value: str) -> str:
+        if not value:
+            raise ValueError("the note is empty")
+        if len(value) > MAX_INTERJECTION_CHARS:
+            raise ValueError(f"the note is {len(value)} characters; the limit is {MAX_INTERJECTION_CHARS}")
+        return value
+
+
+class ChannelDefaults(Frozen):
+    """What a channel's admins set for the debates started there (`/debate config`); None: the operator's default.
+    Every model and number is held to the operator's chat policy when set and again when a debate starts."""
+
+    proposer: str | None = None
+    challenger: str | None = None
+    judge: str | None = None
+    format: Format | None = None
+    rounds: int | None = Field(default=None, ge=MIN_ROUNDS, le=MAX_ROUNDS)
+    effort: Effort | None = None
+    interjections: bool = True
 
 
 class Vote(Frozen):

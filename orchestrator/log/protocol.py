@@ -22,7 +22,7 @@ from orchestrator.log.records import (
     SearchHit,
     Tally,
 )
-from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
+from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Turn, Verdict, Vote
 from orchestrator.quotas import Quota
 
 
@@ -48,7 +48,9 @@ class DebateLog(Protocol):
 
     async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None: ...
 
-    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None) -> None: ...
+    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None, number: int = 1) -> None:
+        """Verdict `number` of the debate (1: the first; 2, 3, …: after each `continue`), replaced if it exists."""
+        ...
 
     async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None: ...
 
@@ -60,6 +62,26 @@ class DebateLog(Protocol):
     ) -> None: ...
 
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool: ...
+
+    # -- the team in the loop
+    async def add_interjection(self, note: Interjection, *, max_waiting: int) -> int:
+        """Queue an audience note for the debate's next round; returns how many now wait (this one
+        included). Raises InterjectionRefused when the debate is not running or `max_waiting` wait already."""
+        ...
+
+    async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
+        """The notes for `round`'s prompts, oldest first: those taken for it already (a step run again
+        gets the same answer) and waiting ones up to `limit` in all, now marked with `round`."""
+        ...
+
+    async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
+        """A completed debate with a verdict goes on: it is running again and its segment count grows;
+        returns the new segment's number (2, 3, …). Raises ContinuationRefused with the reason."""
+        ...
+
+    async def set_channel_defaults(
+        self, platform: str, workspace: str | None, channel: str, defaults: ChannelDefaults, *, by: str | None = None
+    ) -> None: ...
 
     # -- reads
     async def get_debate(
@@ -77,6 +99,10 @@ class DebateLog(Protocol):
     async def threads_to_resume(self, platform: str, root_key: str) -> list[str]: ...
 
     async def tally(self, debate_id: str) -> Tally: ...
+
+    async def interjections(self, debate_id: str) -> list[Interjection]: ...
+
+    async def channel_defaults(self, platform: str, workspace: str | None, channel: str) -> ChannelDefaults: ...
 
     async def history(
         self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None

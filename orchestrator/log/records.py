@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.models import DebateSpec, DebateStatus, Seat, Turn, Verdict
+from orchestrator.models import DebateSpec, DebateStatus, Interjection, Seat, Turn, Verdict
 
 MIN_ID_PREFIX = 4
 RECOMMENDATION_SNIPPET_CHARS = 200
@@ -33,6 +33,14 @@ class ReadOnlyLogError(StoreError):
 
     def __init__(self) -> None:
         super().__init__("the debate log is open read-only here; only `debate run` and `debate serve` write to it")
+
+
+class InterjectionRefused(StoreError):
+    """An audience note the debate cannot take now; the message says why, for the user."""
+
+
+class ContinuationRefused(StoreError):
+    """A `continue` the debate cannot take now; the message says why, for the user."""
 
 
 class DebateNotFoundError(StoreError):
@@ -177,6 +185,19 @@ class DebateRow(_Record):
     rounds_completed: int = 0
     cost_usd: float | None = None
     error: str | None = None
+    segment: int = 1  # 2, 3, …: a `continue` started that segment (the last one)
+    rematch_of: str | None = None
+
+
+class DebateSummary(DebateRow):
+    """One line of `debate history`."""
+
+    winner: str | None = None  # seat label
+    winner_model: str | None = None
+    split: bool = False
+    recommendation: str | None = None  # at most RECOMMENDATION_SNIPPET_CHARS characters
+    votes: int = 0
+    models: tuple[str, ...] = ()  # the debaters' models in seat order (filled for rematches)
 
 
 class DebateRecord(DebateRow):
@@ -190,22 +211,15 @@ class DebateRecord(DebateRow):
     spec: DebateSpec | None = None
     seats: tuple[Seat, ...] = ()
     turns: tuple[TurnRecord, ...] = ()
-    verdict: Verdict | None = None
+    verdict: Verdict | None = None  # the latest
+    verdicts: tuple[Verdict, ...] = ()  # every verdict, first to latest (more than one after `continue`)
     notices: tuple[NoticeRecord, ...] = ()
+    interjections: tuple[Interjection, ...] = ()
+    rematches: tuple[DebateSummary, ...] = ()  # debates started as rematches of this one, oldest first
     tally: Tally
 
     def seat(self, label: str) -> Seat | None:
         return next((s for s in self.seats if s.label == label), None)
-
-
-class DebateSummary(DebateRow):
-    """One line of `debate history`."""
-
-    winner: str | None = None  # seat label
-    winner_model: str | None = None
-    split: bool = False
-    recommendation: str | None = None  # at most RECOMMENDATION_SNIPPET_CHARS characters
-    votes: int = 0
 
 
 class SearchHit(_Record):
