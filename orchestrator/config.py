@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MIN_ROUNDS
@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     discord_guild_ids: str = Field(default="", alias="DISCORD_GUILD_IDS")
     discord_api_base_url: str = Field(default="https://discord.com/api/v10", alias="DISCORD_API_BASE_URL")
     discord_gateway_url: str = Field(default="wss://gateway.discord.gg/", alias="DISCORD_GATEWAY_URL")
+    # sharding: unset, one process holds every guild; set, this process connects only DISCORD_SHARD_IDS
+    # of DISCORD_SHARD_COUNT shards (a guild's shard is (guild_id >> 22) % count) and renders only their threads
+    discord_shard_count: int | None = Field(default=None, ge=1, alias="DISCORD_SHARD_COUNT")
+    discord_shard_ids: str = Field(default="", alias="DISCORD_SHARD_IDS")
 
     @field_validator("debate_database_url")
     @classmethod
@@ -120,6 +124,23 @@ class Settings(BaseSettings):
                 raise ValueError("must be comma-separated numeric guild IDs, e.g. 123456789012345678")
         return value
 
+    @field_validator("discord_shard_ids")
+    @classmethod
+    def _shard_ids(cls, value: str) -> str:
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            if not part.isdigit():
+                raise ValueError("must be comma-separated shard numbers, e.g. 0,1")
+        return value
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> Settings:
+        ids = self.shard_ids
+        if ids and self.discord_shard_count is None:
+            raise ValueError("DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT (the total number of shards)")
+        if self.discord_shard_count is not None and any(i >= self.discord_shard_count for i in ids):
+            raise ValueError(f"DISCORD_SHARD_IDS must be below DISCORD_SHARD_COUNT ({self.discord_shard_count})")
+        return self
+
     @field_validator("debate_chat_models")
     @classmethod
     def _chat_models(cls, value: str) -> str:
@@ -134,6 +155,19 @@ class Settings(BaseSettings):
         """The operator's allowlist for chat (`provider:model` or `provider:*`); empty: every configured
         API provider, and never a `cli:` tool."""
         return [p.strip() for p in self.debate_chat_models.split(",") if p.strip()]
+
+    @property
+    def shard_ids(self) -> list[int]:
+        """This process's Discord shards; empty with DISCORD_SHARD_COUNT set means all of them."""
+        return [int(p) for p in self.discord_shard_ids.split(",") if p.strip()]
+
+    def owns_guild(self, guild_id: int | str | None) -> bool:
+        """Whether this process's Discord shards hold `guild_id` (always, unsharded; DMs go to shard 0)."""
+        count = self.discord_shard_count
+        if count is None or not self.shard_ids:
+            return True
+        shard = (int(guild_id) >> 22) % count if guild_id else 0
+        return shard in self.shard_ids
 
     @property
     def guild_ids(self) -> list[int]:
@@ -163,7 +197,10 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "?"
+        if not first["loc"]:  # a rule across variables: its input is every setting, secrets included
+            raise ConfigError(f"{str(first['msg']).removeprefix('Value error, ')}; fix it in the environment "
+                              "or .env") from None
+        field = str(first["loc"][0])
         alias = Settings.model_fields[field].alias if field in Settings.model_fields else field
         message = str(first["msg"]).removeprefix("Value error, ")
         got = _shown_value(alias or field, first.get("input"))
