@@ -70,7 +70,7 @@ async def test_migrations_from_empty_in_order_once_even_when_two_processes_start
 
 async def test_migrates_forward_and_indexes_rows_written_before_search_existed(postgres_url: str) -> None:
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
-        await migrate(conn, stop_before=migration_names()[-1])
+        await migrate(conn, stop_before="m004_full_text_search")
         await conn.execute("insert into debates (id, topic, format, status, created_at)"
                            " values ('old00001', 'legacy topic about tabs', 'challenge', 'completed', now())")
     async with PostgresLog(postgres_url) as log:
@@ -169,7 +169,7 @@ async def test_migrate_log_copies_sqlite_into_postgres_and_back_idempotently(
 
     copied = await migrate_log(Path(sqlite.target), postgres.target)
     assert copied.tables == {"debates": 2, "seats": 4, "turns": 3, "verdicts": 1, "votes": 1, "messages": 2,
-                             "notices": 1}
+                             "notices": 1, "interjections": 0, "channel_settings": 0}
     await migrate_log(Path(sqlite.target), postgres.target)  # again: nothing doubles
     await assert_same_log(sqlite, postgres, [done.id, live.id])
     assert postgres.sql("select count(*) from turns")[0][0] == 3

@@ -5,8 +5,9 @@ The contract is `DebateLog` (protocol.py) and the records it takes and returns (
 Postgres (postgres/) for a `postgresql://` URL (DEBATE_DATABASE_URL). `StoreSink` writes a debate's
 events to the log before any platform renders them; `to_json` / `to_markdown` export a logged debate;
 `migrate_log` (transfer.py) copies a log between SQLite and Postgres. Inside the package: reads.py,
-writes.py and search.py hold the SQL, writer_thread.py the thread that owns the connection, schema.py
-the numbered migrations.
+writes.py, team.py (audience notes, continuations, channel defaults) and search.py hold the SQL,
+writer_thread.py the thread that owns the connection, schema.py the numbered migrations, markdown.py
+the Markdown transcript.
 """
 
 from __future__ import annotations

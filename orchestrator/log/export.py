@@ -1,4 +1,5 @@
-"""A logged debate as JSON (a superset of agentsys `last-debate.json`) or a Markdown transcript.
+"""A logged debate as JSON (a superset of agentsys `last-debate.json`) or a Markdown transcript
+(markdown.py).
 
 The agentsys keys come first and keep their meaning: `proposer` / `challenger` / `exchanges[].tool`
 are the seats' model strings, `verdict.winner` is the winning seat's model string (agentsys names
@@ -8,18 +9,21 @@ holding our seat label, so `from_json` can rebuild the record exactly.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from orchestrator.log.markdown import to_markdown
 from orchestrator.log.records import (
     DebateRecord,
+    DebateSummary,
     NoticeRecord,
     Tally,
     TurnRecord,
     from_iso,
     to_iso,
 )
-from orchestrator.models import DebateSpec, Seat, Verdict
+from orchestrator.models import DebateSpec, Interjection, Seat, Verdict
+
+__all__ = ["SCHEMA", "ExportError", "from_json", "to_json", "to_markdown"]
 
 SCHEMA = "debate-bot/1"
 
@@ -51,33 +55,39 @@ def _required_iso(ts: float) -> str:
     return text
 
 
+def _verdict_json(record: DebateRecord, v: Verdict) -> dict[str, Any]:
+    winner_seat = record.seat(v.winner)
+    return {
+        "winner": winner_seat.model if winner_seat else v.winner,
+        "reasoning": v.reasoning,
+        "agreements": list(v.agreements),
+        "disagreements": list(v.disagreements),
+        "recommendation": v.recommendation,
+        "winner_label": v.winner,
+        "winner_role": winner_seat.role if winner_seat else None,
+        "split": v.split,
+        "unresolved": list(v.unresolved),
+        "ratings": dict(v.ratings),
+        "scores": [s.model_dump(mode="json") for s in v.scores],
+        "consensus": v.consensus,
+        "confidence": v.confidence,
+        "evidence": list(v.evidence),
+        "readings": [r.model_dump(mode="json") for r in v.readings],
+        "tiebreak_family": v.tiebreak_family,
+        "judge_shares_family_with": list(v.judge_shares_family_with),
+        "changed": v.changed,
+        "change_note": v.change_note,
+    }
+
+
 def to_json(record: DebateRecord) -> dict[str, Any]:
-    """A JSON-ready dict: every agentsys `last-debate.json` key plus all the log keeps."""
+    """A JSON-ready dict: every agentsys `last-debate.json` key plus all the log keeps. `verdict` is the
+    latest verdict; `verdicts` holds every one (more than one after `continue`), each whole."""
     proposer, challenger = _debaters(record)
     verdict: dict[str, Any] | None = None
     if record.verdict is not None:
-        v = record.verdict
-        winner_seat = record.seat(v.winner)
-        verdict = {
-            "winner": winner_seat.model if winner_seat else v.winner,
-            "reasoning": v.reasoning,
-            "agreements": list(v.agreements),
-            "disagreements": list(v.disagreements),
-            "recommendation": v.recommendation,
-            "winner_label": v.winner,
-            "winner_role": winner_seat.role if winner_seat else None,
-            "split": v.split,
-            "unresolved": list(v.unresolved),
-            "ratings": dict(v.ratings),
-            "scores": [s.model_dump(mode="json") for s in v.scores],
-            "consensus": v.consensus,
-            "confidence": v.confidence,
-            "evidence": list(v.evidence),
-            "readings": [r.model_dump(mode="json") for r in v.readings],
-            "tiebreak_family": v.tiebreak_family,
-            "judge_shares_family_with": list(v.judge_shares_family_with),
-            "team_side": record.tally.team_side([s.label for s in record.seats]),
-        }
+        verdict = _verdict_json(record, record.verdict)
+        verdict["team_side"] = record.tally.team_side([s.label for s in record.seats])
     return {
         # agentsys last-debate.json
         "id": record.id,
@@ -139,7 +149,34 @@ def to_json(record: DebateRecord) -> dict[str, Any]:
         "warnings": list(record.warnings),
         "notices": [{"at": _required_iso(n.at), "level": n.level, "text": n.text} for n in record.notices],
         "spec": record.spec.model_dump(mode="json") if record.spec else None,
+        "segment": record.segment,
+        "verdicts": [
+            {"number": number, **_verdict_json(record, v)}
+            for number, v in enumerate(record.verdicts, start=1)
+        ],
+        "interjections": [
+            {"id": n.id, "author": n.author, "user": n.user, "platform": n.platform, "kind": n.kind,
+             "round": n.round, "text": n.text, "at": _required_iso(n.at)}
+            for n in record.interjections
+        ],
+        "rematch_of": record.rematch_of,
+        "rematches": [
+            {"id": r.id, "topic": r.topic, "format": r.format, "status": r.status,
+             "created_at": _required_iso(r.created_at), "models": list(r.models), "winner": r.winner,
+             "winner_model": r.winner_model, "split": r.split, "recommendation": r.recommendation}
+            for r in record.rematches
+        ],
     }
+
+
+_VERDICT_FIELDS = ("split", "reasoning", "recommendation", "agreements", "disagreements", "unresolved", "ratings",
+                   "scores", "consensus", "confidence", "evidence", "readings", "tiebreak_family",
+                   "judge_shares_family_with", "changed", "change_note")
+
+
+def _verdict_from_json(data: dict[str, Any]) -> Verdict:
+    """A verdict from its `_verdict_json` form (`winner` there is a model string; `winner_label` the seat)."""
+    return Verdict.model_validate({"winner": data["winner_label"]} | {k: data[k] for k in _VERDICT_FIELDS if k in data})
 
 
 def from_json(data: dict[str, Any]) -> DebateRecord:
@@ -148,20 +185,12 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
         raise ExportError(f"not a {SCHEMA} export (schema={data.get('schema')!r})")
     try:
         verdict_data = data.get("verdict")
-        verdict = None
-        if verdict_data:
-            verdict = Verdict(
-                winner=verdict_data["winner_label"],
-                split=verdict_data.get("split", False),
-                reasoning=verdict_data.get("reasoning", ""),
-                recommendation=verdict_data.get("recommendation", ""),
-                agreements=tuple(verdict_data.get("agreements", ())),
-                disagreements=tuple(verdict_data.get("disagreements", ())),
-                unresolved=tuple(verdict_data.get("unresolved", ())),
-                ratings=verdict_data.get("ratings", {}),
-                scores=tuple(verdict_data.get("scores", ())),
-                consensus=verdict_data.get("consensus"),
-            )
+        verdict = _verdict_from_json(verdict_data) if verdict_data else None
+        verdicts = tuple(_verdict_from_json(v) for v in data.get("verdicts", ()))
+        if verdicts:
+            verdict = verdicts[-1]
+        elif verdict is not None:  # an export from before numbered verdicts
+            verdicts = (verdict,)
         debate_id = data["id"]
         votes = data.get("votes") or {}
         tokens = data.get("tokens") or {}
@@ -194,6 +223,18 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
                 for t in data.get("turns", ())
             ),
             verdict=verdict,
+            verdicts=verdicts,
+            segment=data.get("segment") or 1,
+            rematch_of=data.get("rematch_of"),
+            interjections=tuple(
+                Interjection.model_validate({**n, "debate_id": debate_id, "at": from_iso(n["at"]) or 0.0})
+                for n in data.get("interjections", ())
+            ),
+            rematches=tuple(
+                DebateSummary.model_validate({**r, "created_at": from_iso(r["created_at"]) or 0.0,
+                                              "models": tuple(r.get("models", ()))})
+                for r in data.get("rematches", ())
+            ),
             notices=tuple(
                 NoticeRecord(at=from_iso(n["at"]) or 0.0, level=n["level"], text=n["text"])
                 for n in data.get("notices", ())
@@ -202,101 +243,3 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ExportError(f"malformed {SCHEMA} export: {error}") from error
-
-
-# ---------------------------------------------------------------------------------------------
-# markdown
-
-
-def _date(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _quote_block(text: str) -> str:
-    return "\n".join(f"> {line}" if line else ">" for line in text.strip().splitlines()) or "> (empty)"
-
-
-def _bullets(title: str, items: tuple[str, ...]) -> list[str]:
-    if not items:
-        return []
-    return [f"**{title}**", "", *(f"- {item}" for item in items), ""]
-
-
-def to_markdown(record: DebateRecord) -> str:
-    """A readable transcript: topic, meta, every round's turns, the verdict, votes, tokens, cost."""
-    seats = ", ".join(f"{s.label} ({s.role}: `{s.model}`)" for s in record.seats)
-    lines = [
-        f"# {record.topic}",
-        "",
-        f"*{record.format} · {seats} · {record.status} · {_date(record.created_at)} · id `{record.id}`*",
-        "",
-    ]
-    if record.judge:
-        lines += [f"Judge: `{record.judge}` · effort {record.effort or '—'}", ""]
-    for notice in record.notices:
-        marker = "⚠️ " if notice.level == "warning" else ""
-        lines += [f"> {marker}{notice.text}", ""]
-
-    rounds = sorted({t.round for t in record.turns})
-    for number in rounds:
-        planned = f" of {record.rounds_planned}" if record.rounds_planned else ""
-        lines += [f"## Round {number}{planned}", ""]
-        for turn in (t for t in record.turns if t.round == number):
-            status = "" if turn.status == "ok" else f" — **{turn.status.upper()}**"
-            lines += [f"### {turn.seat} · {turn.role} · {turn.kind} · `{turn.model}`{status}", ""]
-            if turn.error:
-                lines += [f"*Error: {turn.error}*", ""]
-            if turn.text.strip():
-                lines += [_quote_block(turn.text), ""]
-            elif turn.status == "ok":
-                lines += ["*(no text)*", ""]
-
-    lines += ["## Verdict", ""]
-    verdict = record.verdict
-    if verdict is None:
-        lines += ["*No verdict was reached.*", ""]
-    else:
-        winner = record.seat(verdict.winner)
-        who = f"{verdict.winner} ({winner.role}, `{winner.model}`)" if winner else verdict.winner
-        team = record.tally.team_text([s.label for s in record.seats])
-        lines += [f"**Winner: {who}**", "", f"Judge: {verdict.winner} · Team: {team}", ""]
-        if verdict.confidence_note():
-            warn = "⚠️ " if verdict.split or verdict.confidence == "low" else ""
-            lines += [f"{warn}{verdict.confidence_note()}", ""]
-        if verdict.family_note():
-            lines += [verdict.family_note(), ""]
-        if verdict.consensus:
-            lines += [f"Consensus: {verdict.consensus}", ""]
-        lines += _bullets("Decisive evidence", verdict.evidence)
-        if verdict.split and verdict.readings:
-            for reading in verdict.readings:
-                lines += [f"**{reading.title}: {reading.winner} wins**", "", reading.reasoning.strip(), ""]
-        elif verdict.reasoning:
-            lines += ["**Reasoning**", "", verdict.reasoning.strip(), ""]
-        if verdict.recommendation:
-            lines += ["**Recommendation**", "", verdict.recommendation.strip(), ""]
-        if verdict.ratings:
-            ratings = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in verdict.ratings.items())
-            lines += [f"**Debate quality:** {ratings}", ""]
-        for score in verdict.scores:
-            lines += [f"- {score.seat} ({score.stance or 'no stance'}): score {score.score:g}"]
-        if verdict.scores:
-            lines.append("")
-        lines += _bullets("Agreements", verdict.agreements)
-        lines += _bullets("Disagreements", verdict.disagreements)
-        lines += _bullets("Unresolved", verdict.unresolved)
-
-    lines += ["## Votes", ""]
-    if record.tally.total:
-        counts = ", ".join(f"{choice}: {n}" for choice, n in sorted(record.tally.counts.items()))
-        lines += [f"{record.tally.total} voter(s) — {counts}", ""]
-    else:
-        lines += ["No votes yet.", ""]
-
-    cost = "unknown" if record.cost_usd is None else f"${record.cost_usd:.4f}"
-    lines += [f"Tokens: {record.input_tokens:,} in / {record.output_tokens:,} out · estimated cost {cost}", ""]
-    if record.warnings:
-        lines += _bullets("Warnings", record.warnings)
-    if record.error:
-        lines += [f"**Error:** {record.error}", ""]
-    return "\n".join(lines).rstrip() + "\n"

@@ -109,29 +109,51 @@ def resolve_id(db: Database, id_or_prefix: str, scope: Scope | None = None) -> s
     return matches[0] if matches else None
 
 
-def load_record(db: Database, debate_id: str, *, turns: bool = True) -> DebateRecord:
-    """One debate in full; with `turns=False`, without its turns and notices (a vote, a quote)."""
+def load_record(db: Database, debate_id: str, *, turns: bool = True, scope: Scope | None = None) -> DebateRecord:
+    """One debate in full; with `turns=False`, without its turns and notices (a vote, a quote). Its
+    rematches are those `scope` sees."""
     row = dict_rows(db, "select * from debates where id = ?", [debate_id])[0]
-    verdict_row = db.execute("select json from verdicts where debate_id = ?", [debate_id]).fetchone()
+    verdicts = db.execute("select json from verdicts where debate_id = ? order by number", [debate_id]).fetchall()
     return rows.debate_record(
         row,
         from_iso,
         seats=dict_rows(db, "select * from seats where debate_id = ? order by position, label", [debate_id]),
         turns=dict_rows(db, "select * from turns where debate_id = ? order by round, id", [debate_id]) if turns else (),
         notices=dict_rows(db, "select * from notices where debate_id = ? order by id", [debate_id]) if turns else (),
-        verdict_json=verdict_row[0] if verdict_row else None,
+        verdict_jsons=[v[0] for v in verdicts],
+        interjections=interjection_rows(db, debate_id),
+        rematches=rematch_rows(db, debate_id, scope),
         tally=tally(db, debate_id),
     )
+
+
+def interjection_rows(db: Database, debate_id: str) -> list[dict[str, Any]]:
+    """A debate's audience notes, oldest first."""
+    return dict_rows(db, "select * from interjections where debate_id = ? order by at, rowid", [debate_id])
 
 
 def summary(row: dict[str, Any]) -> DebateSummary:
     return rows.summary(row, from_iso)
 
 
+# a debate `d` and its latest verdict `v` (a `continue` adds one; history and agreement read the last)
+LATEST_VERDICT = "v.debate_id = d.id and v.number = (select max(number) from verdicts where debate_id = d.id)"
 SUMMARY_COLUMNS = """
     d.*, v.winner as v_winner, v.split as v_split, v.recommendation as v_recommendation,
     (select count(*) from votes where votes.debate_id = d.id) as v_votes,
     (select model from seats s where s.debate_id = d.id and s.label = v.winner) as v_model"""
+
+
+def rematch_rows(db: Database, debate_id: str, scope: Scope | None) -> list[dict[str, Any]]:
+    """Summary rows of the debates started as rematches of `debate_id` that `scope` sees, oldest first."""
+    visible, args = scope_sql(scope)
+    return dict_rows(db, f"""
+        select {SUMMARY_COLUMNS},
+            (select json_group_array(model) from (select model from seats s where s.debate_id = d.id
+                                                  order by position, label)) as v_models
+        from debates d left join verdicts v on {LATEST_VERDICT}
+        where d.rematch_of = :of and {visible}
+        order by d.created_at, d.rowid""", args | {"of": debate_id})
 
 
 def history(
@@ -146,7 +168,7 @@ def history(
         wheres.append("d.channel = :channel")
     sql = f"""
         select {SUMMARY_COLUMNS}
-        from debates d left join verdicts v on v.debate_id = d.id
+        from debates d left join verdicts v on {LATEST_VERDICT}
         where {' and '.join(wheres)}
         order by d.created_at desc, d.rowid desc
         limit :limit"""
@@ -163,8 +185,8 @@ JUDGE_AGREEMENT_SQL = """
     per_debate as (
         select s.debate_id, max(s.n) as top, coalesce(max(case when s.side = v.winner then s.n end), 0) as for_winner
         from side_votes s
-        join verdicts v on v.debate_id = s.debate_id
         join debates d on d.id = s.debate_id
+        join verdicts v on {latest}
         where {where}
         group by s.debate_id
     )
@@ -181,7 +203,8 @@ def judge_agreement(db: Database, scope: Scope | None, platform: str | None, cha
     if channel is not None:
         wheres.append("d.channel = :channel")
     args |= {"platform": platform, "channel": channel}
-    debates, disagreed = db.execute(JUDGE_AGREEMENT_SQL.format(where=" and ".join(wheres)), args).fetchone()
+    sql = JUDGE_AGREEMENT_SQL.format(where=" and ".join(wheres), latest=LATEST_VERDICT)
+    debates, disagreed = db.execute(sql, args).fetchone()
     return JudgeAgreement(debates=debates or 0, disagreed=disagreed or 0)
 
 

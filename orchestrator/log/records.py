@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.models import DebateSpec, DebateStatus, Interjection, Seat, Turn, Verdict
+from orchestrator.models import MAX_CONTINUATIONS, DebateSpec, DebateStatus, Interjection, Seat, Turn, Verdict
 
 MIN_ID_PREFIX = 4
 RECOMMENDATION_SNIPPET_CHARS = 200
@@ -35,12 +35,41 @@ class ReadOnlyLogError(StoreError):
         super().__init__("the debate log is open read-only here; only `debate run` and `debate serve` write to it")
 
 
+_TAKES_NOTES = {"interjection": ("running",), "facts": ("running", "completed")}
+
+
 class InterjectionRefused(StoreError):
     """An audience note the debate cannot take now; the message says why, for the user."""
+
+    @classmethod
+    def check(cls, note: Interjection, status: str, waiting: int, max_waiting: int) -> None:
+        """Raise the reason `note` cannot wait for the debate's next round (both logs ask the same questions).
+
+        Facts (given with `continue`) may also wait on the completed debate whose continuation is about to
+        begin, and are never turned away for a full queue: the continuation's one round takes them first."""
+        if status not in _TAKES_NOTES[note.kind]:
+            raise cls(f"Debate `{note.debate_id}` is not running; audience notes reach only a debate in progress.")
+        if note.kind == "interjection" and waiting >= max_waiting:
+            raise cls(f"{waiting} audience notes already wait for the next round of debate `{note.debate_id}`;"
+                      " try again once it starts.")
 
 
 class ContinuationRefused(StoreError):
     """A `continue` the debate cannot take now; the message says why, for the user."""
+
+    @classmethod
+    def check(cls, debate_id: str, status: str, has_verdict: bool, segment: int) -> None:
+        """Raise the reason a debate in this state cannot go on (both logs ask the same questions)."""
+        if status == "running":
+            raise cls(f"Debate `{debate_id}` is still running; continue it once it has a verdict.")
+        if status != "completed":
+            raise cls(f"Debate `{debate_id}` is {status}; only a completed debate can be continued.")
+        if not has_verdict:
+            raise cls(f"Debate `{debate_id}` has no verdict to push back on; only a debate with a verdict"
+                      " can be continued.")
+        if segment - 1 >= MAX_CONTINUATIONS:
+            raise cls(f"Debate `{debate_id}` has been continued {MAX_CONTINUATIONS} times, the most a debate"
+                      " can be.")
 
 
 class DebateNotFoundError(StoreError):

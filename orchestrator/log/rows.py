@@ -16,7 +16,7 @@ from orchestrator.log.records import (
     Tally,
     TurnRecord,
 )
-from orchestrator.models import DebateSpec, Seat, Verdict
+from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Seat, Verdict
 
 Row = dict[str, Any]
 Epoch = Callable[[Any], float | None]  # a stored time → seconds since the epoch (None stays None)
@@ -42,6 +42,8 @@ def debate_fields(row: Row, epoch: Epoch) -> dict[str, Any]:
         "rounds_completed": row["rounds_completed"] or 0,
         "cost_usd": row["cost_usd"],
         "error": row["error"],
+        "segment": row["segment"] or 1,
+        "rematch_of": row["rematch_of"],
     }
 
 
@@ -73,6 +75,28 @@ def notice_record(row: Row, epoch: Epoch) -> NoticeRecord:
     return NoticeRecord(at=epoch(row["at"]) or 0.0, level=row["level"] or "info", text=row["text"])
 
 
+def interjection(row: Row, epoch: Epoch) -> Interjection:
+    return Interjection(id=row["id"], debate_id=row["debate_id"], author=row["author"], user=row["user"],
+                        platform=row["platform"] or "cli", kind=row["kind"], text=row["text"], round=row["round"],
+                        at=epoch(row["at"]) or 0.0)
+
+
+def interjection_row(note: Interjection, time: Callable[[float], Any]) -> Row:
+    """The `interjections` row of a note (`time`: the implementation's stored form of a timestamp)."""
+    return {"id": note.id, "debate_id": note.debate_id, "author": note.author, "user": note.user,
+            "platform": note.platform, "kind": note.kind, "text": note.text, "round": note.round,
+            "at": time(note.at)}
+
+
+def workspace_key(workspace: str | None) -> str:
+    """`channel_settings` keys a channel outside any workspace (a DM) by '' so its primary key holds it once."""
+    return workspace or ""
+
+
+def channel_defaults(json_text: str | None) -> ChannelDefaults:
+    return ChannelDefaults.model_validate_json(json_text) if json_text else ChannelDefaults()
+
+
 def debate_record(
     row: Row,
     epoch: Epoch,
@@ -80,10 +104,14 @@ def debate_record(
     seats: Iterable[Row],
     turns: Iterable[Row],
     notices: Iterable[Row],
-    verdict_json: str | None,
+    verdict_jsons: Iterable[str],
+    interjections: Iterable[Row] = (),
+    rematches: Iterable[Row] = (),
     tally: Tally,
 ) -> DebateRecord:
-    """One debate in full from its `debates` row and the rows that hang off it."""
+    """One debate in full from its `debates` row and the rows that hang off it: its verdicts' JSON by
+    number, and its rematches as summary rows (see `summary`)."""
+    verdicts = tuple(Verdict.model_validate_json(v) for v in verdict_jsons)
     return DebateRecord(
         **debate_fields(row, epoch),
         effort=row["effort"],
@@ -94,14 +122,18 @@ def debate_record(
         spec=DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None,
         seats=tuple(seat(r) for r in seats),
         turns=tuple(turn_record(r, epoch) for r in turns),
-        verdict=Verdict.model_validate_json(verdict_json) if verdict_json else None,
+        verdict=verdicts[-1] if verdicts else None,
+        verdicts=verdicts,
         notices=tuple(notice_record(r, epoch) for r in notices),
+        interjections=tuple(interjection(r, epoch) for r in interjections),
+        rematches=tuple(summary(r, epoch) for r in rematches),
         tally=tally,
     )
 
 
 def summary(row: Row, epoch: Epoch) -> DebateSummary:
-    """A history line from a `debates` row joined with its verdict (the `v_*` columns)."""
+    """A history line from a `debates` row joined with its latest verdict (the `v_*` columns); `v_models`,
+    when selected, is a JSON list of the debaters' models in seat order."""
     recommendation = row["v_recommendation"]
     if recommendation and len(recommendation) > RECOMMENDATION_SNIPPET_CHARS:
         recommendation = recommendation[: RECOMMENDATION_SNIPPET_CHARS - 1].rstrip() + "…"
@@ -112,4 +144,5 @@ def summary(row: Row, epoch: Epoch) -> DebateSummary:
         split=bool(row["v_split"]),
         recommendation=recommendation,
         votes=row["v_votes"] or 0,
+        models=tuple(json.loads(row["v_models"] or "[]")) if "v_models" in row else (),
     )

@@ -188,6 +188,48 @@ def m007_message_final(db: Database) -> None:
     db.execute("create index messages_not_final on messages (key, debate_id) where final = 0")
 
 
+@migrations()
+def m008_team_in_the_loop(db: Database) -> None:
+    """Numbered verdicts (one per `continue`), segments and rematch links on `debates`, audience notes,
+    and each channel's defaults.
+
+    `verdicts` gets the key (debate_id, number): SQLite cannot change a primary key in place, so the
+    table is rebuilt (rowids kept) and its FTS index and triggers made again on the new table. Existing
+    verdicts become number 1. `channel_settings` keys a DM (no workspace) by '' so its primary key
+    holds each channel once.
+    """
+    debates = _table(db, "debates")
+    debates.add_column("segment", int, not_null_default=1)
+    debates.add_column("rematch_of", str)
+    debates.create_index(["rematch_of"])
+
+    columns = "debate_id, winner, split, reasoning, recommendation, consensus, json, at"
+    db.execute(
+        "create table verdicts_m008 (debate_id text not null, number integer not null default 1, winner text,"
+        " split integer, reasoning text, recommendation text, consensus text, json text, at text,"
+        " primary key (debate_id, number))"
+    )
+    db.execute(f"insert into verdicts_m008 (rowid, number, {columns}) select rowid, 1, {columns} from verdicts")
+    db.execute("drop table verdicts")
+    db.execute("alter table verdicts_m008 rename to verdicts")
+    # the index is made again from the rebuilt table, with its triggers on it
+    tokenize = FTS_TOKENIZER if _tokenizer_available(db, FTS_TOKENIZER) else None
+    _table(db, "verdicts").enable_fts(FTS_COLUMNS["verdicts"], create_triggers=True, replace=True, tokenize=tokenize)
+
+    _table(db, "interjections").create(
+        {"id": str, "debate_id": str, "author": str, "user": str, "platform": str, "kind": str, "text": str,
+         "round": int, "at": str},
+        pk="id",
+        not_null={"debate_id", "author", "kind", "text", "at"},
+    )
+    _table(db, "interjections").create_index(["debate_id", "round", "at"])
+    _table(db, "channel_settings").create(
+        {"platform": str, "workspace": str, "channel": str, "json": str, "updated_by": str, "updated_at": str},
+        pk=("platform", "workspace", "channel"),
+        not_null={"platform", "workspace", "channel", "json"},
+    )
+
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

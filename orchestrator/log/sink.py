@@ -21,7 +21,8 @@ class StoreSink:
     it has returned (and stops the debate when it raises), so platforms only show logged events.
 
     Text deltas, round and turn starts are ignored: the finished turn carries the whole text, and
-    one row per delta would cost a transaction per token.
+    one row per delta would cost a transaction per token. `Interjected` is ignored too: the note is in
+    the log already, marked with its round when the round took it.
     """
 
     def __init__(self, store: DebateLog) -> None:
@@ -35,8 +36,8 @@ class StoreSink:
                 await self.store.add_turn(turn)
             case Notice(debate_id=debate_id, level=level, text=text, at=at):
                 await self.store.add_notice(debate_id, level, text, at=at)
-            case VerdictReached(debate_id=debate_id, verdict=verdict, at=at):
-                await self.store.set_verdict(debate_id, verdict, at=at)
+            case VerdictReached(debate_id=debate_id, verdict=verdict, at=at, number=number):
+                await self.store.set_verdict(debate_id, verdict, at=at, number=number)
             case (
                 DebateFinished(debate_id=debate_id, outcome=outcome, at=at)
                 | DebateFailed(debate_id=debate_id, outcome=outcome, at=at)

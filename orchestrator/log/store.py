@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.log import reads, writes
+from orchestrator.log import reads, team, writes
 from orchestrator.log import search as fts
 from orchestrator.log.records import (
     DebateRecord,
@@ -28,7 +28,7 @@ from orchestrator.log.records import (
     Tally,
 )
 from orchestrator.log.writer_thread import DatabaseThread
-from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote, now
+from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Turn, Verdict, Vote, now
 from orchestrator.quotas import Quota
 
 T = TypeVar("T")
@@ -91,9 +91,9 @@ class Store:
     async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None:
         await self._write(writes.add_notice(debate_id, level, text, at if at is not None else now()))
 
-    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None) -> None:
-        """Store the verdict; a later verdict for the same debate replaces it."""
-        await self._write(writes.set_verdict(debate_id, verdict, at if at is not None else now()))
+    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None, number: int = 1) -> None:
+        """Store verdict `number` (1, then one per `continue`); a repeated write of that number replaces it."""
+        await self._write(writes.set_verdict(debate_id, verdict, at if at is not None else now(), number))
 
     async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None:
         """Record how the debate ended. Tokens and cost fall back to the sum over its turns."""
@@ -117,6 +117,35 @@ class Store:
         Keys older than `keep_s` are forgotten, so the table stays small."""
         return await self._write(writes.claim_request(key, keep_s))
 
+    # -- the team in the loop ---------------------------------------------------------------------
+
+    async def add_interjection(self, note: Interjection, *, max_waiting: int) -> int:
+        """Queue an audience note for the debate's next round; how many now wait (this one included).
+        InterjectionRefused unless the debate is running (facts: or completed) and fewer than `max_waiting`
+        notes wait; the same note id sent again is stored once."""
+        return await self._write(team.add_interjection(note, max_waiting))
+
+    async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
+        """The notes for `round`, oldest first: those it took already, topped up with waiting ones to `limit`."""
+        return await self._write(team.take_interjections(debate_id, round, limit))
+
+    async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
+        """A completed debate with a verdict runs again as segment 2, 3, …; returns that number.
+        ContinuationRefused (with the reason) otherwise."""
+        return await self._write(team.begin_continuation(debate_id))
+
+    async def set_channel_defaults(
+        self, platform: str, workspace: str | None, channel: str, defaults: ChannelDefaults, *, by: str | None = None
+    ) -> None:
+        await self._write(team.set_channel_defaults(platform, workspace, channel, defaults, by, now()))
+
+    async def interjections(self, debate_id: str) -> list[Interjection]:
+        return await self._read(team.interjections(debate_id))
+
+    async def channel_defaults(self, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:
+        """What the channel's admins set (`ChannelDefaults()` when nothing was)."""
+        return await self._read(team.channel_defaults(platform, workspace, channel))
+
     # -- reads ----------------------------------------------------------------------------------
 
     async def get_debate(
@@ -125,12 +154,13 @@ class Store:
         """One debate by id or unique prefix (>= 4 chars) among those `scope` sees; None if unknown.
 
         AmbiguousIdError when a prefix matches several visible debates (it lists only those).
-        `turns=False` leaves out turns and notices: enough for a vote or a quote.
+        `turns=False` leaves out turns and notices: enough for a vote or a quote. Its rematches are
+        those `scope` sees too.
         """
 
         def fn(db: Database) -> DebateRecord | None:
             debate_id = reads.resolve_id(db, id_or_prefix, scope)
-            return None if debate_id is None else reads.load_record(db, debate_id, turns=turns)
+            return None if debate_id is None else reads.load_record(db, debate_id, turns=turns, scope=scope)
 
         return await self._read(fn)
 

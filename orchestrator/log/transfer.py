@@ -1,9 +1,10 @@
 """`debate migrate-log`: copy a whole debate log between SQLite and Postgres, either way.
 
 Row by row, table by table (debates first, so every foreign key finds its debate), with every id
-kept: debate ids, turn and notice ids, votes per user, platform message ids and the tenancy columns.
-Each row is an upsert on its key, so running the copy again updates what is there and adds what is
-new; nothing is deleted in the target. The target is brought to the current schema first; the
+kept: debate ids, turn and notice ids, votes per user, platform message ids, the tenancy columns,
+every numbered verdict, audience notes (with the round each reached), segments, rematch links and
+each channel's defaults. Each row is an upsert on its key, so running the copy again updates what is
+there and adds what is new; nothing is deleted in the target. The target is brought to the current schema first; the
 source is only read, and must be on the current schema (`debate serve` once upgrades it). Values
 cross in one neutral form: times as UTC datetimes, flags as booleans. Request keys (a day of
 retried-delivery ids) are not copied. Full-text indexes follow by themselves (SQLite's triggers,
@@ -30,12 +31,14 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("debates", ("id",), "created_at, id"),
     ("seats", ("debate_id", "label"), "debate_id, position"),
     ("turns", ("id",), "id"),
-    ("verdicts", ("debate_id",), "debate_id"),
+    ("verdicts", ("debate_id", "number"), "debate_id, number"),
     ("votes", ("debate_id", "user"), "debate_id, \"user\""),
     ("messages", ("debate_id", "key"), "debate_id, key"),
     ("notices", ("id",), "id"),
+    ("interjections", ("id",), "at, id"),
+    ("channel_settings", ("platform", "workspace", "channel"), "platform, workspace, channel"),
 )
-TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at"}
+TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at"}
 FLAG_COLUMNS = {"channel_private", "split", "final"}
 POSTGRES_ONLY = {"seq", "topic_tsv", "text_tsv", "recommendation_tsv"}  # generated there, never copied
 

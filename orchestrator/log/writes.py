@@ -2,7 +2,8 @@
 database thread runs inside one IMMEDIATE transaction. Text arrives redacted (the engine redacts
 every event where it is emitted); the log stores it as given. A debate's writes may come twice (a
 durable debate's step runs again after a restart), so each is idempotent: a debate, a turn (by round,
-seat and kind), a notice (by level and text), a verdict and an ending each have one row."""
+seat and kind), a notice (by level and text), a verdict (by number) and an ending each have one row.
+The team's writes (audience notes, continuations, channel settings) are in team.py."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def _debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[
         "output_tokens": 0,
         "warnings": "[]",
         "spec": spec.model_dump_json(),
+        "rematch_of": spec.rematch_of,
     }
     seats = [
         {"debate_id": spec.id, "label": s.label, "role": s.role, "provider": s.provider, "model": s.model,
@@ -52,7 +54,7 @@ def _debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[
 
 
 # what a debate learns between its admission and its start (the thread under the root message it posted)
-_FILLED_IN_AT_START = ("workspace", "channel_private", "thread", "spec")
+_FILLED_IN_AT_START = ("workspace", "channel_private", "thread", "spec", "rematch_of")
 
 
 def create_debate(spec: DebateSpec, at: float, runner: str | None) -> Callable[[Database], None]:
@@ -162,9 +164,10 @@ def add_notice(debate_id: str, level: str, text: str, at: float) -> Callable[[Da
     return fn
 
 
-def set_verdict(debate_id: str, verdict: Verdict, at: float) -> Callable[[Database], None]:
+def set_verdict(debate_id: str, verdict: Verdict, at: float, number: int = 1) -> Callable[[Database], None]:
     row = {
         "debate_id": debate_id,
+        "number": number,
         "winner": verdict.winner,
         "split": int(verdict.split),
         "reasoning": verdict.reasoning,
@@ -173,11 +176,14 @@ def set_verdict(debate_id: str, verdict: Verdict, at: float) -> Callable[[Databa
         "json": verdict.model_dump_json(),
         "at": to_iso(at),
     }
+    columns = ", ".join(row)
+    sets = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("debate_id", "number"))
 
     def fn(db: Database) -> None:
         require_debate(db, debate_id)
-        # upsert is INSERT … ON CONFLICT DO UPDATE: the rowid, and so the FTS entry, survives
-        table(db, "verdicts").upsert(row, pk="debate_id")
+        # INSERT … ON CONFLICT DO UPDATE: the rowid, and so the FTS entry, survives a repeated write
+        db.execute(f"insert into verdicts ({columns}) values ({', '.join(':' + c for c in row)})"
+                   f" on conflict (debate_id, number) do update set {sets}", row)
 
     return fn
 

@@ -114,8 +114,9 @@ async def resolve_id(conn: Conn, id_or_prefix: str, scope: Scope | None = None) 
     return matches[0] if matches else None
 
 
-async def load_record(conn: Conn, debate_id: str, *, turns: bool = True) -> DebateRecord:
-    """One debate in full; with `turns=False`, without its turns and notices (a vote, a quote)."""
+async def load_record(conn: Conn, debate_id: str, *, turns: bool = True, scope: Scope | None = None) -> DebateRecord:
+    """One debate in full; with `turns=False`, without its turns and notices (a vote, a quote). Its
+    rematches are those `scope` sees."""
     row = (await rows(conn, "select * from debates where id = %s", [debate_id]))[0]
     seats = await rows(conn, "select label, role, model from seats where debate_id = %s order by position, label",
                        [debate_id])
@@ -125,13 +126,40 @@ async def load_record(conn: Conn, debate_id: str, *, turns: bool = True) -> Deba
         turn_rows = await rows(conn, "select * from turns where debate_id = %s order by round, id", [debate_id])
         notice_rows = await rows(conn, "select at, level, text from notices where debate_id = %s order by id",
                                  [debate_id])
-    verdict = await values(conn, "select json from verdicts where debate_id = %s", [debate_id])
+    verdicts = await values(conn, "select json from verdicts where debate_id = %s order by number", [debate_id])
     return shared_rows.debate_record(row, from_time, seats=seats, turns=turn_rows, notices=notice_rows,
-                                     verdict_json=verdict[0] if verdict else None, tally=await tally(conn, debate_id))
+                                     verdict_jsons=verdicts, interjections=await interjection_rows(conn, debate_id),
+                                     rematches=await rematch_rows(conn, debate_id, scope),
+                                     tally=await tally(conn, debate_id))
+
+
+async def interjection_rows(conn: Conn, debate_id: str) -> list[dict[str, Any]]:
+    """A debate's audience notes, oldest first."""
+    return await rows(conn, "select * from interjections where debate_id = %s order by at, seq", [debate_id])
 
 
 def summary(row: dict[str, Any]) -> DebateSummary:
     return shared_rows.summary(row, from_time)
+
+
+# a debate `d` and its latest verdict `v` (a `continue` adds one; history and agreement read the last)
+LATEST_VERDICT = "v.debate_id = d.id and v.number = (select max(number) from verdicts where debate_id = d.id)"
+SUMMARY_COLUMNS = """
+    d.*, v.winner as v_winner, v.split as v_split, v.recommendation as v_recommendation,
+    (select count(*) from votes where votes.debate_id = d.id) as v_votes,
+    (select model from seats s where s.debate_id = d.id and s.label = v.winner) as v_model"""
+
+
+async def rematch_rows(conn: Conn, debate_id: str, scope: Scope | None) -> list[dict[str, Any]]:
+    """Summary rows of the debates started as rematches of `debate_id` that `scope` sees, oldest first."""
+    visible, args = scope_sql(scope)
+    return await rows(conn, f"""
+        select {SUMMARY_COLUMNS},
+            (select coalesce(json_agg(s.model order by s.position, s.label), '[]')::text from seats s
+             where s.debate_id = d.id) as v_models
+        from debates d left join verdicts v on {LATEST_VERDICT}
+        where d.rematch_of = %(of)s and {visible}
+        order by d.created_at, d.seq""", args | {"of": debate_id})
 
 
 async def history(
@@ -145,10 +173,8 @@ async def history(
     if channel is not None:
         wheres.append("d.channel = %(channel)s")
     sql = f"""
-        select d.*, v.winner as v_winner, v.split as v_split, v.recommendation as v_recommendation,
-            (select count(*) from votes where votes.debate_id = d.id) as v_votes,
-            (select model from seats s where s.debate_id = d.id and s.label = v.winner) as v_model
-        from debates d left join verdicts v on v.debate_id = d.id
+        select {SUMMARY_COLUMNS}
+        from debates d left join verdicts v on {LATEST_VERDICT}
         where {' and '.join(wheres)}
         order by d.created_at desc, d.seq desc
         limit %(limit)s"""
@@ -178,8 +204,8 @@ async def judge_agreement(
             select s.debate_id, max(s.n) as top,
                    coalesce(max(case when s.side = v.winner then s.n end), 0) as for_winner
             from side_votes s
-            join verdicts v on v.debate_id = s.debate_id
             join debates d on d.id = s.debate_id
+            join verdicts v on {LATEST_VERDICT}
             where {' and '.join(wheres)}
             group by s.debate_id
         )

@@ -69,7 +69,7 @@ _SOURCES: tuple[_Source, ...] = (
     _Source("turn", "turns", "text_tsv", "s.text", "s.id", "s.id", "s.debate_id", False,
             "join debates d on d.id = s.debate_id"),
     _Source("recommendation", "verdicts", "recommendation_tsv",
-            "coalesce(s.recommendation, '') || ' ' || coalesce(s.reasoning, '')", "s.debate_id", "s.at",
+            "coalesce(s.recommendation, '') || ' ' || coalesce(s.reasoning, '')", "s.seq", "s.at",
             "s.debate_id", True, "join debates d on d.id = s.debate_id"),
 )
 

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from orchestrator.log.postgres import reads, schema, writes
+from orchestrator.log.postgres import reads, schema, team, writes
 from orchestrator.log.postgres import search as fts
 from orchestrator.log.postgres.reads import Conn
 from orchestrator.log.records import (
@@ -36,7 +36,7 @@ from orchestrator.log.records import (
     StoreError,
     Tally,
 )
-from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote, now
+from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Turn, Verdict, Vote, now
 from orchestrator.quotas import Quota
 
 T = TypeVar("T")
@@ -140,8 +140,8 @@ class PostgresLog:
     async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None:
         await self._write(lambda c: writes.add_notice(c, debate_id, level, text, at if at is not None else now()))
 
-    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None) -> None:
-        await self._write(lambda c: writes.set_verdict(c, debate_id, verdict, at if at is not None else now()))
+    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None, number: int = 1) -> None:
+        await self._write(lambda c: writes.set_verdict(c, debate_id, verdict, at if at is not None else now(), number))
 
     async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None:
         await self._write(lambda c: writes.finish_debate(c, debate_id, outcome, at if at is not None else now()))
@@ -156,12 +156,32 @@ class PostgresLog:
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool:
         return await self._write(lambda c: writes.claim_request(c, key, time.time(), keep_s))
 
+    async def add_interjection(self, note: Interjection, *, max_waiting: int) -> int:
+        return await self._write(lambda c: team.add_interjection(c, note, max_waiting))
+
+    async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
+        return await self._write(lambda c: team.take_interjections(c, debate_id, round, limit))
+
+    async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
+        return await self._write(lambda c: team.begin_continuation(c, debate_id))
+
+    async def set_channel_defaults(
+        self, platform: str, workspace: str | None, channel: str, defaults: ChannelDefaults, *, by: str | None = None
+    ) -> None:
+        await self._write(lambda c: team.set_channel_defaults(c, platform, workspace, channel, defaults, by, now()))
+
+    async def interjections(self, debate_id: str) -> list[Interjection]:
+        return await self._read(lambda c: team.interjections(c, debate_id), [])
+
+    async def channel_defaults(self, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:
+        return await self._read(lambda c: team.channel_defaults(c, platform, workspace, channel), ChannelDefaults())
+
     async def get_debate(
         self, id_or_prefix: str, scope: Scope | None = None, *, turns: bool = True
     ) -> DebateRecord | None:
         async def fn(conn: Conn) -> DebateRecord | None:
             debate_id = await reads.resolve_id(conn, id_or_prefix, scope)
-            return None if debate_id is None else await reads.load_record(conn, debate_id, turns=turns)
+            return None if debate_id is None else await reads.load_record(conn, debate_id, turns=turns, scope=scope)
 
         return await self._read(fn, None)
 

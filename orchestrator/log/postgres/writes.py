@@ -1,10 +1,11 @@
 """What the Postgres log writes: each function runs inside the one transaction its caller opened.
 
 The twins of ../writes.py with the same idempotence (a debate, a turn by round, seat and kind, a
-notice by level and text, a verdict and an ending each have one row). A debate's writes lock its
-row first (`for no key update`), so two processes repeating one write cannot both insert it; votes
-and message ids are upserts on their keys. Admission takes one advisory lock: the global cap spans
-every workspace, so every admission, from any process, counts and inserts one at a time.
+notice by level and text, a verdict by number and an ending each have one row; the team's writes
+are in team.py). A debate's writes lock its row first (`for no key update`), so two processes
+repeating one write cannot both insert it; votes and message ids are upserts on their keys.
+Admission takes one advisory lock: the global cap spans every workspace, so every admission, from
+any process, counts and inserts one at a time.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in row.items()}
 
 
-async def _insert(conn: Conn, table: str, row: dict[str, Any], tail: str = "") -> list[Any]:
+async def insert(conn: Conn, table: str, row: dict[str, Any], tail: str = "") -> list[Any]:
     columns = ", ".join(f'"{c}"' for c in row)
     params = ", ".join(f"%({c})s" for c in row)
     return await values(conn, f"insert into {table} ({columns}) values ({params}) {tail}", _clean(row))
@@ -46,6 +47,7 @@ def debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[s
         "channel_private": spec.channel_private, "thread": spec.thread, "requested_by": spec.requested_by,
         "runner": runner, "rounds_planned": spec.rounds, "rounds_completed": 0, "effort": spec.effort,
         "judge": spec.judge, "input_tokens": 0, "output_tokens": 0, "warnings": "[]", "spec": spec.model_dump_json(),
+        "rematch_of": spec.rematch_of,
     }
     seats = [{"debate_id": spec.id, "label": s.label, "role": s.role, "provider": s.provider, "model": s.model,
               "position": position} for position, s in enumerate(spec.seats)]
@@ -53,23 +55,23 @@ def debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[s
 
 
 async def _insert_debate(conn: Conn, row: dict[str, Any], seats: list[dict[str, Any]]) -> None:
-    await _insert(conn, "debates", row)
+    await insert(conn, "debates", row)
     for seat in seats:
-        await _insert(conn, "seats", seat, "on conflict do nothing")
+        await insert(conn, "seats", seat, "on conflict do nothing")
 
 
 async def create_debate(conn: Conn, spec: DebateSpec, at: float, runner: str | None) -> None:
     row, seats = debate_rows(spec, at, runner)
     # admitted before its root message was posted, or a repeat: keep its status, creation time and
     # runner, fill in where it landed (as ../writes.py `create_debate`)
-    created = await _insert(conn, "debates", row, """
+    created = await insert(conn, "debates", row, """
         on conflict (id) do update set workspace = coalesce(excluded.workspace, debates.workspace),
             channel_private = excluded.channel_private, thread = coalesce(excluded.thread, debates.thread),
-            spec = excluded.spec
+            spec = excluded.spec, rematch_of = coalesce(excluded.rematch_of, debates.rematch_of)
         returning (xmax = 0)""")
     if created and created[0]:
         for seat in seats:
-            await _insert(conn, "seats", seat, "on conflict do nothing")
+            await insert(conn, "seats", seat, "on conflict do nothing")
 
 
 async def admit(conn: Conn, spec: DebateSpec, quota: Quota, at: float, runner: str | None) -> None:
@@ -121,7 +123,7 @@ async def add_turn(conn: Conn, turn: Turn) -> int:
     if found:
         await _update(conn, "turns", {"id": found[0]}, row)
         return int(found[0])
-    (turn_id,) = await _insert(conn, "turns", row, "returning id")
+    (turn_id,) = await insert(conn, "turns", row, "returning id")
     return int(turn_id)
 
 
@@ -129,16 +131,16 @@ async def add_notice(conn: Conn, debate_id: str, level: str, text: str, at: floa
     await lock_debate(conn, debate_id)
     if not await values(conn, "select 1 from notices where debate_id = %s and level is not distinct from %s"
                               " and text = %s", [debate_id, level, text.replace("\x00", "")]):
-        await _insert(conn, "notices", {"debate_id": debate_id, "at": to_time(at), "level": level, "text": text})
+        await insert(conn, "notices", {"debate_id": debate_id, "at": to_time(at), "level": level, "text": text})
 
 
-async def set_verdict(conn: Conn, debate_id: str, verdict: Verdict, at: float) -> None:
+async def set_verdict(conn: Conn, debate_id: str, verdict: Verdict, at: float, number: int = 1) -> None:
     await lock_debate(conn, debate_id)
-    row = {"debate_id": debate_id, "winner": verdict.winner, "split": verdict.split, "reasoning": verdict.reasoning,
-           "recommendation": verdict.recommendation, "consensus": verdict.consensus,
+    row = {"debate_id": debate_id, "number": number, "winner": verdict.winner, "split": verdict.split,
+           "reasoning": verdict.reasoning, "recommendation": verdict.recommendation, "consensus": verdict.consensus,
            "json": verdict.model_dump_json(), "at": to_time(at)}
-    sets = ", ".join(f"{c} = excluded.{c}" for c in row if c != "debate_id")
-    await _insert(conn, "verdicts", row, f"on conflict (debate_id) do update set {sets}")
+    sets = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("debate_id", "number"))
+    await insert(conn, "verdicts", row, f"on conflict (debate_id, number) do update set {sets}")
 
 
 async def finish_debate(conn: Conn, debate_id: str, outcome: Outcome, at: float) -> None:
@@ -165,7 +167,7 @@ async def record_vote(conn: Conn, vote: Vote, scope: Scope | None) -> Tally:
         raise DebateNotFoundError(vote.debate_id)
     row = {"debate_id": vote.debate_id, "user": vote.user, "choice": vote.choice, "platform": vote.platform,
            "at": to_time(vote.at)}
-    await _insert(conn, "votes", row, 'on conflict (debate_id, "user") do update set choice = excluded.choice,'
+    await insert(conn, "votes", row, 'on conflict (debate_id, "user") do update set choice = excluded.choice,'
                                       " platform = excluded.platform, at = excluded.at")
     return await tally(conn, vote.debate_id)
 
@@ -175,7 +177,7 @@ async def set_message(conn: Conn, debate_id: str, key: str, platform: str, chann
     row = {"debate_id": debate_id, "key": key, "platform": platform, "channel": channel, "message_id": message_id,
            "final": final}
     # `final` only goes up for the same message (a repeated or late write never reopens it)
-    await _insert(conn, "messages", row, """
+    await insert(conn, "messages", row, """
         on conflict (debate_id, key) do update set platform = excluded.platform, channel = excluded.channel,
             final = case when messages.message_id = excluded.message_id then messages.final or excluded.final
                     else excluded.final end,
@@ -184,5 +186,5 @@ async def set_message(conn: Conn, debate_id: str, key: str, platform: str, chann
 
 async def claim_request(conn: Conn, key: str, at: float, keep_s: float) -> bool:
     await conn.execute("delete from request_keys where at < %s", [to_time(at - keep_s)])
-    return bool(await _insert(conn, "request_keys", {"key": key, "at": to_time(at)},
+    return bool(await insert(conn, "request_keys", {"key": key, "at": to_time(at)},
                               "on conflict do nothing returning 1"))
