@@ -10,6 +10,7 @@ platform message ids, request keys).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -62,6 +63,14 @@ class DebateLog(Protocol):
     ) -> None: ...
 
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool: ...
+
+    # -- which front renders a debate's thread: a lease, claimed or renewed in one statement
+    async def claim_threads(self, renderer: str, debate_ids: Sequence[str], lease_s: float) -> list[str]:
+        """Of `debate_ids`, those `renderer` now holds (in the order given): each one free, whose lease ran
+        out, or its own gets a lease until now + `lease_s`."""
+        ...
+
+    async def release_threads(self, renderer: str, debate_ids: Sequence[str]) -> None: ...
 
     # -- the team in the loop
     async def add_interjection(self, note: Interjection, *, max_waiting: int) -> int:

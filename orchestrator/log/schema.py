@@ -230,6 +230,14 @@ def m008_team_in_the_loop(db: Database) -> None:
     )
 
 
+@migrations()
+def m009_thread_renderer(db: Database) -> None:
+    """Which front renders each debate's thread, and until when (a lease: orchestrator/log/renderers.py)."""
+    debates = _table(db, "debates")
+    debates.add_column("renderer", str)
+    debates.add_column("renderer_until", str)
+
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

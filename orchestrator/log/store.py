@@ -9,14 +9,14 @@ the package sends SQL of its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.log import reads, team, writes
+from orchestrator.log import reads, renderers, team, writes
 from orchestrator.log import search as fts
 from orchestrator.log.records import (
     DebateRecord,
@@ -116,6 +116,16 @@ class Store:
         """True the first time `key` (a platform's request id) is claimed; False for any repeat.
         Keys older than `keep_s` are forgotten, so the table stays small."""
         return await self._write(writes.claim_request(key, keep_s))
+
+    async def claim_threads(self, renderer: str, debate_ids: Sequence[str], lease_s: float) -> list[str]:
+        """Of `debate_ids`, those whose thread `renderer` now renders (see orchestrator/log/renderers.py)."""
+        if not debate_ids:
+            return []
+        return await self._write(renderers.claim_threads(renderer, list(debate_ids), lease_s, now()))
+
+    async def release_threads(self, renderer: str, debate_ids: Sequence[str]) -> None:
+        if debate_ids:
+            await self._write(renderers.release_threads(renderer, list(debate_ids)))
 
     # -- the team in the loop ---------------------------------------------------------------------
 

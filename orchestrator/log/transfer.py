@@ -26,6 +26,7 @@ from orchestrator.log.opening import is_postgres_url, open_log
 from orchestrator.log.records import StoreError, from_iso, to_iso
 
 BATCH = 500
+NOT_COPIED = {"renderer", "renderer_until"}  # which front renders a thread: a lease of the fronts of one log
 # table, its key, what orders its rows (parents before children, old before new)
 TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("debates", ("id",), "created_at, id"),
@@ -146,7 +147,7 @@ def _copy(source: str | Path, target: str | Path) -> Copied:
     copied: dict[str, int] = {}
     try:
         for table, key, order in TABLES:
-            shared = set(reader.columns(table)) & set(writer.columns(table))
+            shared = (set(reader.columns(table)) & set(writer.columns(table))) - NOT_COPIED
             copied[table] = 0
             for batch in reader.read(table, order):
                 rows = [{c: v for c, v in row.items() if c in shared} for row in batch]

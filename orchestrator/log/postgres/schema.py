@@ -207,12 +207,18 @@ create table channel_settings (
 );
 """
 
+_THREAD_RENDERER = """
+alter table debates add column renderer text;
+alter table debates add column renderer_until timestamptz;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_text_search", _TEXT_SEARCH),
     ("m002_core_tables", _CORE_TABLES),
     ("m003_indexes", _INDEXES),
     ("m004_full_text_search", _FULL_TEXT),
     ("m005_team_in_the_loop", _TEAM_IN_THE_LOOP),
+    ("m006_thread_renderer", _THREAD_RENDERER),
 )
 
 

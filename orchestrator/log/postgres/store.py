@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from orchestrator.log.postgres import reads, schema, team, writes
+from orchestrator.log.postgres import reads, renderers, schema, team, writes
 from orchestrator.log.postgres import search as fts
 from orchestrator.log.postgres.reads import Conn
 from orchestrator.log.records import (
@@ -161,6 +161,15 @@ class PostgresLog:
 
     async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
         return await self._write(lambda c: team.take_interjections(c, debate_id, round, limit))
+
+    async def claim_threads(self, renderer: str, debate_ids: Sequence[str], lease_s: float) -> list[str]:
+        if not debate_ids:
+            return []
+        return await self._write(lambda c: renderers.claim_threads(c, renderer, list(debate_ids), lease_s, now()))
+
+    async def release_threads(self, renderer: str, debate_ids: Sequence[str]) -> None:
+        if debate_ids:
+            await self._write(lambda c: renderers.release_threads(c, renderer, list(debate_ids)))
 
     async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
         return await self._write(lambda c: team.begin_continuation(c, debate_id))
