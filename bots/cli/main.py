@@ -10,23 +10,18 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bots.cli.terminal import Style, TerminalSink, render_history, render_hits, render_record
-from bots.commands import CommandError, StartDebate, build_spec, start_request
-from bots.signals import on_stop_signals
+from bots.cli.running import EXIT_OK, EXIT_USAGE, UsageError, run_command
+from bots.cli.team import continue_debate, load, rematch
+from bots.cli.terminal import Style, render_history, render_hits, render_record
+from bots.commands import CommandError, StartDebate, start_request
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings, load_settings
 from orchestrator.debate.seating import SETUP_HINT
-from orchestrator.log import AmbiguousIdError, to_json, to_markdown
+from orchestrator.log import to_json, to_markdown
 from orchestrator.models import EFFORTS, FORMATS
 from orchestrator.providers import ProviderRegistry
-from orchestrator.quotas import QuotaExceeded
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
-
-
-class UsageError(Exception):
-    """Bad usage: exit status 2 and one line."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +40,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--judge", metavar="MODEL")
     run.add_argument("--effort", metavar="|".join(EFFORTS))
     run.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
+    run.add_argument("--interactive", action="store_true",
+                     help="between rounds, read audience notes for the debaters from stdin")
+
+    go_on = sub.add_parser("continue", help="one more round of a finished debate, then a new verdict")
+    go_on.add_argument("id", metavar="ID")
+    go_on.add_argument("facts", metavar="FACTS", nargs="?", help="new facts for the debaters and the judge")
+    go_on.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
+
+    again = sub.add_parser("rematch", help="the same topic as a new debate, with other debaters or another format")
+    again.add_argument("id", metavar="ID")
+    again.add_argument("--debaters", metavar="MODEL,MODEL,…")
+    again.add_argument("--format", metavar="|".join(FORMATS))
+    again.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
 
     sub.add_parser("demo", help="run a sample debate with whatever provider is configured")
 
@@ -99,35 +107,8 @@ def _start_command(args: argparse.Namespace) -> StartDebate:
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
-    command = _start_command(args)
-    registry = ProviderRegistry(settings)
-    try:
-        # the host's user is the operator: no chat policy
-        spec, notes = build_spec(command, settings, registry, policy=None, platform="cli", requested_by=_user())
-    except CommandError as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        await registry.aclose()
-    progress = sys.stderr if args.json else sys.stdout
-    async with await Core.open(settings, role="run") as core:
-        assert core.jobs is not None  # the `run` role runs debates in this process
-        try:
-            await core.admit(spec)  # the operator: no chat quotas, but the global cap
-        except QuotaExceeded as exc:
-            print(f"debate: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-        for note in notes:  # only for a debate that runs
-            print(f"ℹ {note}", file=progress)
-        task = core.jobs.start(spec, [TerminalSink(progress)])
-        on_stop_signals(task.cancel)
-        outcome = await task
-        if args.json:
-            record = await core.store.get_debate(spec.id)
-            if record is not None:
-                print(json.dumps(to_json(record), ensure_ascii=False, indent=2))
-    if outcome.status == "failed":
-        print(f"debate: {outcome.error}", file=sys.stderr)
-    return EXIT_OK if outcome.status == "completed" else EXIT_FAILED
+    return await run_command(_start_command(args), settings, as_json=args.json,
+                             interactive=args.interactive)
 
 
 async def _demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -140,20 +121,11 @@ async def _demo(args: argparse.Namespace, settings: Settings) -> int:
         print(SETUP_HINT)
         print(f"\nThen: make demo   (or: debate run \"{DEMO_TOPIC}\")")
         return EXIT_OK
-    args.topic, args.json = DEMO_TOPIC, False
+    args.topic, args.json, args.interactive = DEMO_TOPIC, False, False
     for name in ("format", "rounds", "proposer", "challenger", "debaters", "judge", "effort"):
         setattr(args, name, None)
     args.rounds = 1
     return await _run(args, settings)
-
-
-def _user() -> str | None:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None
 
 
 async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -> int:
@@ -186,19 +158,9 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     return await _with_core(settings, go)
 
 
-async def _load(core: Core, debate_id: str):
-    try:
-        record = await core.store.get_debate(debate_id)
-    except AmbiguousIdError as exc:
-        raise UsageError(str(exc)) from None
-    if record is None:
-        raise UsageError(f"no debate with id {debate_id!r}; `debate history` lists them")
-    return record
-
-
 async def _show(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
-        record = await _load(core, args.id)
+        record = await load(core, args.id)
         if args.json:
             print(json.dumps(to_json(record), ensure_ascii=False, indent=2))
         else:
@@ -210,7 +172,7 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _export(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
-        record = await _load(core, args.id)
+        record = await load(core, args.id)
         text = (json.dumps(to_json(record), ensure_ascii=False, indent=2) if args.format == "json"
                 else to_markdown(record))
         if args.output:
@@ -258,6 +220,8 @@ async def _discord_sync(args: argparse.Namespace, settings: Settings) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = {
     "run": _run,
+    "continue": continue_debate,
+    "rematch": rematch,
     "demo": _demo,
     "serve": _serve,
     "worker": _worker,

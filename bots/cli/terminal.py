@@ -9,10 +9,12 @@ from typing import TextIO
 
 from orchestrator.events import (
     DebateCancelled,
+    DebateContinued,
     DebateFailed,
     DebateFinished,
     DebateStarted,
     EventBase,
+    Interjected,
     Notice,
     RoundStarted,
     TextDelta,
@@ -22,7 +24,7 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import DebateRecord, DebateSummary, JudgeAgreement, SearchHit
-from orchestrator.models import DebateSpec, Outcome, Verdict
+from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict
 
 _SEAT_COLOURS = {"A": "36", "B": "35", "C": "33", "D": "32"}  # cyan, magenta, yellow, green
 
@@ -53,6 +55,9 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
     seat = next((s for s in spec.seats if s.label == verdict.winner), None) if spec else None
     who = f"{verdict.winner} ({seat.role}, {seat.model})" if seat else verdict.winner
     lines = [style("Verdict", "1") + f": {style.seat(verdict.winner, who)} wins"]
+    if verdict.changed is not None:
+        lines.append(style(("Changed: " if verdict.changed else "Unchanged: ") + verdict.change_note, "1;33"
+                           if verdict.changed else "2"))
     confidence = verdict.confidence_note()
     if confidence:
         warn = verdict.split or verdict.confidence == "low"
@@ -85,10 +90,11 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
 class TerminalSink:
     """Prints each turn as it streams: round headers, one colour per seat, progress and the verdict."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, spec: DebateSpec | None = None) -> None:
+        """`spec`: the debate's, for a continuation (which does not start with DebateStarted)."""
         self.out = out or sys.stdout
         self.style = Style(self.out)
-        self.spec: DebateSpec | None = None
+        self.spec: DebateSpec | None = spec
         self._streaming: tuple[int, str, str] | None = None
 
     def _print(self, text: str = "") -> None:
@@ -103,6 +109,13 @@ class TerminalSink:
                 self._print(self.style(f"Debate {spec.id} · {spec.format} · {spec.rounds} round(s)", "1"))
                 self._print(f"Topic: {spec.topic}")
                 self._print(f"Seats: {seats} · judge {spec.judge}")
+                if spec.rematch_of:
+                    self._print(f"Rematch of {spec.rematch_of}")
+            case DebateContinued(segment=segment, round=n):
+                self._print(self.style(f"Debate {event.debate_id} continues (continuation {segment - 1}): round {n}, "
+                                       "then a new verdict", "1"))
+            case Interjected(interjection=note):
+                self._print(self.style(note_line(note), "1;34"))
             case RoundStarted(round=n, total=total, title=title):
                 self._print()
                 self._print(self.style(f"── Round {n} of {total}" + (f" · {title}" if title else "") + " ──", "1"))
@@ -137,6 +150,12 @@ class TerminalSink:
                                        f"{_tokens(outcome)} · id {event.debate_id}", "2"))
             case DebateFailed(outcome=outcome) | DebateCancelled(outcome=outcome):
                 self._print(self.style(outcome.error or "Debate ended.", "31"))
+
+
+def note_line(note: Interjection) -> str:
+    """An audience note as the terminal shows it: who, for which round, and its text."""
+    what = "New facts" if note.kind == "facts" else "Audience note"
+    return f"✎ {what} from {note.author} (round {note.round or '—'}): {note.text}"
 
 
 def agreement_line(agreement: JudgeAgreement) -> str:
@@ -181,11 +200,35 @@ def render_record(record: DebateRecord, style: Style) -> str:
     for turn in record.turns:
         lines += ["", style.seat(turn.seat, f"Round {turn.round} · [{turn.seat}] {turn.role} · {turn.kind}")]
         lines.append(turn.text if turn.status == "ok" else style(f"failed: {turn.error}", "31"))
-    if record.verdict:
-        lines += ["", *render_verdict(record.verdict, record.spec, style)]
+    if record.interjections:
+        lines += ["", style("From the audience", "1"), *(f"  {note_line(n)}" for n in record.interjections)]
+    verdicts = record.verdicts or ((record.verdict,) if record.verdict else ())
+    for number, verdict in enumerate(verdicts, start=1):
+        title = [style(f"Verdict {number} of {len(verdicts)}", "1")] if len(verdicts) > 1 else []
+        lines += ["", *title, *render_verdict(verdict, record.spec, style)]
     if record.tally.total:
         lines += ["", "Votes: " + ", ".join(f"{k} {v}" for k, v in sorted(record.tally.counts.items()))]
     if record.verdict:
         labels = [s.label for s in record.seats]
         lines.append(f"Judge: {record.verdict.winner} · Team: {record.tally.team_text(labels)}")
+    if record.rematch_of:
+        lines += ["", f"Rematch of {record.rematch_of}"]
+    if record.rematches:
+        lines += ["", style("Rematches", "1"), *_side_by_side(record)]
     return "\n".join(lines)
+
+
+def _side_by_side(record: DebateRecord) -> list[str]:
+    """This debate's verdict and each rematch's, one line each: format, debaters, winner."""
+    def winner(label: str | None, models: tuple[str, ...]) -> str:
+        if label is None:
+            return "no verdict"
+        index = "ABCD".find(label)
+        model = f" ({models[index]})" if 0 <= index < len(models) else ""
+        return f"{label}{model} wins"
+
+    own = tuple(s.model for s in record.seats)
+    rows = [("this debate", record.format, own, winner(record.verdict.winner if record.verdict else None, own))]
+    rows += [(r.id, r.format, r.models, winner(r.winner, r.models) if r.status == "completed" else r.status)
+             for r in record.rematches]
+    return [f"  {name:<12} {fmt:<9} {' vs '.join(models) or '—':<48} {result}" for name, fmt, models, result in rows]

@@ -1,19 +1,32 @@
-"""Runs a DebateSpec: the format's rounds, the failure policy, the judge, and the closing events."""
+"""Runs a DebateSpec: the format's rounds, the failure policy, the judge, and the closing events; and
+continues a completed debate for one more round and a new verdict (orchestrator/debate/continuation.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 
 from orchestrator.config import Settings
+from orchestrator.debate.audience import Audience
+from orchestrator.debate.continuation import play as play_continuation
+from orchestrator.debate.continuation import settle_change
 from orchestrator.debate.deltas import DELTA_INTERVAL
 from orchestrator.debate.formats import get_format
 from orchestrator.debate.formats.base import FormatResult
 from orchestrator.debate.judge import judge
 from orchestrator.debate.run import DebateRun
 from orchestrator.debate.steps import Direct, Steps
-from orchestrator.events import DebateCancelled, DebateFailed, DebateFinished, DebateStarted, EventBus, VerdictReached
-from orchestrator.models import DebateSpec, Outcome
+from orchestrator.events import (
+    DebateCancelled,
+    DebateContinued,
+    DebateFailed,
+    DebateFinished,
+    DebateStarted,
+    EventBus,
+    VerdictReached,
+)
+from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
 from orchestrator.providers.clients import ProviderRegistry
 from orchestrator.safety import Redactor
 
@@ -30,35 +43,94 @@ class Engine:
         self.redact = Redactor(settings.secrets())  # the one redactor: DebateRun.emit applies it to every event
 
     async def run(
-        self, spec: DebateSpec, bus: EventBus, *, steps: Steps | None = None, delta_interval: float = DELTA_INTERVAL
+        self,
+        spec: DebateSpec,
+        bus: EventBus,
+        *,
+        steps: Steps | None = None,
+        audience: Audience | None = None,
+        delta_interval: float = DELTA_INTERVAL,
     ) -> Outcome:
         """Run `spec` to its end, every event through `bus`. `steps`: how model calls and deliveries are
-        checkpointed (Direct, the default: not at all); `delta_interval`: how often streamed text is sent."""
-        run = DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact,
-                        steps=steps or Direct(), delta_interval=delta_interval)
+        checkpointed (Direct, the default: not at all); `audience`: where each round's notes come from
+        (None: no notes); `delta_interval`: how often streamed text is sent."""
+        run = self._new_run(spec, bus, steps, audience, delta_interval)
         await run.emit(DebateStarted(debate_id=spec.id, spec=spec))
+
+        async def play() -> Outcome:
+            return await self._conclude(run, await get_format(spec.format).run(run))
+
+        return await self._guarded(run, play)
+
+    async def continue_debate(
+        self,
+        spec: DebateSpec,
+        *,
+        segment: int,
+        history: Sequence[Turn],
+        previous: Verdict,
+        rounds_done: int,
+        carried: tuple[int, int, float | None],
+        bus: EventBus,
+        steps: Steps | None = None,
+        audience: Audience | None = None,
+        earlier_notes: Sequence[Interjection] = (),
+        delta_interval: float = DELTA_INTERVAL,
+    ) -> Outcome:
+        """Segment `segment` (2, 3, …) of a completed debate: one more round over `history` (its turns so
+        far, `rounds_done` rounds), then verdict number `segment`, which says whether `previous`'s winner
+        changed. `carried`: the input tokens, output tokens and cost (None: unknown) of the segments
+        before, so the outcome's totals are the whole debate's. `earlier_notes`: the audience notes the
+        earlier segments took (the prompts quote them again); this segment's come from `audience`."""
+        run = self._new_run(spec, bus, steps, audience, delta_interval)
+        run.transcript.extend(t for t in history if t.status == "ok")  # what the formats keep for prompts
+        run.interjections.extend(n for n in earlier_notes if n.round is not None)
+        run.stats.input_tokens, run.stats.output_tokens = carried[0], carried[1]
+        run.stats.cost_known = carried[2] is not None
+        run.stats.cost_usd = carried[2] or 0.0
+        planned = rounds_done + 1
+        await run.emit(DebateContinued(debate_id=spec.id, segment=segment, round=planned))
+
+        async def play() -> Outcome:
+            result = await play_continuation(run, previous, rounds_done)
+            return await self._conclude(run, result, number=segment, previous=previous)
+
+        return await self._guarded(run, play, planned=planned)
+
+    def _new_run(self, spec: DebateSpec, bus: EventBus, steps: Steps | None, audience: Audience | None,
+                 delta_interval: float) -> DebateRun:
+        return DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact,
+                         steps=steps or Direct(), audience=audience, delta_interval=delta_interval)
+
+    async def _guarded(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], *,
+                       planned: int | None = None) -> Outcome:
+        """`play`'s outcome; a stop (a cancelled task, when the steps say that is a stop) ends the debate
+        cancelled, and a crash ends it failed, each with its closing event."""
         try:
-            result = await get_format(spec.format).run(run)
-            return await self._conclude(run, result)
+            return await play()
         except asyncio.CancelledError:
             if not run.steps.task_cancel_is_stop:  # the process is stopping: the debate resumes elsewhere
                 raise
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            outcome = self._outcome(run, "cancelled", rounds=_rounds_done(run), error="Stopped on request.")
-            return (await run.emit(DebateCancelled(debate_id=spec.id, outcome=outcome))).outcome
+            outcome = self._outcome(run, "cancelled", rounds=_rounds_done(run), error="Stopped on request.",
+                                    planned=planned)
+            return (await run.emit(DebateCancelled(debate_id=run.debate_id, outcome=outcome))).outcome
         except Exception as exc:
-            log.exception("debate %s crashed", spec.id)
-            return await self._fail(run, f"Debate failed: internal error ({type(exc).__name__}).", _rounds_done(run))
+            log.exception("debate %s crashed", run.debate_id)
+            return await self._fail(run, f"Debate failed: internal error ({type(exc).__name__}).", _rounds_done(run),
+                                    planned=planned)
 
-    async def _conclude(self, run: DebateRun, result: FormatResult) -> Outcome:
+    async def _conclude(self, run: DebateRun, result: FormatResult, *, number: int = 1,
+                        previous: Verdict | None = None) -> Outcome:
+        """The verdict (number `number`; with `previous`, it says whether the winner changed) and the end."""
         if not run.transcript:
             if run.stats.attempted and run.stats.timed_out == run.stats.attempted:
                 return await self._fail(run, ALL_TIMED_OUT, 0)
             return await self._fail(run, result.abort or NOTHING_RECORDED, 0)
         if result.abort:
-            return await self._fail(run, result.abort, result.rounds_completed)
+            return await self._fail(run, result.abort, result.rounds_completed, planned=result.rounds_planned)
         verdict = result.verdict
         if verdict is None:
             judged = [t for t in run.transcript if t.round <= max(result.rounds_completed, 1)]
@@ -68,21 +140,23 @@ class Engine:
             await run.notice("The judge could not reach a verdict (its answers were unusable or it failed). "
                              "The transcript is kept in full.", "warning")
         else:
-            await run.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict))
-        outcome = self._outcome(run, "completed", rounds=result.rounds_completed)
-        if result.rounds_planned:
-            outcome = outcome.model_copy(update={"rounds_planned": result.rounds_planned})
+            if previous is not None:
+                verdict = settle_change(verdict, previous)
+            await run.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict, number=number))
+        outcome = self._outcome(run, "completed", rounds=result.rounds_completed, planned=result.rounds_planned)
         return (await run.emit(DebateFinished(debate_id=run.debate_id, outcome=outcome))).outcome
 
-    async def _fail(self, run: DebateRun, message: str, rounds: int) -> Outcome:
-        outcome = self._outcome(run, "failed", rounds=rounds, error=message)
+    async def _fail(self, run: DebateRun, message: str, rounds: int, *, planned: int | None = None) -> Outcome:
+        outcome = self._outcome(run, "failed", rounds=rounds, error=message, planned=planned)
         return (await run.emit(DebateFailed(debate_id=run.debate_id, outcome=outcome))).outcome
 
-    def _outcome(self, run: DebateRun, status: str, *, rounds: int, error: str | None = None) -> Outcome:
+    def _outcome(self, run: DebateRun, status: str, *, rounds: int, error: str | None = None,
+                 planned: int | None = None) -> Outcome:
+        """`planned`: the rounds planned when not the spec's (a format's own plan, a continuation's)."""
         return Outcome(
             status=status,  # type: ignore[arg-type]
             rounds_completed=rounds,
-            rounds_planned=run.spec.rounds,
+            rounds_planned=planned or run.spec.rounds,
             input_tokens=run.stats.input_tokens,
             output_tokens=run.stats.output_tokens,
             cost_usd=round(run.stats.cost_usd, 6) if run.stats.cost_known else None,

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 
+from orchestrator.debate.audience import Audience
 from orchestrator.debate.engine import Engine
 from orchestrator.events import EventBus, LogWriteFailed, Sink
 from orchestrator.log import DebateLog, StoreSink
-from orchestrator.models import DebateSpec, Outcome
+from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
 from orchestrator.quotas import Quota
 
 log = logging.getLogger(__name__)
@@ -48,21 +50,45 @@ class DebateJobs:
         with `reason`, and holds no slot."""
         await self.store.finish_debate(debate_id, Outcome(status="failed", error=reason))
 
-    def start(self, spec: DebateSpec, sinks: list[Sink] | None = None) -> asyncio.Task[Outcome]:
+    def start(self, spec: DebateSpec, sinks: list[Sink] | None = None, *, audience: Audience | None = None
+              ) -> asyncio.Task[Outcome]:
         """Start a debate now (admitted already, unless quotas do not apply); the store persists every
-        event before `sinks` see it."""
-        if spec.id in self._tasks:
-            return self._tasks[spec.id]
+        event before `sinks` see it. `audience`: where each round's notes come from (None: none)."""
+        return self._launch(spec.id, sinks, lambda bus: self.engine.run(spec, bus, audience=audience))
+
+    def start_continuation(
+        self,
+        spec: DebateSpec,
+        sinks: list[Sink] | None = None,
+        *,
+        segment: int,
+        history: Sequence[Turn],
+        previous: Verdict,
+        rounds_done: int,
+        carried: tuple[int, int, float | None],
+        audience: Audience | None = None,
+        earlier_notes: Sequence[Interjection] = (),
+    ) -> asyncio.Task[Outcome]:
+        """Run segment `segment` of a debate whose continuation the log has begun (`begin_continuation`);
+        the arguments are `Engine.continue_debate`'s."""
+        return self._launch(spec.id, sinks, lambda bus: self.engine.continue_debate(
+            spec, segment=segment, history=history, previous=previous, rounds_done=rounds_done, carried=carried,
+            bus=bus, audience=audience, earlier_notes=earlier_notes))
+
+    def _launch(self, debate_id: str, sinks: list[Sink] | None,
+                play: Callable[[EventBus], Awaitable[Outcome]]) -> asyncio.Task[Outcome]:
+        if debate_id in self._tasks:
+            return self._tasks[debate_id]
         bus = EventBus(list(sinks or []), log=StoreSink(self.store))
-        task = asyncio.create_task(self._run(spec, bus), name=f"debate-{spec.id}")
-        self._tasks[spec.id] = task
-        task.add_done_callback(lambda _t, debate_id=spec.id: self._tasks.pop(debate_id, None))
+        task = asyncio.create_task(self._run(play, bus), name=f"debate-{debate_id}")
+        self._tasks[debate_id] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(debate_id, None))
         return task
 
-    async def _run(self, spec: DebateSpec, bus: EventBus) -> Outcome:
+    async def _run(self, play: Callable[[EventBus], Awaitable[Outcome]], bus: EventBus) -> Outcome:
         """The engine's outcome, unless the log stopped the debate: then the outcome users were shown."""
         try:
-            outcome = await self.engine.run(spec, bus)
+            outcome = await play(bus)
         except LogWriteFailed:  # raised before the engine's own handling (its first event)
             assert bus.failure is not None
             return bus.failure

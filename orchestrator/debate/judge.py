@@ -6,6 +6,10 @@ answer lists the decisive evidence before it names a winner. When the passes dis
 then, one more pass by a judge of a third family (`spec.tiebreak_judge`, chosen by seating) decides;
 without one the verdict stays split, low confidence, with both readings. Nothing here reads the
 clock or draws a random number: a resumed durable run replays the same passes to the same verdict.
+
+Every pass also sees the audience's notes (quoted as untrusted text, orchestrator/debate/audience.py)
+and the format's context, both relabelled to the pass's letters. A continued debate's judge is also
+asked whether the winner changed and why (`changed`, `change_note`: read when given, never demanded).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import re
 
 from pydantic import ValidationError
 
+from orchestrator.debate.audience import audience_block
 from orchestrator.debate.formats.base import relabel_text, render_turns
 from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
 from orchestrator.debate.run import DebateRun
@@ -127,8 +132,11 @@ async def _one_pass(
         f"- Debater {to_shown[s.label]}: {s.role}" + (f" — {descriptions[s.label]}" if s.label in descriptions else "")
         for s in order
     )
-    user = render("judge", topic=run.spec.topic, format=run.spec.format, extra=context, debaters=debaters,
-                  transcript=render_turns(ordered, relabel=to_shown), labels=labels)
+    notes = audience_block(run.interjections)
+    audience = render("judge_audience", notes=notes) if notes else ""
+    user = render("judge", topic=run.spec.topic, format=run.spec.format, extra=relabel_text(context, to_shown),
+                  debaters=debaters, transcript=render_turns(ordered, relabel=to_shown), labels=labels,
+                  audience=relabel_text(audience, to_shown))
     system = render("judge_system")
     continuation: tuple[Message, ...] = ()
     for attempt in range(2):
@@ -208,9 +216,19 @@ def _parse_verdict(text: str, to_real: dict[str, str], *, demand_evidence: bool 
             unresolved=tuple(_unletter(s, to_real) for s in _strings(data.get("unresolved"))),
             ratings=ratings,  # type: ignore[arg-type]
             scores=tuple(sorted(scores, key=lambda s: s.seat)),
+            changed=_flag(data.get("changed")),
+            change_note=_unletter(str(data.get("change_note") or "").strip(), to_real)[:EVIDENCE_CHARS * 2],
         )
     except ValidationError:
         raise JudgeAnswerError("invalid_fields", "some fields had the wrong type") from None
+
+
+def _flag(value: object) -> bool | None:
+    """A yes/no the judge may give as a JSON boolean or as words; None when it gave neither."""
+    if isinstance(value, bool):
+        return value
+    word = str(value or "").strip().lower()
+    return {"true": True, "yes": True, "false": False, "no": False}.get(word)
 
 
 def _unletter(text: str, to_real: dict[str, str]) -> str:

@@ -6,6 +6,8 @@ be deterministic given their results. A model call's step returns a `CallResult`
 or why it failed, and when it ran); the counters are updated from that result outside the step, so
 a replayed call counts the same. The call's streamed text is sent from inside its step, tagged with
 a random attempt id drawn there: a call that runs again after a restart streams as a new attempt.
+Each round's audience notes are taken as one step too, when the round starts (`round_started`); from
+then on every debater's prompt ends with them, quoted as untrusted text.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.config import Settings
+from orchestrator.debate.audience import Audience, with_audience
 from orchestrator.debate.deltas import DELTA_INTERVAL, DeltaBatcher
 from orchestrator.debate.limits import SizeCap, TextTooLong, call_char_limit
 from orchestrator.debate.steps import Direct, Steps
 from orchestrator.events import (
     EventBase,
     EventBus,
+    Interjected,
     Notice,
     RoundCompleted,
     RoundStarted,
@@ -34,7 +38,7 @@ from orchestrator.events import (
     TurnFailed,
     TurnStarted,
 )
-from orchestrator.models import DebateSpec, Seat, Turn
+from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, Interjection, Seat, Turn
 from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.clients import ProviderRegistry
 from orchestrator.providers.pricing import estimate_cost
@@ -86,6 +90,8 @@ class DebateRun:
     redact: Redactor = field(default_factory=Redactor)
     steps: Steps = field(default_factory=Direct)
     delta_interval: float = DELTA_INTERVAL  # how often streamed text is sent (longer for a durable stream)
+    audience: Audience | None = None  # None: no notes are taken (and no step is spent asking)
+    interjections: list[Interjection] = field(default_factory=list)  # every note taken so far, as shown
 
     @property
     def debate_id(self) -> str:
@@ -179,7 +185,9 @@ class DebateRun:
 
     async def turn(self, seat: Seat, round: int, kind: str, system: str, user: str, *, record: bool = True) -> Turn:
         """Call `seat`'s model, streaming its text as TextDelta events; never raises for model failures:
-        a failed call comes back as a Turn with status "failed" and a user-safe error."""
+        a failed call comes back as a Turn with status "failed" and a user-safe error. Once the audience
+        sent any note, `user` ends with the quoted notes (orchestrator/debate/audience.py)."""
+        user = with_audience(user, self.interjections)
         await self.emit(
             TurnStarted(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role, kind=kind,
                         model=seat.model)
@@ -222,7 +230,17 @@ class DebateRun:
             self.warnings.append(shown.text)
 
     async def round_started(self, round: int, total: int, title: str = "") -> None:
+        """The round begins: the audience's notes for it are taken (one step: a resumed run gets the
+        same notes back), then RoundStarted and one Interjected per note are emitted."""
+        notes: list[Interjection] = []
+        if self.audience is not None:
+            notes = (await self.steps.call(self.audience.take, self.debate_id, round))[:MAX_INTERJECTIONS_PER_ROUND]
         await self.emit(RoundStarted(debate_id=self.debate_id, round=round, total=total, title=title))
+        for note in notes:
+            if note.round is None:
+                note = note.model_copy(update={"round": round})
+            shown = await self.emit(Interjected(debate_id=self.debate_id, interjection=note))
+            self.interjections.append(shown.interjection)  # later prompts quote what was logged and shown
 
     async def round_completed(self, round: int, total: int) -> None:
         await self.emit(RoundCompleted(debate_id=self.debate_id, round=round, total=total))

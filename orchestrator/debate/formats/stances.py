@@ -65,7 +65,8 @@ class StancesFormat:
             warnings=run.warnings,
             redact=run.redact,
             steps=run.steps,
-        )  # same counters and checkpoints, no events: the raw JSON never reaches users
+            interjections=run.interjections,
+        )  # same counters, checkpoints and audience notes, no events: the raw JSON never reaches users
         completed = await self._rounds(run, seats)
         return FormatResult(
             completed,

@@ -1,0 +1,62 @@
+"""`debate continue` and `debate rematch`: the team-in-the-loop commands, run in this process.
+
+The rules are the chat surfaces' own (bots/loop.py): a continue is refused unless the debate completed
+with a verdict and has been continued fewer than MAX_CONTINUATIONS times; a rematch replays the topic
+with the original's settings unless told otherwise. A refusal exits 2 with its one sentence; a
+continuation or rematch that runs and fails exits 1, like `debate run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bots.cli.running import UsageError, follow, progress_stream, run_command
+from bots.cli.terminal import TerminalSink
+from bots.commands import CommandError
+from bots.loop import prepare_continuation, rematch_request
+from orchestrator.app import Core
+from orchestrator.config import Settings
+from orchestrator.debate.audience import LogAudience
+from orchestrator.log import AmbiguousIdError, DebateRecord
+
+
+async def load(core: Core, debate_id: str) -> DebateRecord:
+    try:
+        record = await core.store.get_debate(debate_id)
+    except AmbiguousIdError as exc:
+        raise UsageError(str(exc)) from None
+    if record is None:
+        raise UsageError(f"no debate with id {debate_id!r}; `debate history` lists them")
+    return record
+
+
+async def continue_debate(args: argparse.Namespace, settings: Settings) -> int:
+    """One more round of a completed debate, with the new facts (if any) quoted to every debater, then
+    a new verdict that says whether the winner changed."""
+    async with await Core.open(settings, role="run") as core:
+        assert core.jobs is not None
+        await load(core, args.id)  # the CLI's own wording for an unknown id
+        try:
+            before, segment = await prepare_continuation(core, args.id, args.facts, None)
+        except CommandError as exc:
+            raise UsageError(str(exc)) from None
+        record = await load(core, before.id)  # with its turns, as the continuation starts from them
+        assert record.spec is not None and record.verdict is not None  # prepare_continuation checked both
+        spec, verdict = record.spec, record.verdict
+        progress = progress_stream(args.json)
+        print(f"Continuing debate {record.id} (continuation {segment - 1})", file=progress)
+        return await follow(core, record.id, args.json, lambda: core.jobs.start_continuation(  # type: ignore[union-attr]
+            spec, [TerminalSink(progress, spec)], segment=segment, history=list(record.turns), previous=verdict,
+            rounds_done=record.rounds_completed, carried=(record.input_tokens, record.output_tokens, record.cost_usd),
+            audience=LogAudience(core.store), earlier_notes=[n for n in record.interjections if n.round is not None]))
+
+
+async def rematch(args: argparse.Namespace, settings: Settings) -> int:
+    """The same topic as a new debate linked to the original, with other debaters or another format."""
+    async with await Core.open(settings, role="read") as core:
+        original = await load(core, args.id)
+    try:
+        command = rematch_request(original, vs=args.debaters, format=args.format)
+    except CommandError as exc:
+        raise UsageError(str(exc)) from None
+    return await run_command(command, settings, as_json=args.json)
