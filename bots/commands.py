@@ -2,6 +2,8 @@
 
     /debate <topic> [--format F] [--rounds N] [--vs MODEL,MODEL] [--judge MODEL] [--effort E]
     /debate help | models | history [N] | search <query> | show <id> | stop <id> | quote <id>
+    /debate interject <id> <text> | continue <id> [facts] | rematch <id> [--vs A,B] [--format F]
+          | config [key=value …]          (their words: bots/grammar.py; their rules: bots/loop.py)
 
 `parse_command` reads that text (Slack). Options may appear anywhere; every word that is not an option
 is the topic, so apostrophes and quotes in a topic need no escaping. Slack turns `--` into an em dash
@@ -9,17 +11,30 @@ on some clients; both work. Discord's typed options and the CLI's argparse value
 not the rules: every surface calls `start_request`, which checks topic, format, rounds, debaters,
 effort and model strings against the limits in `orchestrator.models` with the same messages, then
 `build_spec`, which seats the debate and, for chat, holds it to the operator's `ChatPolicy`; chat
-surfaces then go through `chat_spec`, which also admits it under the quotas (orchestrator/quotas.py).
+surfaces then go through `chat_spec`, which fills what the user left unset from the channel's
+defaults (`/debate config`), and admits it under the quotas (orchestrator/quotas.py).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from bots.grammar import (
+    ID_RE,
+    TEAM_HELP,
+    CommandError,
+    Config,
+    Continue,
+    Interject,
+    Rematch,
+    _Command,
+    is_team_command,
+    parse_team_command,
+    split_options,
+)
 from orchestrator.app import RESTARTING, Core
 from orchestrator.config import Settings
 from orchestrator.debate.seating import NoProviderConfigured, choose_seats
@@ -31,6 +46,7 @@ from orchestrator.models import (
     MAX_TOPIC_CHARS,
     MIN_DEBATERS,
     MIN_ROUNDS,
+    ChannelDefaults,
     DebateSpec,
     Effort,
     Format,
@@ -46,7 +62,6 @@ from orchestrator.providers import (
 from orchestrator.quotas import Quota, QuotaExceeded
 
 SUBCOMMANDS = ("help", "models", "history", "search", "show", "stop", "quote")
-OPTIONS = ("format", "rounds", "vs", "judge", "effort", "proposer", "challenger")
 
 HELP_TEXT = (
     "*Start a debate*\n"
@@ -56,16 +71,9 @@ HELP_TEXT = (
     "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
-    "`/debate quote <id>` · `/debate stop <id>` · `/debate models`"
+    "`/debate quote <id>` · `/debate stop <id>` · `/debate models`\n"
+    + TEAM_HELP
 )
-
-
-class CommandError(ValueError):
-    """Bad input; the message is shown to the user as is."""
-
-
-class _Command(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class StartDebate(_Command):
@@ -78,6 +86,7 @@ class StartDebate(_Command):
     challenger: str | None = None
     judge: str | None = None
     effort: Effort | None = None
+    rematch_of: str | None = None  # the debate this one replays (`/debate rematch`)
 
 
 class Help(_Command):
@@ -113,10 +122,7 @@ class Quote(_Command):
     debate_id: str
 
 
-Command = StartDebate | Help | Models | History | Search | Show | Stop | Quote
-
-_OPTION_RE = re.compile(r"^(?:--|—|–)([a-z-]+)(?:=(.*))?$", re.IGNORECASE)
-_ID_RE = re.compile(r"^[0-9a-f]{4,32}$")
+Command = StartDebate | Help | Models | History | Search | Show | Stop | Quote | Interject | Continue | Rematch | Config
 
 
 def _small_number(text: str) -> bool:
@@ -125,33 +131,9 @@ def _small_number(text: str) -> bool:
 
 
 def _debate_id(words: list[str], name: str) -> str:
-    if len(words) != 1 or not _ID_RE.match(words[0].lower()):
+    if len(words) != 1 or not ID_RE.match(words[0].lower()):
         raise CommandError(f"`/debate {name}` takes one debate id, e.g. `/debate {name} 3f2a9c01d4`.")
     return words[0].lower()
-
-
-def _split_options(words: list[str]) -> tuple[list[str], dict[str, str]]:
-    rest: list[str] = []
-    options: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        match = _OPTION_RE.match(words[i])
-        if not match:
-            rest.append(words[i])
-            i += 1
-            continue
-        name, value = match.group(1).lower(), match.group(2)
-        if name not in OPTIONS:
-            valid = ", ".join(f"--{o}" for o in OPTIONS)
-            raise CommandError(f"Unknown option `--{name}`. Valid options: {valid}.")
-        if value is None:
-            if i + 1 >= len(words):
-                raise CommandError(f"`--{name}` needs a value.")
-            value = words[i + 1]
-            i += 1
-        options[name] = value
-        i += 1
-    return rest, options
 
 
 def _start(words: list[str], options: dict[str, str]) -> StartDebate:
@@ -185,7 +167,9 @@ def parse_command(text: str) -> Command:
         if head in ("show", "stop", "quote"):
             cls = {"show": Show, "stop": Stop, "quote": Quote}[head]
             return cls(debate_id=_debate_id(rest, head))
-    rest, options = _split_options(words)
+    if is_team_command(head, words[1:]):
+        return parse_team_command(text)
+    rest, options = split_options(words)
     return _start(rest, options)
 
 
@@ -282,27 +266,34 @@ def build_spec(
     channel: str | None = None,
     thread: str | None = None,
     requested_by: str | None = None,
+    defaults: ChannelDefaults | None = None,
 ) -> tuple[DebateSpec, list[str]]:
     """Resolve seats and defaults into a DebateSpec; returns it with notes to show the user.
 
     `policy` is the chat policy every chat surface must pass; None only for the operator (the CLI).
-    Nothing is started here: a refused request has run nothing and posted nothing.
+    `defaults`: the channel's (`/debate config`), for every option the user left unset; its rounds and
+    effort count as defaults (lowered to the policy's ceilings), its models are held to the policy like
+    any seat. Nothing is started here: a refused request has run nothing and posted nothing.
     """
-    fmt: Format = command.format or settings.debate_format  # type: ignore[assignment]
-    rounds = command.rounds or _default_rounds(fmt, settings)
-    effort = command.effort or settings.debate_effort
+    channel_defaults = defaults or ChannelDefaults()
+    fmt: Format = command.format or channel_defaults.format or settings.debate_format  # type: ignore[assignment]
+    default_rounds = channel_defaults.rounds or _default_rounds(fmt, settings)
+    default_effort = channel_defaults.effort or settings.debate_effort
+    rounds = command.rounds or default_rounds
+    effort = command.effort or default_effort
+    seated_by_name = not command.debaters  # `--vs` names every debater: the channel's seats do not apply
     try:
         if policy is not None:
-            rounds = policy.rounds(command.rounds, _default_rounds(fmt, settings))
-            effort = policy.effort(command.effort, settings.debate_effort)
+            rounds = policy.rounds(command.rounds, default_rounds)
+            effort = policy.effort(command.effort, default_effort)
         seating = choose_seats(
             settings,
             registry,
             format=fmt,
             debaters=list(command.debaters) if command.debaters else None,
-            proposer=command.proposer,
-            challenger=command.challenger,
-            judge=command.judge,
+            proposer=command.proposer or (channel_defaults.proposer if seated_by_name else None),
+            challenger=command.challenger or (channel_defaults.challenger if seated_by_name else None),
+            judge=command.judge or channel_defaults.judge,
             allow=policy.allows if policy is not None else None,
         )
         spec = DebateSpec(
@@ -317,6 +308,7 @@ def build_spec(
             channel=channel,
             thread=thread,
             requested_by=requested_by,
+            rematch_of=command.rematch_of,
         )
         seats = [*((seat.role, seat.model) for seat in spec.seats), ("judge", spec.judge)]
         if spec.tiebreak_judge:
@@ -342,14 +334,16 @@ async def chat_spec(
     command: StartDebate, core: Core, *, platform: str, channel: str, requested_by: str, workspace: str | None = None,
     channel_private: bool = False,
 ) -> tuple[DebateSpec, list[str]]:
-    """What every chat surface does before it posts anything: the spec held to the chat policy, then
-    admitted under the chat quotas (its slot reserved in the log). A refusal is a `CommandError` for the
-    user alone, and so is a start while the process is stopping. Once this returns, the surface must
-    start it (`core.feed.enqueue`) or give its slot back (`core.abandon`)."""
+    """What every chat surface does before it posts anything: what the user left unset filled from the
+    channel's defaults (`/debate config`), the spec held to the chat policy, then admitted under the
+    chat quotas (its slot reserved in the log). A refusal is a `CommandError` for the user alone, and
+    so is a start while the process is stopping. Once this returns, the surface must start it
+    (`core.feed.enqueue`) or give its slot back (`core.abandon`)."""
     if core.stopping:
         raise CommandError(RESTARTING)
+    defaults = await core.store.channel_defaults(platform, workspace, channel)
     spec, notes = build_spec(command, core.settings, core.registry, policy=ChatPolicy(core.settings, core.registry),
-                             platform=platform, channel=channel, requested_by=requested_by)
+                             platform=platform, channel=channel, requested_by=requested_by, defaults=defaults)
     spec = spec.model_copy(update={"workspace": workspace, "channel_private": channel_private})
     try:
         await core.admit(spec, Quota.from_settings(core.settings))

@@ -11,9 +11,10 @@ Where each behaviour lives:
 - `text.py`     splitting to a platform's limit without breaking code blocks; neutralizing mentions.
 - `restart.py`  `Reach`: how a restarted front reaches a live debate's thread from what the log has.
 - `keys.py`     the one scheme of message keys: `root`, `turn:{round}:{seat}:{kind}:{part}`, `verdict`,
-                `notice:{hash}:{part}`, `round:{round}`, `ended`. Each message's platform id is recorded
-                in the log under its key as the post is answered (part of the write: a cancel cannot
-                separate them), and again as `final` once it shows its final text.
+                `notice:{hash}:{part}`, `round:{round}`, `ended`, `interjection:{id}:{part}` (an audience
+                note), and `root:N` / `verdict:N` / `ended:N` for a continuation (segment N). Each message's
+                platform id is recorded in the log under its key as the post is answered (part of the
+                write: a cancel cannot separate them), and again as `final` once it shows its final text.
 - `tail.py`     `FrontTailer`: one task per live debate reading its events from a feed (the workers'
                 stream) into its ThreadSink; at front start it resumes the threads that may still change.
 
@@ -39,13 +40,24 @@ What a surface must provide:
 3. **Glue at the call sites**: post (or receive) the root message, then
    `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)`, `core.feed.enqueue(spec, request_key)`
    and `tailer.follow(spec.id, sink)`; at front start, `tailer.resume()`, the tailer built with a
-   `reach(record)` that returns a surface and pacer able to write that debate's thread (or None).
+   `reach(record)` that returns a surface and pacer able to write that debate's thread (or None). A
+   `continue` is `bots.loop.start_continuation(core, tailer, …)`: the tailer follows the new segment
+   into the same thread (`tailer.follow_segment`), reached the same way.
 
 Nothing else: pacing, coalescing, splitting, ordering, the message keys and resuming are here.
 """
 
 from bots.thread.coalesce import Latest, Paced, run_to_completion
-from bots.thread.keys import ROOT, VERDICT, notice_key, round_key, turn_key
+from bots.thread.keys import (
+    ROOT,
+    VERDICT,
+    interjection_key,
+    notice_key,
+    root_key,
+    round_key,
+    turn_key,
+    verdict_key,
+)
 from bots.thread.live import LiveTurns
 from bots.thread.pacing import STRICT, Limits, Pacer, Pacers, Urgency
 from bots.thread.restart import Reach
@@ -72,8 +84,11 @@ __all__ = [
     "Surface",
     "ThreadSink",
     "Urgency",
+    "interjection_key",
     "notice_key",
+    "root_key",
     "round_key",
     "run_to_completion",
     "turn_key",
+    "verdict_key",
 ]

@@ -1,8 +1,12 @@
 """Renders one debate's events into its thread, whatever the platform: the `Sink` the job is given.
 
 `handle()` only enqueues, so the engine never waits on a platform's pacing; one worker task per debate
-applies the events in order: streamed turns (`LiveTurns`), round markers and notices, the verdict with
-its buttons, and the root message's status (a `Latest`: progress coalesces, the final state lands).
+applies the events in order: streamed turns (`LiveTurns`), round markers and notices, audience notes
+(`Interjected`, in the surface's notice look), the verdict with its buttons, and the root message's
+status (a `Latest`: progress coalesces, the final state lands). A continuation (`continue` after the
+verdict) is rendered by a sink of its own in the same thread (`resume(..., segment=N)`): the root
+shows it running again, then its result, and its verdict is a new message (`verdict:N`); the earlier
+verdict stays as it is, its buttons still working.
 Every message is recorded in the log under its key (`bots.thread.keys`) as soon as the platform has
 answered its post, before anything else is written for the debate.
 
@@ -27,13 +31,15 @@ import logging
 from typing import Any
 
 from bots.thread.coalesce import Latest, Paced
-from bots.thread.keys import ENDED, ROOT, VERDICT, notice_key, round_key
+from bots.thread.keys import ROOT, ended_key, interjection_key, notice_key, root_key, round_key, verdict_key
 from bots.thread.live import LiveTurns
 from bots.thread.pacing import Pacer, Urgency
 from bots.thread.surface import Ended, Running, Surface
 from orchestrator.events import (
     FINAL_EVENTS,
+    DebateContinued,
     EventBase,
+    Interjected,
     Notice,
     RoundStarted,
     TextDelta,
@@ -43,7 +49,7 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import DebateLog, MessageRecord
-from orchestrator.models import DebateSpec, Outcome, Verdict
+from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict
 
 log = logging.getLogger(__name__)
 VERDICT_GRACE = 2.0  # seconds a verdict's post waits for the debate's end, to carry its token counts
@@ -51,12 +57,16 @@ VERDICT_GRACE = 2.0  # seconds a verdict's post waits for the debate's end, to c
 
 class ThreadSink:
     def __init__(self, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec, root_id: str,
-                 recorded: dict[str, MessageRecord] | None = None) -> None:
+                 recorded: dict[str, MessageRecord] | None = None, *, segment: int = 1) -> None:
         """Prefer `open` (a new thread: it records the root message first) or `resume`."""
         self.surface = surface
         self.store = store
         self.spec = spec
         self.root_id = root_id
+        self.segment = segment  # 2, 3, …: the thread renders that continuation of the debate
+        self.root_key = root_key(segment)  # final once the root shows this segment's end
+        self.verdict_key = verdict_key(segment)
+        self.ended_key = ended_key(segment)
         self.recorded: dict[str, MessageRecord] = dict(recorded or {})  # every message the thread has, by key
         self.out: Paced[Any] = Paced(surface, pacer)
         self.live = LiveTurns(self.out, spec, self._record, first_post_grace=pacer.limits.first_post_grace,
@@ -80,19 +90,26 @@ class ThreadSink:
         return cls(surface, pacer, store, spec, root_id, {ROOT: root})
 
     @classmethod
-    async def resume(cls, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec) -> ThreadSink:
+    async def resume(cls, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec, *,
+                     segment: int = 1) -> ThreadSink:
         """Go on rendering a thread another sink (another process, before a restart) began: its messages
-        come from the log. Feed it the debate's events from the start. LookupError: no root message."""
+        come from the log. Feed it the events of the debate's `segment` from the start (2, 3, …: a
+        continuation, rendered into the same thread: its root shows it running, then its result, and its
+        verdict is a new message). LookupError: no root message."""
         recorded = await store.messages(spec.id)
         root = recorded.get(ROOT)
         if root is None:
             raise LookupError(f"debate {spec.id} has no root message recorded")
-        return cls(surface, pacer, store, spec, root.message_id, recorded)
+        key = root_key(segment)
+        if key not in recorded:  # the root showed an earlier segment's end: this one's is still to show
+            await store.set_message(spec.id, key, root.platform or surface.platform, root.channel, root.message_id)
+            recorded[key] = root.model_copy(update={"key": key, "final": False})
+        return cls(surface, pacer, store, spec, root.message_id, recorded, segment=segment)
 
     @property
     def root_final(self) -> bool:
-        """The root message shows how the debate ended (recorded so): the thread is complete."""
-        root = self.recorded.get(ROOT)
+        """The root message shows how the debate (this segment of it) ended, recorded so: the thread is complete."""
+        root = self.recorded.get(self.root_key)
         return root is not None and root.final
 
     async def handle(self, event: EventBase) -> None:
@@ -135,6 +152,12 @@ class ThreadSink:
         elif isinstance(event, Notice):
             for part, message in enumerate(self.surface.notice(event)):
                 await self._post_once(notice_key(event.level, event.text, part), message)
+        elif isinstance(event, Interjected):
+            shown = Notice(debate_id=event.debate_id, text=interjection_text(event.interjection))
+            for part, message in enumerate(self.surface.notice(shown)):
+                await self._post_once(interjection_key(event.interjection.id, part), message)
+        elif isinstance(event, DebateContinued):
+            self._status(Running(), Urgency.STATUS)
         elif isinstance(event, VerdictReached):
             await self._post_verdict(event.verdict)
         elif isinstance(event, FINAL_EVENTS):
@@ -169,7 +192,7 @@ class ThreadSink:
         if self.verdict is not None:
             return  # a repeat
         self.verdict = verdict
-        if (posted := self.recorded.get(VERDICT)) is not None:  # a resumed thread: edited at the end if due
+        if (posted := self.recorded.get(self.verdict_key)) is not None:  # a resumed thread: edited at the end if due
             self.verdict_id = posted.message_id
             self._verdict_final = posted.final
             return
@@ -187,14 +210,14 @@ class ThreadSink:
 
         async def record(message_id: str) -> None:
             self.verdict_id = message_id
-            await self._record(VERDICT, message_id, final=self._verdict_final)
+            await self._record(self.verdict_key, message_id, final=self._verdict_final)
 
         await self.out.post(render, Urgency.REPLY, record=record)
 
     async def _finish(self, outcome: Outcome) -> None:
         if self.verdict is None and (ended := self.surface.ended(outcome)) is not None:
             try:
-                await self._post_once(ENDED, ended)
+                await self._post_once(self.ended_key, ended)
             except Exception:  # a thread that is gone must not keep the root from showing the end
                 log.warning("%s: the end of debate %s could not be posted in its thread", self.surface.platform,
                             self.spec.id, exc_info=True)
@@ -210,6 +233,14 @@ class ThreadSink:
             await self.out.edit(self.verdict_id, lambda: self.surface.verdict(self.spec, verdict, tally, outcome),
                                 Urgency.REPLY)
             self._verdict_final = True
-            await self._record(VERDICT, self.verdict_id, final=True)
+            await self._record(self.verdict_key, self.verdict_id, final=True)
         if not self.root_final and not self.status.failed:
-            await self._record(ROOT, self.root_id, final=True, in_thread=False)
+            await self._record(self.root_key, self.root_id, final=True, in_thread=False)
+
+
+def interjection_text(note: Interjection) -> str:
+    """How an audience note shows in the thread: who sent it, for which round, quoted (the surface's
+    notice look makes it inert)."""
+    where = f"round {note.round}" if note.round is not None else "the next round"
+    said = "New facts" if note.kind == "facts" else "Audience note"
+    return f"{said} from {note.author}, for {where}: “{note.text}”"

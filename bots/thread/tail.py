@@ -5,7 +5,9 @@
 started is followed with the sink it opened (`follow`). At front start, `resume` finds the debates of
 its platform whose thread may still change (running, or ended before their root message showed it)
 and follows each from the start of its stream in a sink opened with `ThreadSink.resume`: the sink
-edits what exists and skips what is final, so replaying the whole stream posts nothing twice.
+edits what exists and skips what is final, so replaying the whole stream posts nothing twice. A
+continued debate is followed in its last segment (each `continue` runs one, on a stream of its own);
+`follow_segment` follows a continuation the front has just started, in the same thread.
 
 A feed that ends without a final event means the debate ended without saying how (its workflow was
 stopped or failed outside the engine): the thread then shows what the log says, and a debate the log
@@ -20,12 +22,12 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from bots.thread.keys import ROOT
+from bots.thread.keys import ROOT, root_key
 from bots.thread.restart import Reach
 from bots.thread.sink import ThreadSink
 from orchestrator.events import FINAL_EVENTS, DebateCancelled, DebateFailed, DebateFinished, EventBase
 from orchestrator.log import DebateLog
-from orchestrator.models import DebateStatus, Outcome
+from orchestrator.models import MAX_CONTINUATIONS, DebateStatus, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +37,12 @@ RETRY_SECONDS = (0.5, 30.0)  # a feed that broke (database unreachable) is read 
 
 class Feed(Protocol):
     """Where a debate's events come from, each once, ending with its final event or earlier. Raises
-    LookupError for a debate it does not know."""
+    LookupError for a debate it does not know. `segment` 2, 3, …: a continuation's events (asked only
+    of debates that were continued)."""
 
-    def events(self, debate_id: str, offset: int = 0) -> AsyncIterator[EventBase]: ...
+    def events(self, debate_id: str, offset: int = 0, segment: int = 1) -> AsyncIterator[EventBase]: ...
 
-    async def cancel(self, debate_id: str) -> None: ...
+    async def cancel(self, debate_id: str, segment: int = 1) -> None: ...
 
 
 class FrontTailer:
@@ -55,7 +58,8 @@ class FrontTailer:
         self._stopping: set[str] = set()
 
     def follow(self, debate_id: str, sink: ThreadSink) -> asyncio.Task[None]:
-        """Render `debate_id`'s events into `sink` until its thread is finished; the task never raises."""
+        """Render `debate_id`'s events (those of the sink's segment) into `sink` until its thread is
+        finished; the task never raises."""
         task = asyncio.create_task(self._follow(debate_id, sink), name=f"tail-{debate_id}")
         self._following[debate_id] = (sink, task)
         task.add_done_callback(lambda _t: self._forget(debate_id, task))
@@ -69,10 +73,24 @@ class FrontTailer:
     def following(self) -> list[str]:
         return list(self._following)
 
+    async def follow_segment(self, debate_id: str, segment: int) -> asyncio.Task[None] | None:
+        """Render segment `segment` of the debate (a continuation) into its thread, reached from the log
+        as at a restart; None when the thread cannot be reached (the continuation runs all the same).
+        A sink still finishing the segment before is let finish first."""
+        entry = self._following.get(debate_id)
+        if entry is not None:
+            await asyncio.gather(entry[1], return_exceptions=True)
+        sink = await self._resumed_sink(debate_id, segment)
+        return None if sink is None else self.follow(debate_id, sink)
+
     async def resume(self) -> list[str]:
-        """Follow every debate of this platform whose thread may still change; returns their ids."""
+        """Follow every debate of this platform whose thread may still change, each from the start of
+        its last segment (a continued debate's continuation); returns their ids."""
         resumed = []
-        for debate_id in await self.store.threads_to_resume(self.platform, ROOT):
+        candidates = await self.store.threads_to_resume(self.platform, ROOT)
+        for segment in range(2, MAX_CONTINUATIONS + 2):  # continuations that ended while no front showed them
+            candidates += await self.store.threads_to_resume(self.platform, root_key(segment))
+        for debate_id in dict.fromkeys(candidates):
             if debate_id in self._following:
                 continue
             try:
@@ -89,7 +107,13 @@ class FrontTailer:
         """Cancel the debate's workflow, log it cancelled and show that in its thread; the outcome, or
         None when the debate had ended already (it keeps its own end)."""
         self._stopping.add(debate_id)
-        await self.feed.cancel(debate_id)
+        sink = self.sink(debate_id)
+        if sink is not None:
+            segment = sink.segment
+        else:
+            record = await self.store.get_debate(debate_id, turns=False)
+            segment = 1 if record is None else record.segment
+        await (self.feed.cancel(debate_id) if segment == 1 else self.feed.cancel(debate_id, segment))
         outcome = await self._end(debate_id, "cancelled", None)
         sink = self.sink(debate_id)
         if outcome is not None and sink is not None:
@@ -115,7 +139,8 @@ class FrontTailer:
             del self._following[debate_id]
         self._stopping.discard(debate_id)
 
-    async def _resumed_sink(self, debate_id: str) -> ThreadSink | None:
+    async def _resumed_sink(self, debate_id: str, segment: int | None = None) -> ThreadSink | None:
+        """A sink for the thread of the debate's `segment` (None: its last), or None when unreachable."""
         record = await self.store.get_debate(debate_id, turns=False)
         if record is None or record.spec is None:
             return None
@@ -124,7 +149,8 @@ class FrontTailer:
             log.info("%s: debate %s can no longer be reached; its thread stays as it is", self.platform, debate_id)
             return None
         surface, pacer = reached
-        return await ThreadSink.resume(surface, pacer, self.store, record.spec)
+        return await ThreadSink.resume(surface, pacer, self.store, record.spec,
+                                       segment=record.segment if segment is None else segment)
 
     async def _follow(self, debate_id: str, sink: ThreadSink) -> None:
         try:
@@ -147,9 +173,12 @@ class FrontTailer:
         """Feed the sink until the debate's final event (True) or the end of its events (False). A feed
         that breaks is read again from the start (the sink takes repeats), until it works."""
         delay = RETRY_SECONDS[0]
+        # segment 1 is asked for as before continuations existed: a feed that has none still serves
+        events = (lambda: self.feed.events(debate_id)) if sink.segment == 1 else (
+            lambda: self.feed.events(debate_id, segment=sink.segment))
         while True:
             try:
-                async for event in self.feed.events(debate_id):
+                async for event in events():
                     await sink.handle(event)
                     if isinstance(event, FINAL_EVENTS):
                         return True

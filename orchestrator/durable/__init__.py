@@ -9,6 +9,10 @@ so a restart or a kill -9 resumes it from its last step. The only package that i
   request key) and `cancel(debate_id)` stops one.
 - A front holds a `FrontFeed` (a DBOSClient, no launch): it enqueues, cancels and reads a debate's
   events from any offset, each once (`bots.thread.tail.FrontTailer` renders them).
+- A `continue` after the verdict runs the debate's next segment as a workflow of its own
+  (`debate_continuation`, id `continuation_workflow_id(debate_id, n)`): `FrontFeed.enqueue_continuation`,
+  or `enqueue_continuation` in a worker process; its events are on its own stream (`events(…, segment=n)`).
+- Every round takes the audience's notes waiting in the log as a recorded step (`LogAudience`).
 - Events travel on the workflow's stream STREAM (`workflow_id(debate_id)`), one
   `event.model_dump(mode="json")` per entry, at least once: readers drop repeats by `event.key`.
 """
@@ -24,15 +28,25 @@ from orchestrator.durable.config import (
     system_db_url,
     workflow_version,
 )
+from orchestrator.durable.continuation import debate_continuation, enqueue_continuation
 from orchestrator.durable.feed import DebateNotQueued, FrontFeed
-from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
+from orchestrator.durable.names import (
+    CONTINUATION_WORKFLOW_NAME,
+    QUEUE,
+    STREAM,
+    WORKFLOW_NAME,
+    continuation_workflow_id,
+    segment_workflow_id,
+    workflow_id,
+)
 from orchestrator.durable.steps import LANE_SLOTS, Durable
 from orchestrator.durable.worker import WorkerHost
 from orchestrator.durable.workflow import cancel, debate_workflow, enqueue
 
 __all__ = [
-    "APP_NAME", "LANE_SLOTS", "QUEUE", "STREAM", "WORKFLOW_NAME", "WORKFLOW_VERSION", "DebateNotQueued", "Durable",
-    "FrontFeed", "WorkerHost",
-    "cancel", "dbos_config", "debate_workflow", "enqueue", "executor_id", "prepare_system_db", "system_db_url",
+    "APP_NAME", "CONTINUATION_WORKFLOW_NAME", "LANE_SLOTS", "QUEUE", "STREAM", "WORKFLOW_NAME", "WORKFLOW_VERSION",
+    "DebateNotQueued", "Durable", "FrontFeed", "WorkerHost",
+    "cancel", "continuation_workflow_id", "dbos_config", "debate_continuation", "debate_workflow", "enqueue",
+    "enqueue_continuation", "executor_id", "prepare_system_db", "segment_workflow_id", "system_db_url",
     "workflow_id", "workflow_version",
 ]

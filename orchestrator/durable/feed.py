@@ -2,10 +2,13 @@
 
 A front never launches DBOS (it executes and recovers no workflow): it enqueues a debate for the workers,
 stops one, and reads a debate's events from the workflow's stream, from any offset, so a front that
-restarted picks each live debate up again from offset 0. The stream is written at least once (a step
-that runs again writes again), so the feed drops what it has delivered before: an event whose key it
-has seen, a text delta whose (turn, attempt, offset) it has seen. What is left may still hold a turn
-restarted by a new attempt: the renderer starts that turn's text over (`bots.thread.live`).
+restarted picks each live debate up again from offset 0. A continuation (`continue` after the verdict)
+is a workflow of its own, with its own stream: `enqueue_continuation`, and `events(..., segment=N)`.
+
+A stream is written at least once (a step that runs again writes again), so the feed drops what it
+has delivered before: an event whose key it has seen, a text delta whose (turn, attempt, offset) it
+has seen. What is left may still hold a turn restarted by a new attempt: the renderer starts that
+turn's text over (`bots.thread.live`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,15 @@ from orchestrator.durable.config import (
     system_db_url,
     workflow_version,
 )
-from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
+from orchestrator.durable.names import (
+    CONTINUATION_WORKFLOW_NAME,
+    QUEUE,
+    STREAM,
+    WORKFLOW_NAME,
+    continuation_workflow_id,
+    segment_workflow_id,
+    workflow_id,
+)
 from orchestrator.events import FINAL_EVENTS, Event, EventBase, TextDelta
 from orchestrator.models import DebateSpec
 
@@ -116,17 +127,34 @@ class FrontFeed:
         handle = await self.client.enqueue_async(options, spec.model_dump_json())
         return handle.get_workflow_id().removeprefix(workflow_id(""))
 
-    async def cancel(self, debate_id: str) -> None:
-        """Stop the debate's workflow: it ends at its next step boundary (a model call in flight is
-        cancelled within about a second). Writing the outcome and telling the thread is the caller's."""
-        await self.client.cancel_workflow_async(workflow_id(debate_id))
+    async def enqueue_continuation(self, debate_id: str, segment: int, request_key: str | None = None) -> int:
+        """Queue segment `segment` (2, 3, …) of a debate whose continuation the log has begun; returns
+        the segment now running for this request. The workflow id comes from the debate and the segment,
+        so a segment runs once; a `request_key` repeated while its continuation runs starts nothing."""
+        options: EnqueueOptions = {"workflow_name": CONTINUATION_WORKFLOW_NAME, "queue_name": QUEUE,
+                                   "workflow_id": continuation_workflow_id(debate_id, segment)}
+        if self.application_version is not None:
+            options["app_version"] = self.application_version
+        if request_key is not None:
+            options["deduplication_id"] = request_key
+            options["duplication_policy"] = "return-existing"
+        handle = await self.client.enqueue_async(options, debate_id, segment)
+        running = handle.get_workflow_id().rpartition("-c")[2]
+        return int(running) if running.isdigit() else segment
 
-    async def events(self, debate_id: str, offset: int = 0) -> AsyncIterator[EventBase]:
-        """The debate's events from stream position `offset`, each delivered once, until its final
-        event, or until the stream closes or the workflow ends (then the caller decides what the thread
-        shows). Raises DebateNotQueued when the debate has no workflow."""
+    async def cancel(self, debate_id: str, segment: int = 1) -> None:
+        """Stop the workflow of the debate's `segment` (1: the debate; 2, …: a continuation): it ends at
+        its next step boundary (a model call in flight is cancelled within about a second). Writing the
+        outcome and telling the thread is the caller's."""
+        await self.client.cancel_workflow_async(segment_workflow_id(debate_id, segment))
+
+    async def events(self, debate_id: str, offset: int = 0, segment: int = 1) -> AsyncIterator[EventBase]:
+        """The events of the debate's `segment` (1: the debate; 2, …: a continuation, on its own stream)
+        from stream position `offset`, each delivered once, until its final event, or until the stream
+        closes or the workflow ends (then the caller decides what the thread shows). Raises
+        DebateNotQueued when that segment has no workflow."""
         seen = Seen()
-        stream = self.client.read_stream_async(workflow_id(debate_id), STREAM, offset=offset,
+        stream = self.client.read_stream_async(segment_workflow_id(debate_id, segment), STREAM, offset=offset,
                                                polling_interval_sec=self.poll_seconds)
         try:
             async for value in stream:

@@ -20,16 +20,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dbos import DBOS
 
 from orchestrator.config import Settings
+from orchestrator.debate.audience import LogAudience
 from orchestrator.debate.engine import Engine
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
+from orchestrator.durable.continuation import debate_continuation
 from orchestrator.durable.steps import Durable
-from orchestrator.durable.workflow import QUEUE, Runtime, install_runtime, register_queue
+from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
 from orchestrator.log import DebateLog
 from orchestrator.providers import ProviderRegistry
 
 log = logging.getLogger(__name__)
 
 GRACE_S = 20.0
+WORKFLOWS = (debate_workflow, debate_continuation)  # what a host runs (importing them registered them with DBOS)
 
 
 class WorkerHost:
@@ -56,7 +59,8 @@ class WorkerHost:
 
     async def start(self) -> None:
         prepare_system_db(self.db_url)
-        install_runtime(Runtime(engine=Engine(self.registry, self.settings), log=self.store, steps=self.steps))
+        install_runtime(Runtime(engine=Engine(self.registry, self.settings), log=self.store, steps=self.steps,
+                                audience=LogAudience(self.store)))
         DBOS(config=dbos_config(self.db_url, self.executor_id))
         DBOS.listen_queues([QUEUE])
         DBOS.launch()  # in the running loop: dequeued and recovered workflows run on it

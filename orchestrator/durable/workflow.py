@@ -7,8 +7,12 @@ writes: a step may run twice) and then to the workflow's DBOS stream STREAM, one
 `event.model_dump(mode="json")`; a reader rebuilds them with the `Event` union and drops what it has
 seen by `event.key` (text deltas by turn key, attempt and offset).
 
-What a workflow needs of its process (settings, providers, the log) cannot travel in its input: it
-is the process's `Runtime`, installed by the WorkerHost (worker.py) before DBOS launches.
+Each round starts by taking the audience's notes waiting in the log (`Runtime.audience`), as one
+recorded step: a resumed debate gets back the notes it took. A continuation after the verdict is a
+workflow of its own (continuation.py).
+
+What a workflow needs of its process (settings, providers, the log, the audience) cannot travel in
+its input: it is the process's `Runtime`, installed by the WorkerHost (worker.py) before DBOS launches.
 
 `enqueue` starts a debate: the workflow id comes from the debate id, so the same debate never runs
 twice; the request key (Slack trigger id, Discord interaction id) deduplicates a retried request that
@@ -23,6 +27,7 @@ from typing import Any
 
 from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 
+from orchestrator.debate.audience import Audience
 from orchestrator.debate.engine import Engine
 from orchestrator.durable.config import POLL_S
 from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
@@ -44,6 +49,7 @@ class Runtime:
     engine: Engine
     log: DebateLog
     steps: Durable
+    audience: Audience | None = None  # where each round's audience notes come from (the log's, on a worker)
 
 
 _runtime: Runtime | None = None
@@ -80,7 +86,8 @@ async def debate_workflow(spec_json: str) -> dict[str, Any]:
     spec = DebateSpec.model_validate_json(spec_json)
     bus = EventBus([StreamSink()], log=StoreSink(runtime.log))
     try:
-        outcome = await runtime.engine.run(spec, bus, steps=runtime.steps, delta_interval=STREAM_DELTA_INTERVAL)
+        outcome = await runtime.engine.run(spec, bus, steps=runtime.steps, audience=runtime.audience,
+                                           delta_interval=STREAM_DELTA_INTERVAL)
     except LogWriteFailed:
         outcome = bus.failure or Outcome(status="failed", error="the log could not be written")
     return (bus.failure or outcome).model_dump(mode="json")

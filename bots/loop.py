@@ -1,0 +1,269 @@
+"""The team in the loop, the same on every surface: interject, continue, rematch, and each channel's defaults.
+
+Slack, Discord and the CLI each turn their own input into these calls (the words: bots/grammar.py)
+and show what comes back; every refusal is a `CommandError` holding one sentence for the user.
+
+- `interject`: an audience note for a running debate, stored in the log as waiting; the engine takes
+  up to MAX_INTERJECTIONS_PER_ROUND of them when its next round starts (orchestrator/debate/audience.py).
+- `prepare_continuation` / `start_continuation`: one more round after the verdict, with optional new
+  facts (a note of kind "facts"), as the debate's next segment: the log begins it, a worker runs it
+  (orchestrator/durable/continuation.py), the front renders it into the same thread.
+- `rematch_request`: the same topic again, with other debaters or another format, started through a
+  surface's normal start path as a new debate linked to the first (`DebateSpec.rematch_of`).
+- `channel_config` / `set_channel_config` / `config_text`: what `/debate config` shows and sets. Who may
+  set them (channel admins) is each platform's rule, checked by the surface before it calls here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bots.commands import CommandError, StartDebate, start_request
+from bots.grammar import CLEARED, CONFIG_KEYS, parse_config, parse_switch
+from bots.thread.keys import ROOT, root_key
+from bots.thread.tail import FrontTailer
+from orchestrator.app import RESTARTING, Core
+from orchestrator.config import Settings
+from orchestrator.log import (
+    AmbiguousIdError,
+    ContinuationRefused,
+    DebateRecord,
+    InterjectionRefused,
+    Scope,
+)
+from orchestrator.models import (
+    EFFORTS,
+    FORMATS,
+    MAX_CONTINUATIONS,
+    MAX_INTERJECTION_CHARS,
+    MAX_INTERJECTIONS_PER_ROUND,
+    ChannelDefaults,
+    Interjection,
+    Outcome,
+)
+from orchestrator.policy import ChatPolicy, NotAllowed
+from orchestrator.providers import (
+    ModelStringError,
+    ProviderNotConfiguredError,
+    UnknownProviderError,
+    parse_model,
+)
+
+__all__ = ["Asker", "channel_config", "config_text", "interject", "parse_config", "prepare_continuation",
+           "rematch_request", "set_channel_config", "start_continuation"]
+
+log = logging.getLogger(__name__)
+
+NOT_A_FRONT = "This process takes no debates (it is not a front); see README, Restarts and deploys."
+OPERATOR = "operator"  # the author of a note given on the host (the CLI), where no one is signed in
+SEAT_ROLES = {"proposer": "proposer", "challenger": "challenger", "judge": "judge"}
+
+
+class Asker(BaseModel):
+    """Who asks, from where: the platform's user id, the name shown with their notes, and what they may see."""
+
+    model_config = ConfigDict(frozen=True)
+
+    platform: str
+    user: str
+    author: str  # display name
+    scope: Scope
+
+
+# ---- finding the debate
+
+
+async def _find(core: Core, debate_id: str, scope: Scope | None) -> DebateRecord:
+    try:
+        record = await core.store.get_debate(debate_id.strip().lower(), scope, turns=False)
+    except AmbiguousIdError as exc:
+        raise CommandError(f"The id `{exc.prefix}` matches several debates here; type more of it.") from None
+    if record is None:
+        raise CommandError(f"No debate matches `{debate_id.strip()}` here.")
+    return record
+
+
+def _note(debate_id: str, text: str, asker: Asker | None, kind: str) -> Interjection:
+    """The note as the log will keep it; CommandError when it is empty or too long."""
+    try:
+        return Interjection(debate_id=debate_id, text=text, kind=kind,  # type: ignore[arg-type]
+                            author=asker.author if asker is not None else OPERATOR,
+                            user=asker.user if asker is not None else None,
+                            platform=asker.platform if asker is not None else "cli")
+    except ValidationError as exc:
+        problem = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        what = "The new facts are" if kind == "facts" else "Your note is"
+        if "empty" in problem:
+            raise CommandError(f"{what} empty: write what the debaters should know.") from None
+        raise CommandError(f"{what} {len(text.strip()):,} characters; the limit is {MAX_INTERJECTION_CHARS}. "
+                           "Shorten it and try again.") from None
+
+
+# ---- interject
+
+
+async def interject(core: Core, debate_id: str, text: str, asker: Asker) -> Interjection:
+    """Store `text` as an audience note for the running debate's next round; returns the stored note.
+    Refused when the debate is not found here or not running, when its channel turned interjections
+    off, when the note is empty or too long, or when MAX_INTERJECTIONS_PER_ROUND notes wait already."""
+    record = await _find(core, debate_id, asker.scope)
+    if record.status != "running":
+        raise CommandError(f"Debate `{record.id}` is {record.status}; audience notes reach only a debate in progress.")
+    if record.channel is not None and record.platform is not None:
+        defaults = await core.store.channel_defaults(record.platform, record.workspace, record.channel)
+        if not defaults.interjections:
+            raise CommandError("Interjections are turned off in this debate's channel; a channel admin can turn "
+                               "them on with `/debate config interjections=on`.")
+    note = _note(record.id, text, asker, "interjection")
+    try:
+        await core.store.add_interjection(note, max_waiting=MAX_INTERJECTIONS_PER_ROUND)
+    except InterjectionRefused as exc:
+        raise CommandError(str(exc)) from None
+    return note
+
+
+# ---- continue
+
+
+async def prepare_continuation(core: Core, debate_id: str, facts: str | None,
+                               asker: Asker | None) -> tuple[DebateRecord, int]:
+    """Begin the debate's next segment in the log: checked (completed, with a verdict, continued fewer
+    than MAX_CONTINUATIONS times, the process not stopping), the facts stored as a waiting note, the
+    debate running again; returns its record (as it was) and the new segment's number. `asker` None:
+    the operator (the CLI), who sees every debate."""
+    if core.stopping:
+        raise CommandError(RESTARTING)
+    record = await _find(core, debate_id, asker.scope if asker is not None else None)
+    if record.status == "running":
+        raise CommandError(f"Debate `{record.id}` is still running; continue it once it has a verdict.")
+    if record.status != "completed" or record.verdict is None:
+        raise CommandError(f"Debate `{record.id}` ended without a verdict ({record.status}); only a completed "
+                           "debate with a verdict can be continued.")
+    if record.segment - 1 >= MAX_CONTINUATIONS:
+        raise CommandError(f"Debate `{record.id}` has been continued {MAX_CONTINUATIONS} times, the most a debate "
+                           "can be.")
+    note = _note(record.id, facts, asker, "facts") if facts and facts.strip() else None
+    try:
+        if note is not None:
+            await core.store.add_interjection(note, max_waiting=MAX_INTERJECTIONS_PER_ROUND)
+        segment = await core.store.begin_continuation(record.id)
+    except (InterjectionRefused, ContinuationRefused) as exc:
+        raise CommandError(str(exc)) from None
+    return record, segment
+
+
+async def start_continuation(core: Core, tailer: FrontTailer | None, debate_id: str, facts: str | None,
+                             asker: Asker | None, request_key: str | None = None) -> int:
+    """What a chat front does for `continue`: the segment begun in the log, the thread's root shown
+    running again, the segment queued for a worker and followed into the same thread; returns its number."""
+    if core.feed is None or tailer is None:
+        raise CommandError(NOT_A_FRONT)
+    record, segment = await prepare_continuation(core, debate_id, facts, asker)
+    root = (await core.store.messages(record.id)).get(ROOT)
+    try:
+        if root is not None:  # the root shows the verdict as final: it is to show this segment's progress and end
+            await core.store.set_message(record.id, root_key(segment), root.platform or tailer.platform,
+                                         root.channel, root.message_id, final=False)
+        await core.feed.enqueue_continuation(record.id, segment, request_key)
+    except BaseException:  # nothing will run it: the debate must not stay "running"
+        await core.store.finish_debate(record.id, Outcome(
+            status="failed", rounds_completed=record.rounds_completed, rounds_planned=record.rounds_planned,
+            error="the continuation could not be queued"))
+        raise
+    await tailer.follow_segment(record.id, segment)
+    return segment
+
+
+# ---- rematch
+
+
+def rematch_request(record: DebateRecord, *, vs: str | None, format: str | None) -> StartDebate:
+    """The request that replays `record`'s topic as a new debate: its debaters unless `vs` names others,
+    its format unless `format` says another (the rounds then are that format's default), its judge and
+    effort; checked like any start (the surface's start path holds it to the chat policy)."""
+    spec = record.spec
+    if spec is None:
+        raise CommandError(f"Debate `{record.id}` was logged without its settings, so it cannot be replayed.")
+    fmt = format or spec.format
+    command = start_request(
+        spec.topic, format=fmt, rounds=spec.rounds if fmt == spec.format else None,
+        debaters=vs if vs else tuple(seat.model for seat in spec.seats), judge=spec.judge, effort=spec.effort,
+    )
+    return command.model_copy(update={"rematch_of": record.id})
+
+
+# ---- channel defaults
+
+
+async def channel_config(core: Core, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:
+    return await core.store.channel_defaults(platform, workspace, channel)
+
+
+def _checked(key: str, value: str, policy: ChatPolicy, core: Core) -> object:
+    """One setting's value, checked like the start option of the same name and held to the chat policy."""
+    try:
+        if key in SEAT_ROLES:
+            model = value.strip()
+            parse_model(model)
+            policy.check_model(model, SEAT_ROLES[key])
+            core.registry.resolve(model)  # a model whose credential or tool is missing is refused now
+            return model
+        if key == "format":
+            start_request("x", format=value)
+            return value
+        if key == "rounds":
+            rounds = start_request("x", rounds=value).rounds
+            assert rounds is not None
+            return policy.rounds(rounds, rounds)
+        if key == "effort":
+            start_request("x", effort=value)
+            return policy.effort(value, value)
+        return parse_switch(value)
+    except (ModelStringError, UnknownProviderError, ProviderNotConfiguredError, NotAllowed) as exc:
+        raise CommandError(str(exc)) from None
+
+
+async def set_channel_config(core: Core, platform: str, workspace: str | None, channel: str,
+                             assignments: dict[str, str], by: str | None) -> ChannelDefaults:
+    """Change the channel's defaults (`key=` or `key=default` clears one); returns them all. Each value
+    is checked like a start option and held to the operator's chat policy; nothing changes unless every
+    one passes. Who may call this (channel admins) is the surface's check."""
+    unknown = sorted(set(assignments) - set(CONFIG_KEYS))
+    if unknown:
+        raise CommandError(f"Unknown setting `{unknown[0]}`. Settings: {', '.join(CONFIG_KEYS)}.")
+    policy = ChatPolicy(core.settings, core.registry)
+    changes: dict[str, object] = {}
+    for key, value in assignments.items():
+        if value.strip().lower() in CLEARED:
+            changes[key] = True if key == "interjections" else None
+        else:
+            changes[key] = _checked(key, value, policy, core)
+    current = await core.store.channel_defaults(platform, workspace, channel)
+    updated = ChannelDefaults.model_validate(current.model_dump() | changes)
+    await core.store.set_channel_defaults(platform, workspace, channel, updated, by=by)
+    return updated
+
+
+def config_text(defaults: ChannelDefaults, settings: Settings) -> str:
+    """What `/debate config` shows: each setting, set here or the operator's default, and how to change it."""
+    operator: dict[str, object] = {
+        "proposer": settings.debate_proposer, "challenger": settings.debate_challenger,
+        "judge": settings.debate_judge, "format": settings.debate_format, "rounds": None,
+        "effort": settings.debate_effort,
+    }
+    lines = ["Debate settings for this channel:"]
+    for key in CONFIG_KEYS:
+        if key == "interjections":
+            lines.append(f"• interjections: {'on' if defaults.interjections else 'off'}")
+            continue
+        value = getattr(defaults, key)
+        if value is not None:
+            lines.append(f"• {key}: {value} (set here)")
+        else:
+            fallback = operator[key]
+            lines.append(f"• {key}: the bot's default" + (f" ({fallback})" if fallback else ""))
+    lines.append("Channel admins change them with `/debate config key=value …` (`key=default` clears one). "
+                 f"Formats: {', '.join(FORMATS)}; efforts: {', '.join(EFFORTS)}.")
+    return "\n".join(lines)
