@@ -1,8 +1,10 @@
 """Block Kit and mrkdwn for a debate's messages: root, turn headers, progress, verdict, quote.
 
-Every piece of user or model text passes through `safe()` (neutralized, then cut to the limit of
-the block it lands in); fixed labels are ours. Limits: section text 3,000, button text 75,
-context element 2,000 (we keep far under), 50 blocks a message.
+The root carries an Interject button while the debate runs (and says which debate it replays, for a
+rematch); the verdict carries the vote, quote and Continue buttons, and a continuation's verdict says
+whether the winner changed and why. Every piece of user or model text passes through `safe()`
+(neutralized, then cut to the limit of the block it lands in); fixed labels are ours. Limits: section
+text 3,000, button text 75, context element 2,000 (we keep far under), 50 blocks a message.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ BUTTON_LIMIT = 75
 CONTEXT_LIMIT = 1900
 VOTE_ACTION = "debate_vote"
 QUOTE_ACTION = "quote_recommendation"
+INTERJECT_ACTION = "debate_interject"
+CONTINUE_ACTION = "debate_continue"
 STATUS_ICON = {"running": ":hourglass_flowing_sand:", "completed": ":white_check_mark:",
                "failed": ":x:", "cancelled": ":no_entry_sign:", "pending": ":hourglass:"}
 
@@ -75,8 +79,14 @@ def root_message(spec: DebateSpec, status: str, detail: str = "") -> tuple[str, 
         context(f"{spec.format} · {spec.rounds} round{'s' if spec.rounds != 1 else ''} · effort {spec.effort}"
                 f" · id `{spec.id}`"),
         context(seat_line(spec)),
-        section(status_text, debate_block_id(spec.id, "status")),
     ]
+    if spec.rematch_of:
+        blocks.append(context(f":repeat: Rematch of `{safe(spec.rematch_of, 40)}`",
+                              debate_block_id(spec.id, "rematch")))
+    blocks.append(section(status_text, debate_block_id(spec.id, "status")))
+    if status == "running":  # only while it runs: a note for a debate that ended would reach no prompt
+        blocks.append({"type": "actions", "block_id": debate_block_id(spec.id, "root-actions"),
+                       "elements": [button("Interject", INTERJECT_ACTION, spec.id)]})
     text = f"Debate ({status}): {safe(spec.topic, 300)}"
     return text, blocks
 
@@ -144,6 +154,13 @@ def judge_and_team(spec: DebateSpec, verdict: Verdict, tally: Tally | None) -> s
     return f":scales: *Judge:* {safe(verdict.winner, 10)} · *Team:* {safe(team, 100)}"
 
 
+def change_line(verdict: Verdict) -> str:
+    """What a continuation's verdict says of the one before it."""
+    head = ":arrows_counterclockwise: *The winner changed.*" if verdict.changed else \
+        ":heavy_check_mark: *The winner stands.*"
+    return f"{head} {safe(verdict.change_note, 1500)}".strip()
+
+
 def tally_text(spec: DebateSpec, tally: Tally | None) -> str:
     if tally is None or tally.total == 0:
         return ":ballot_box_with_ballot: No votes yet — agree or disagree with the recommendation below."
@@ -161,6 +178,7 @@ def vote_buttons(spec: DebateSpec) -> Block:
         elements.append(button(f"Convinced by {seat.label} ({seat.role})", f"{VOTE_ACTION}_side_{seat.label}",
                                f"{spec.id}|side:{seat.label}"))
     elements.append(button("Quote", QUOTE_ACTION, spec.id))
+    elements.append(button("Continue", CONTINUE_ACTION, spec.id))
     return {"type": "actions", "block_id": debate_block_id(spec.id, "actions"), "elements": elements}
 
 
@@ -170,9 +188,12 @@ def verdict_message(
     """The judge's verdict with vote and quote buttons; re-rendered whenever the tally changes."""
     winner = winner_text(spec, verdict)
     blocks: list[Block] = [
-        {"type": "header", "text": {"type": "plain_text", "text": "Verdict", "emoji": True}},
+        {"type": "header", "text": {"type": "plain_text", "text": "Verdict" if verdict.changed is None else
+                                    "New verdict", "emoji": True}},
         section(f":trophy: *Winner:* {winner}", debate_block_id(spec.id, "verdict")),
     ]
+    if verdict.changed is not None:
+        blocks.append(section(change_line(verdict), debate_block_id(spec.id, "change")))
     blocks.append(section(judge_and_team(spec, verdict, tally), debate_block_id(spec.id, "judge-team")))
     confidence = verdict.confidence_note()
     if confidence:

@@ -9,7 +9,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from bots.slack.scope import ChannelPrivacy
+from bots.slack.scope import ChannelPrivacy, DisplayNames
 from bots.slack.surface import slack_limits
 from bots.thread import FrontTailer, Limits, Pacers
 from orchestrator.app import Core
@@ -23,6 +23,7 @@ class SlackRuntime:
     multi_workspace: bool = False
     pacers: Pacers = field(default_factory=lambda: Pacers(slack_limits()))
     privacy: ChannelPrivacy = field(default_factory=ChannelPrivacy)  # conversations.info, cached
+    names: DisplayNames = field(default_factory=DisplayNames)  # users.info display names, cached
     ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
     tailer: FrontTailer | None = None  # set by build_app (a core with a feed: the durable front)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)

@@ -6,7 +6,10 @@ channels of the same workspace, plus those of the asker's own channel. App Home 
 sees only public ones. A channel's privacy comes from `conversations.info`, cached per channel for a
 few minutes; a DM (`D…`) is private without asking, and a channel Slack will not describe counts as
 private (the safe side: its debates are then recalled only from inside it). Stopping a debate is for
-its requester and for workspace admins and owners (`users.info`).
+its requester and for workspace admins and owners (`users.info`), and so is changing a channel's
+defaults (admins and owners only). An audience note is signed with the author's display name as Slack
+shows it (`users.info`: the profile's display name, else the real name, else the user id), remembered
+per process.
 """
 
 from __future__ import annotations
@@ -53,6 +56,29 @@ class ChannelPrivacy:
         private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
         self._known[key] = (private, now)
         return private
+
+
+@dataclass
+class DisplayNames:
+    """Who a user is to the people in the channel, remembered per process (a failed lookup is not)."""
+
+    _known: dict[tuple[str | None, str], str] = field(default_factory=dict)
+
+    async def name(self, client: AsyncWebClient, team_id: str | None, user_id: str) -> str:
+        key = (team_id, user_id)
+        if key in self._known:
+            return self._known[key]
+        try:
+            response = await client.users_info(user=user_id)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            log.info("slack: users.info %s failed (%s); the note is signed with the user id", user_id,
+                     exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__)
+            return user_id
+        user = response.get("user") or {}
+        profile = user.get("profile") or {}
+        name = str(profile.get("display_name") or profile.get("real_name") or user.get("real_name") or "").strip()
+        self._known[key] = name or user_id
+        return self._known[key]
 
 
 def channel_scope(team_id: str | None, channel_id: str, private: bool) -> Scope:

@@ -1,15 +1,19 @@
-"""Recall as Slack text and the App Home view: models, history, search results, one debate's summary."""
+"""Recall as Slack text and the App Home view: models, history, search results, one debate's summary
+(with every verdict of a continued debate, its audience notes and its rematches side by side)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from bots.slack.blocks import STATUS_ICON, Block, context, safe, section, tally_text, winner_text
+from bots.slack.blocks import STATUS_ICON, Block, change_line, context, safe, section, tally_text, winner_text
+from bots.thread.text import truncate
 from orchestrator.log import DebateRecord, DebateSummary, SearchHit, Tally
 from orchestrator.policy import ChatPolicy
 
 HOME_LIMIT = 15
+SHOWN_REMATCHES = 8  # the latest; with every verdict of a continued debate, `show` stays within one message
+SHOW_LIMIT = 3900
 
 
 def _when(at: float) -> str:
@@ -67,27 +71,82 @@ def search_text(query: str, hits: list[SearchHit], links: dict[str, str | None])
     return "\n".join(lines)
 
 
+def _verdict_lines(record: DebateRecord) -> list[str]:
+    """The one verdict, or every verdict of a continued debate, numbered, each saying if the winner changed."""
+    spec = record.spec
+    if spec is None or record.verdict is None:
+        return []
+    verdicts = record.verdicts or (record.verdict,)
+    if len(verdicts) == 1:
+        verdict = verdicts[0]
+        lines = [f"*Winner:* {winner_text(spec, verdict)}" + (" — :warning: split verdict" if verdict.split else "")]
+        if verdict.recommendation:
+            lines.append(f"*Recommendation:* {safe(verdict.recommendation, 1500)}")
+        return lines
+    lines = [f"*Verdicts* ({len(verdicts)}: continued {len(verdicts) - 1} time{'s' if len(verdicts) != 2 else ''})"]
+    for number, verdict in enumerate(verdicts, 1):
+        line = f"{number}. winner {winner_text(spec, verdict)}" + (" (split)" if verdict.split else "")
+        if verdict.changed is not None:
+            line += " — " + change_line(verdict)
+        if verdict.recommendation:
+            line += f"\n    _{safe(verdict.recommendation, 600 if number == len(verdicts) else 300)}_"
+        lines.append(line)
+    return lines
+
+
+def _side_by_side(record: DebateRecord) -> list[str]:
+    """This debate and each of its rematches on one line each: who argued, who won, what to do."""
+    if not record.rematches:
+        return []
+
+    def line(debate_id: str, fmt: str, models: tuple[str, ...], winner: str | None, winner_model: str | None,
+             recommendation: str | None, status: str) -> str:
+        seats = " vs ".join(f"`{safe(m, 80)}`" for m in models) or "?"
+        won = f"winner {safe(winner, 10)}" + (f" (`{safe(winner_model, 80)}`)" if winner_model else "") \
+            if winner else status
+        rec = f" — _{safe(recommendation, 200)}_" if recommendation else ""
+        return f"• `{debate_id}` · {fmt} · {seats} — {won}{rec}"
+
+    first = record.verdict
+    winner_model = None
+    if first is not None and (seat := record.seat(first.winner)) is not None:
+        winner_model = seat.model
+    lines = [f"*Rematches* ({len(record.rematches)}), side by side with this debate",
+             line(record.id, record.format, tuple(s.model for s in record.seats), first.winner if first else None,
+                  winner_model, first.recommendation if first else None, record.status)]
+    lines += [line(r.id, r.format, r.models, r.winner, r.winner_model, r.recommendation, r.status)
+              for r in record.rematches[-SHOWN_REMATCHES:]]
+    if len(record.rematches) > SHOWN_REMATCHES:
+        lines.append(f"… and {len(record.rematches) - SHOWN_REMATCHES} earlier (`/debate show <id>` of each)")
+    return lines
+
+
 def show_text(record: DebateRecord, url: str | None) -> str:
     lines = [
         f"{STATUS_ICON.get(record.status, '')} *{_link(safe(record.topic, 500), url)}*",
         f"`{record.id}` · {record.format} · {record.rounds_completed}/{record.rounds_planned} rounds · "
         f"{record.status} · {_when(record.created_at)}",
     ]
+    if record.rematch_of:
+        lines.append(f":repeat: Rematch of `{safe(record.rematch_of, 40)}`")
     if record.seats:
         lines.append(" · ".join(f"*{s.label}* {s.role} `{safe(s.model, 80)}`" for s in record.seats))
     if record.verdict is not None and record.spec is not None:
-        lines.append(f"*Winner:* {winner_text(record.spec, record.verdict)}"
-                     + (" — :warning: split verdict" if record.verdict.split else ""))
-        if record.verdict.recommendation:
-            lines.append(f"*Recommendation:* {safe(record.verdict.recommendation, 1500)}")
+        lines += _verdict_lines(record)
         lines.append(tally_text(record.spec, record.tally))
     elif record.error:
         lines.append(f"*Error:* {safe(record.error, 500)}")
+    if record.interjections:
+        facts = sum(1 for note in record.interjections if note.kind == "facts")
+        notes = len(record.interjections) - facts
+        parts = [f"{notes} interjection{'s' if notes != 1 else ''}"] + ([f"{facts} with new facts"] if facts else [])
+        lines.append(":speaking_head_in_silhouette: Audience: " + ", ".join(parts))
+    lines += _side_by_side(record)
     tokens = record.input_tokens + record.output_tokens
     if tokens:
         lines.append(f"Tokens: {record.input_tokens:,} in · {record.output_tokens:,} out"
                      + (f" · ${record.cost_usd:.4f}" if record.cost_usd is not None else ""))
-    return "\n".join(lines)
+    return truncate("\n".join(lines), SHOW_LIMIT)
 
 
 def home_view(items: list[tuple[DebateSummary, Tally | None]], links: dict[str, str | None]) -> dict[str, Any]:

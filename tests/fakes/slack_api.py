@@ -8,7 +8,9 @@ posts at `/response/<key>`, a Socket Mode websocket at `/socket` (returned by ap
 and can answer 429 with Retry-After, either on demand (`rate_limit`) or by enforcing Slack's own
 limits (`enforce`: chat.postMessage per channel, chat.update per workspace), scaled for fast tests.
 Channels and users are what tests declare (`declare_channel`, `declare_user`): conversations.info
-answers an undeclared channel as a public one and users.info an undeclared user as a plain member.
+answers an undeclared channel as a public one and users.info an undeclared user as a plain member with
+no names. Modals: views.open takes a trigger id once and records the modal (`opened`), checked against
+Slack's limits; `view_submission_payload` builds what Slack sends when one is submitted.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ SECTION_LIMIT = 3000
 HEADER_LIMIT = 150
 BUTTON_LIMIT = 75
 BLOCKS_LIMIT = 50
+VIEW_TITLE_LIMIT = 24  # a modal's title, submit and close labels
+MODAL_BLOCKS_LIMIT = 100
 ChannelKind = Literal["public", "private", "im", "mpim", "unreachable"]
 UserRole = Literal["plain", "admin", "owner"]
 
@@ -118,6 +122,30 @@ def _block_problem(blocks: list[dict[str, Any]]) -> str | None:
     return None
 
 
+def _view_problem(view: dict[str, Any]) -> str | None:
+    if view.get("type") != "modal":
+        return "a view opened from a trigger must be a modal"
+    for key in ("title", "submit", "close"):
+        label = (view.get(key) or {}).get("text", "")
+        if key == "title" and not label:
+            return "a modal needs a title"
+        if len(label) > VIEW_TITLE_LIMIT:
+            return f"{key} over {VIEW_TITLE_LIMIT} characters"
+    if len(str(view.get("private_metadata", ""))) > 3000:
+        return "private_metadata over 3000 characters"
+    blocks = view.get("blocks") or []
+    if len(blocks) > MODAL_BLOCKS_LIMIT:
+        return f"more than {MODAL_BLOCKS_LIMIT} blocks"
+    for block in blocks:
+        if block.get("type") == "input":
+            element = block.get("element") or {}
+            if not block.get("block_id") or not element.get("action_id"):
+                return "an input block needs a block_id and its element an action_id"
+            if int(element.get("max_length", 3000)) > 3000:
+                return "a plain-text input holds at most 3000 characters"
+    return _block_problem([b for b in blocks if b.get("type") != "input"])
+
+
 class SlackAPIPeer:
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
@@ -126,6 +154,9 @@ class SlackAPIPeer:
         self.views: dict[str, dict[str, Any]] = {}
         self.channels: dict[str, ChannelKind] = {}
         self.users: dict[str, UserRole] = {}
+        self.names: dict[str, tuple[str, str]] = {}  # user → (display_name, real_name)
+        self.opened: list[dict[str, Any]] = []  # every modal views.open showed, with its "id"
+        self._triggers: set[str] = set()
         self.socket_acks: list[dict[str, Any]] = []
         self._forced: dict[str, deque[int]] = {}
         self._last_post: dict[str, float] = {}
@@ -172,8 +203,11 @@ class SlackAPIPeer:
         does for a private channel the bot is not in."""
         self.channels[channel] = kind
 
-    def declare_user(self, user: str, role: UserRole) -> None:
+    def declare_user(self, user: str, role: UserRole = "plain", *, display_name: str = "",
+                     real_name: str = "") -> None:
+        """What users.info says of `user`: its role, and the names in its profile (empty: not set)."""
         self.users[user] = role
+        self.names[user] = (display_name, real_name)
 
     def enforce(self, limits: Limits) -> None:
         self.limits = limits
@@ -379,8 +413,26 @@ class SlackAPIPeer:
         if not user:
             return {"ok": False, "error": "user_not_found"}
         role = self.users.get(user, "plain")
+        display_name, real_name = self.names.get(user, ("", ""))
         return {"ok": True, "user": {"id": user, "name": user.lower(), "is_admin": role in ("admin", "owner"),
-                                     "is_owner": role == "owner", "is_primary_owner": False}}
+                                     "is_owner": role == "owner", "is_primary_owner": False,
+                                     "real_name": real_name,
+                                     "profile": {"display_name": display_name, "real_name": real_name}}}
+
+    def _m_views_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        trigger, view = str(params.get("trigger_id") or ""), params.get("view") or {}
+        if not trigger:
+            return {"ok": False, "error": "invalid_trigger_id"}
+        if trigger in self._triggers:
+            return {"ok": False, "error": "exchanged_trigger_id"}
+        problem = _view_problem(view)
+        if problem:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+        self._triggers.add(trigger)
+        self._counter += 1
+        opened = {**view, "id": f"V{self._counter:08d}", "trigger_id": trigger}
+        self.opened.append(opened)
+        return {"ok": True, "view": opened}
 
     def _m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
@@ -446,6 +498,25 @@ def shortcut_payload(message: Message, callback_id: str, *, user: str = "U1", te
         "response_url": response_url, "message_ts": message.ts,
         "message": {"type": "message", "ts": message.ts, "text": message.text, "blocks": message.blocks or [],
                     **({"thread_ts": message.thread_ts} if message.thread_ts else {})},
+    }
+
+
+def view_submission_payload(view: dict[str, Any], values: dict[str, str | None], *, user: str = "U1",
+                            team: str = "T1") -> dict[str, Any]:
+    """What Slack sends when `view` (as views.open recorded it) is submitted; `values` by input block id."""
+    state: dict[str, Any] = {}
+    for block in view.get("blocks") or []:
+        if block.get("type") == "input" and block["block_id"] in values:
+            action = block["element"]["action_id"]
+            state[block["block_id"]] = {action: {"type": block["element"]["type"], "value": values[block["block_id"]]}}
+    return {
+        "type": "view_submission", "team": {"id": team, "domain": "peer"}, "user": {"id": user, "team_id": team},
+        "api_app_id": "A1", "token": "legacy", "trigger_id": f"trigger-{time.monotonic_ns()}",
+        "view": {"id": view.get("id", "V1"), "team_id": team, "type": "modal", "callback_id": view.get("callback_id"),
+                 "private_metadata": view.get("private_metadata", ""), "blocks": view.get("blocks") or [],
+                 "title": view.get("title"), "state": {"values": state}, "hash": "h1", "app_id": "A1",
+                 "bot_id": "BBOT"},
+        "response_urls": [],
     }
 
 

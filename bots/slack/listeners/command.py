@@ -19,10 +19,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.commands import (
     HELP_TEXT,
     CommandError,
+    Config,
+    Continue,
     Help,
     History,
+    Interject,
     Models,
     Quote,
+    Rematch,
     Search,
     Show,
     StartDebate,
@@ -31,6 +35,7 @@ from bots.commands import (
 )
 from bots.slack.blocks import safe
 from bots.slack.listeners.invocation import Invocation
+from bots.slack.listeners.loop import config_command, continue_command, interject_command, rematch_command
 from bots.slack.listeners.quote import post_quote
 from bots.slack.listeners.recall import search_debates, show_debate, show_history, show_models, stop_debate
 from bots.slack.listeners.start import start_debate
@@ -73,6 +78,14 @@ async def run_command(text: str, inv: Invocation) -> None:
                 await stop_debate(command, inv)
             case Quote():
                 await post_quote(command.debate_id, inv)
+            case Interject():
+                await interject_command(command, inv)
+            case Continue():
+                await continue_command(command, inv)
+            case Rematch():
+                await rematch_command(command, inv)
+            case Config():
+                await config_command(command, inv)
     except (CommandError, StoreError) as exc:
         await inv.tell(safe(str(exc)))  # errors can quote the user's words: shown as text, cut to fit
     except SlackApiError as exc:

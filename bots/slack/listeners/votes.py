@@ -2,7 +2,9 @@
 
 A vote counts only on a finished debate visible from the channel the button was clicked in (the
 log checks the Scope again when it records the vote) and held in that channel: a copied or forged
-button on another debate is refused without naming it.
+button on another debate is refused without naming it. A continued debate has a verdict message per
+verdict, all with buttons: the one clicked is re-rendered with its own verdict (found by its key in the
+log: `verdict`, `verdict:2`, …), never replaced by the latest.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from bots.slack import blocks
 from bots.slack.runtime import SlackRuntime
 from bots.slack.scope import channel_scope
 from bots.slack.surface import SlackThread
-from bots.thread import Paced, Urgency
-from orchestrator.models import Vote
+from bots.thread import VERDICT, Paced, Urgency
+from orchestrator.log import DebateLog, DebateRecord
+from orchestrator.models import Verdict, Vote
 
 log = logging.getLogger(__name__)
 _render_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -31,6 +34,17 @@ def describe(choice: str) -> str:
     if choice.startswith("side:"):
         return f"convinced by {choice.removeprefix('side:')}"
     return f"{choice} with the recommendation"
+
+
+async def shown_verdict(store: DebateLog, record: DebateRecord, message_ts: str) -> Verdict | None:
+    """The verdict the message `message_ts` shows: the first for `verdict`, the Nth for `verdict:N`."""
+    verdicts = record.verdicts or ((record.verdict,) if record.verdict is not None else ())
+    for key, message in (await store.messages(record.id)).items():
+        name, _, number = key.partition(":")
+        if message.message_id == message_ts and name == VERDICT and (number == "" or number.isdigit()):
+            n = int(number or 1)
+            return verdicts[n - 1] if 0 < n <= len(verdicts) else record.verdict
+    return record.verdict
 
 
 async def apply_vote(
@@ -56,7 +70,8 @@ async def apply_vote(
         fresh = await store.get_debate(record.id, scope, turns=False)
         finished = fresh is not None and fresh.finished_at is not None
         tokens = (fresh.input_tokens, fresh.output_tokens) if fresh is not None and finished else None
-        message = blocks.verdict_message(record.spec, record.verdict, tally, tokens)
+        shown = await shown_verdict(store, record, ts) or record.verdict
+        message = blocks.verdict_message(record.spec, shown, tally, tokens)
         await out.edit(ts, lambda: message, Urgency.USER, in_thread=False)
     await respond(text=f"Your vote: {describe(choice)}. Click another button to change it.",
                   response_type="ephemeral", replace_original=False)
