@@ -13,6 +13,8 @@ The rules (README "Security and limits", CONTRACT "Who sees what"):
 - Stopping is for the debate's requester, or a member with Manage Messages in the debate's channel.
   That permission is the one Discord resolved for the interaction (`interaction.permissions`), so a
   moderator stops a debate from its channel or its thread; from anywhere else only the requester can.
+- A channel's debate defaults (`/debate-config`) are changed by the same moderators: members with Manage
+  Messages (or Administrator) where they ask, in a guild; a thread's settings are its parent channel's.
 """
 
 from __future__ import annotations
@@ -55,6 +57,14 @@ def may_stop(interaction: discord.Interaction, record: DebateRecord) -> bool:
         return True
     home = home_channel(interaction.channel)
     if home is None or str(home.id) != record.channel or str(interaction.guild_id) != record.workspace:
+        return False
+    permissions = interaction.permissions
+    return permissions.manage_messages or permissions.administrator
+
+
+def may_configure(interaction: discord.Interaction) -> bool:
+    """A guild member with Manage Messages or Administrator in the channel asked from (stop's moderator rule)."""
+    if interaction.guild_id is None or not isinstance(interaction.user, discord.Member):
         return False
     permissions = interaction.permissions
     return permissions.manage_messages or permissions.administrator

@@ -1,10 +1,13 @@
-"""Persistent verdict buttons: votes and quotes that keep working after a restart.
+"""Persistent buttons that keep working after a restart: votes, quotes and Continue on a verdict,
+Interject on a running debate's root message.
 
 Each button's `custom_id` carries the debate id and the choice (`debate:vote:{id}:{choice}`,
-`debate:quote:{id}`); discord.py matches it against the `DynamicItem` templates the bot registers in
-`setup_hook`, so no view state lives in memory. A click knows nothing of the core: it dispatches a
-client event (`on_debate_vote`, `on_debate_quote`, the way discord.py's own tree dispatches
-`app_command_completion`), and the cog that holds the core answers it.
+`debate:quote:{id}`, `debate:continue:{id}`, `debate:interject:{id}`); discord.py matches it against
+the `DynamicItem` templates the bot registers in `setup_hook`, so no view state lives in memory. A click
+knows nothing of the core: a vote or quote dispatches a client event (`on_debate_vote`,
+`on_debate_quote`, the way discord.py's own tree dispatches `app_command_completion`), and the cog that
+holds the core answers it; Interject and Continue open their form (`forms.py`), whose submission the
+team cog answers the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import discord
 from discord import ui
 
+from bots.discord.forms import continue_form, interject_form, open_form
 from orchestrator.models import DebateSpec
 
 VOTE_EVENT = "debate_vote"  # listeners: on_debate_vote(interaction, debate_id, choice)
@@ -22,7 +26,9 @@ QUOTE_EVENT = "debate_quote"  # listeners: on_debate_quote(interaction, debate_i
 
 VOTE_TEMPLATE = r"debate:vote:(?P<id>[0-9a-f]+):(?P<choice>[a-z0-9:_-]+)"
 QUOTE_TEMPLATE = r"debate:quote:(?P<id>[0-9a-f]+)"
-_DEBATE_ID = re.compile(r"^debate:(?:vote|quote):([0-9a-f]+)")
+INTERJECT_TEMPLATE = r"debate:interject:(?P<id>[0-9a-f]+)"
+CONTINUE_TEMPLATE = r"debate:continue:(?P<id>[0-9a-f]+)"
+_DEBATE_ID = re.compile(r"^debate:(?:vote|quote|continue|interject):([0-9a-f]+)")
 
 
 def choice_label(choice: str) -> str:
@@ -79,11 +85,52 @@ class QuoteButton(ui.DynamicItem[ui.Button[Any]], template=QUOTE_TEMPLATE):
         interaction.client.dispatch(QUOTE_EVENT, interaction, self.debate_id)
 
 
-BUTTONS: tuple[type[ui.DynamicItem[Any]], ...] = (VoteButton, QuoteButton)
+class InterjectButton(ui.DynamicItem[ui.Button[Any]], template=INTERJECT_TEMPLATE):
+    """On a running debate's root message: opens the form for a note to both sides' next round."""
+
+    def __init__(self, debate_id: str):
+        button: ui.Button[Any] = ui.Button(
+            label="Interject", emoji="✋", style=discord.ButtonStyle.secondary,
+            custom_id=f"debate:interject:{debate_id}",
+        )
+        super().__init__(button)
+        self.debate_id = debate_id
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: ui.Item[Any], match: re.Match[str], /
+    ) -> InterjectButton:
+        return cls(match["id"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await open_form(interaction, interject_form(self.debate_id))
+
+
+class ContinueButton(ui.DynamicItem[ui.Button[Any]], template=CONTINUE_TEMPLATE):
+    """On a verdict: opens the form for one more round, with optional new facts."""
+
+    def __init__(self, debate_id: str):
+        button: ui.Button[Any] = ui.Button(
+            label="Continue", emoji="🔁", style=discord.ButtonStyle.secondary, custom_id=f"debate:continue:{debate_id}"
+        )
+        super().__init__(button)
+        self.debate_id = debate_id
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: ui.Item[Any], match: re.Match[str], /
+    ) -> ContinueButton:
+        return cls(match["id"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await open_form(interaction, continue_form(self.debate_id))
+
+
+BUTTONS: tuple[type[ui.DynamicItem[Any]], ...] = (VoteButton, QuoteButton, InterjectButton, ContinueButton)
 
 
 def verdict_view(spec: DebateSpec) -> ui.View:
-    """Agree / Disagree / Side with each seat / Quote: all persistent."""
+    """Agree / Disagree / Side with each seat / Quote / Continue: all persistent."""
     view = ui.View(timeout=None)
     view.add_item(VoteButton(spec.id, "agree", "Agree", discord.ButtonStyle.success, "👍"))
     view.add_item(VoteButton(spec.id, "disagree", "Disagree", discord.ButtonStyle.danger, "👎"))
@@ -92,6 +139,14 @@ def verdict_view(spec: DebateSpec) -> ui.View:
             VoteButton(spec.id, f"side:{seat.label.lower()}", f"Side with {seat.label}", discord.ButtonStyle.secondary)
         )
     view.add_item(QuoteButton(spec.id))
+    view.add_item(ContinueButton(spec.id))
+    return view
+
+
+def root_view(spec: DebateSpec) -> ui.View:
+    """A running debate's root message: the Interject button (taken off once the debate ends)."""
+    view = ui.View(timeout=None)
+    view.add_item(InterjectButton(spec.id))
     return view
 
 

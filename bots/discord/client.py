@@ -1,9 +1,10 @@
 """The Discord bot: default intents, no mentions; the core comes in through the constructor.
 
-`setup_hook` adds the `DebateCog` (every command, the Quote menu, the answers to button clicks),
-handing it the core and the bot's `DiscordOutput`; registers the verdict buttons, which survive
-restarts; and, before the gateway connects (so before any new debate), resumes the thread of every
-live Discord debate from the workers' event streams (`DiscordOutput.tailer`). `run_discord(core, stop)`
+`setup_hook` adds the cogs (`DebateCog`: start, stop, votes; `RecallCog`: recall and quotes;
+`LoopCog`: interject, continue, rematch, channel settings, and the forms), handing each the core and
+the bot's `DiscordOutput`; registers the persistent buttons, which survive restarts; and, before the
+gateway connects (so before any new debate), resumes the thread of every live Discord debate from the
+workers' event streams (`DiscordOutput.tailer`). `run_discord(core, stop)`
 is what `debate serve` runs beside Slack in one TaskGroup. The command tree is never synced here
 (Discord allows 200 creates per guild per day): `debate discord-sync` does it.
 """
@@ -20,6 +21,7 @@ from discord.ext import commands
 
 from bots.discord.buttons import BUTTONS
 from bots.discord.commands import DebateCog
+from bots.discord.loop import LoopCog
 from bots.discord.output import DiscordOutput
 from bots.discord.recall import RecallCog
 from bots.discord.surface import NO_MENTIONS
@@ -51,8 +53,10 @@ class DebateBot(commands.Bot):
     async def setup_hook(self) -> None:
         """Runs once, after login and before the gateway connects: the cog, persistent buttons, slow
         imports, and the threads of live debates (resumed in the background, before any new debate)."""
-        await self.add_cog(DebateCog(self, self.core, self.output))
+        debates = DebateCog(self, self.core, self.output)
+        await self.add_cog(debates)
         await self.add_cog(RecallCog(self, self.core, self.output))
+        await self.add_cog(LoopCog(self, self.core, self.output, debates))
         self.add_dynamic_items(*BUTTONS)
         if self.output.tailer is not None:
             resumed = await self.output.tailer.resume()

@@ -19,14 +19,14 @@ from discord.ext import commands
 
 from bots.commands import CommandError, StartDebate, chat_spec, start_request
 from bots.discord.access import is_private, may_stop, scope_of
-from bots.discord.buttons import choice_label, stored_choice
+from bots.discord.buttons import choice_label, root_view, stored_choice
 from bots.discord.output import DiscordOutput
 from bots.discord.render import root_embed, thread_name, with_tally
 from bots.discord.replies import reply_privately, report
 from bots.discord.surface import NO_MENTIONS
-from bots.thread import ROOT, ThreadSink
+from bots.thread import ROOT, ThreadSink, verdict_key
 from orchestrator.app import Core
-from orchestrator.log import MIN_ID_PREFIX, DebateNotFoundError
+from orchestrator.log import MIN_ID_PREFIX, DebateNotFoundError, DebateRecord
 from orchestrator.models import MAX_ROUNDS, MAX_TOPIC_CHARS, MIN_ROUNDS, Vote
 from orchestrator.policy import ChatPolicy
 
@@ -34,6 +34,15 @@ PLATFORM = "discord"
 NOT_A_FRONT = "This bot process takes no debates (it is not a front); see README, Restarts and deploys."
 
 log = logging.getLogger(__name__)
+
+
+def model_choices(core: Core, current: str) -> list[app_commands.Choice[str]]:
+    """Suggest the models chat users may pick; anything typed as provider:model is checked on start."""
+    candidates = ChatPolicy(core.settings, core.registry).offered()
+    if current and ":" in current:
+        candidates.insert(0, current)
+    matches = [m for m in dict.fromkeys(candidates) if current.lower() in m.lower()]
+    return [app_commands.Choice(name=m[:100], value=m[:100]) for m in matches[:25]]
 
 
 class DebateCog(commands.Cog, name="Debates"):
@@ -51,12 +60,7 @@ class DebateCog(commands.Cog, name="Debates"):
     # ---- starting and stopping
 
     async def _models(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        """Suggest the models chat users may pick; anything typed as provider:model is checked on start."""
-        candidates = ChatPolicy(self.core.settings, self.core.registry).offered()
-        if current and ":" in current:
-            candidates.insert(0, current)
-        matches = [m for m in dict.fromkeys(candidates) if current.lower() in m.lower()]
-        return [app_commands.Choice(name=m[:100], value=m[:100]) for m in matches[:25]]
+        return model_choices(self.core, current)
 
     @app_commands.command(name="debate")
     @app_commands.guild_only()
@@ -86,8 +90,9 @@ class DebateCog(commands.Cog, name="Debates"):
                                 judge=judge, effort=effort)
         await self.start_debate(interaction, command)
 
-    async def start_debate(self, interaction: discord.Interaction, command: StartDebate) -> None:
-        """Answer at once with the debate's root message, open a public thread on it, queue the debate.
+    async def start_debate(self, interaction: discord.Interaction, command: StartDebate) -> str | None:
+        """Answer at once with the debate's root message, open a public thread on it, queue the debate;
+        returns its id, or None when this request started nothing new.
 
         The interaction's id keys the request: the log claims it once (a gateway that delivers the same
         interaction again, after a restart too, starts nothing), and the debate is enqueued under it, so
@@ -100,13 +105,14 @@ class DebateCog(commands.Cog, name="Debates"):
         request = f"discord:{interaction.id}"
         if not await self.core.store.claim_request(request):
             log.info("discord: dropped interaction %s, delivered again", interaction.id)
-            return
+            return None
         spec, notes = await chat_spec(command, self.core, platform=PLATFORM, channel=str(interaction.channel_id),
                                       requested_by=str(interaction.user.id), workspace=str(interaction.guild_id))
         queued, sink = False, None
         try:  # admitted: from here on, a debate that does not start must give its slot back
             response = await interaction.response.send_message(
-                embed=root_embed(spec, status="⏳ Starting…", notes=notes), allowed_mentions=NO_MENTIONS
+                embed=root_embed(spec, status="⏳ Starting…", notes=notes), view=root_view(spec),
+                allowed_mentions=NO_MENTIONS,
             )
             message = response.resource
             if not isinstance(message, discord.InteractionMessage):
@@ -121,8 +127,9 @@ class DebateCog(commands.Cog, name="Debates"):
             queued = True
             if holder != spec.id:
                 await self._withdraw(sink, spec.id, holder, message, thread)
-                return
+                return None
             tailer.follow(spec.id, sink)
+            return spec.id
         except BaseException as exc:
             if not queued:
                 if sink is not None:
@@ -186,10 +193,20 @@ class DebateCog(commands.Cog, name="Debates"):
         if message is not None and message.embeds:
             record = await self.core.store.get_debate(debate_id, scope, turns=False)
             labels = tuple(seat.label for seat in record.seats) if record else ()
-            winner = record.verdict.winner if record and record.verdict else None
+            winner = None if record is None else await self._winner_shown(record, str(message.id))
             embed = with_tally(message.embeds[0], tally, labels, winner)
             await interaction.response.edit_message(embed=embed, allowed_mentions=NO_MENTIONS)
         else:
             await interaction.response.defer()
         await interaction.followup.send(f"Your vote: **{choice_label(choice)}**. Click another button to change it.",
                                         ephemeral=True, allowed_mentions=NO_MENTIONS)
+
+    async def _winner_shown(self, record: DebateRecord, message_id: str) -> str | None:
+        """The winner of the verdict `message_id` shows: a continued debate has one message per verdict."""
+        verdicts = record.verdicts or ((record.verdict,) if record.verdict else ())
+        messages = await self.core.store.messages(record.id)
+        for number, verdict in enumerate(verdicts, 1):
+            posted = messages.get(verdict_key(number))
+            if posted is not None and posted.message_id == message_id:
+                return verdict.winner
+        return record.verdict.winner if record.verdict else None

@@ -13,7 +13,15 @@ from bots.commands import CommandError
 from bots.discord.access import quote_target, scope_of
 from bots.discord.buttons import debate_id_of
 from bots.discord.output import DiscordOutput
-from bots.discord.render import STATUS_LABELS, quote_embed, safe, tally_text
+from bots.discord.render import (
+    STATUS_LABELS,
+    audience_text,
+    quote_embed,
+    rematches_text,
+    safe,
+    tally_text,
+    verdicts_text,
+)
 from bots.discord.replies import report
 from bots.discord.surface import NO_MENTIONS
 from orchestrator.app import Core
@@ -84,7 +92,7 @@ class RecallCog(commands.Cog, name="Recall"):
     @app_commands.guild_only()
     @app_commands.describe(debate_id="The debate's id (or its first few characters)")
     async def debate_show(self, interaction: discord.Interaction, debate_id: str) -> None:
-        """Show one debate's status, verdict and votes."""
+        """Show one debate's status, verdicts, votes and rematches."""
         record = await self.core.store.get_debate(debate_id.strip().lower(), scope_of(interaction))
         if record is None:
             raise CommandError(f"No debate `{debate_id}` here; `/debate-history` lists recent ones.")
@@ -93,11 +101,21 @@ class RecallCog(commands.Cog, name="Recall"):
         seats = "\n".join(f"{s.label} {s.role}: `{s.model}`" for s in record.seats)
         embed.add_field(name="Seats", value=safe(seats, 1024))
         embed.add_field(name="Rounds", value=f"{record.rounds_completed}/{record.rounds_planned}")
+        if record.rematch_of:
+            embed.add_field(name="🔁 Rematch", value=f"Rematch of `{safe(record.rematch_of, 40)}`")
         if record.verdict:
             embed.add_field(name=f"Winner: {record.verdict.winner}",
                             value=safe(record.verdict.recommendation or "—", 1024), inline=False)
+            if len(record.verdicts) > 1:
+                embed.add_field(name=f"Verdicts ({len(record.verdicts)}, first to latest)",
+                                value=verdicts_text(record), inline=False)
             votes = tally_text(record.tally, tuple(s.label for s in record.seats))
             embed.add_field(name="Votes", value=votes, inline=False)
+        if record.interjections:
+            embed.add_field(name="Audience", value=audience_text(record), inline=False)
+        if record.rematches:
+            embed.add_field(name=f"Rematches ({len(record.rematches)}), side by side with this debate",
+                            value=rematches_text(record), inline=False)
         if record.thread and record.platform == PLATFORM:
             embed.add_field(name="Thread", value=f"<#{record.thread}>")
         embed.set_footer(text=f"Debate {record.id} · tokens {record.input_tokens:,} in / "

@@ -11,7 +11,7 @@ from discord import Colour, Embed
 
 from bots.thread.text import neutralize_discord, truncate
 from orchestrator.events import TurnStarted
-from orchestrator.log import Tally
+from orchestrator.log import DebateRecord, Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, Verdict
 
 SEAT_COLOURS = {"A": 0x3B82F6, "B": 0xF97316, "C": 0x22C55E, "D": 0xA855F7}
@@ -67,6 +67,8 @@ def root_embed(spec: DebateSpec, *, status: str, notes: list[str] | None = None)
     seats = "\n".join(f"**{s.label}** {s.role}: `{s.model}`" for s in spec.seats)
     embed.description = safe(f"{seats}\n**Judge:** `{spec.judge}`", 2000)
     embed.add_field(name="Format", value=f"{spec.format} · {spec.rounds} round(s) · effort {spec.effort}")
+    if spec.rematch_of:
+        embed.add_field(name="🔁 Rematch", value=f"Rematch of `{safe(spec.rematch_of, 40)}`")
     embed.add_field(name="Status", value=safe(status, 1024), inline=False)
     if notes:
         embed.add_field(name="Notes", value=safe("\n".join(notes), 1024), inline=False)
@@ -108,10 +110,19 @@ def judge_and_team(winner: str, tally: Tally, labels: tuple[str, ...]) -> str:
     return f"Judge: **{safe(winner, 10)}** · Team: {safe(tally.team_text(labels), 100)}"
 
 
+def change_title(verdict: Verdict) -> str:
+    """What a continuation's verdict says of the one before it (its `changed` is set)."""
+    return "🔄 The winner changed" if verdict.changed else "✔️ The winner stands"
+
+
 def verdict_embed(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, tally: Tally) -> Embed:
-    embed = Embed(title=safe(f"🏆 Verdict: {_winner(spec, verdict)} wins", 256), colour=Colour(VERDICT_COLOUR))
+    """The judge's verdict; a continuation's (`changed` set) is a "New verdict" saying what changed and why."""
+    heading = "🏆 Verdict" if verdict.changed is None else "🏆 New verdict"
+    embed = Embed(title=safe(f"{heading}: {_winner(spec, verdict)} wins", 256), colour=Colour(VERDICT_COLOUR))
     recommendation = verdict.recommendation or "The judge gave no recommendation."
     embed.description = safe(f"**Recommendation**\n{recommendation}", 2500)
+    if verdict.changed is not None:
+        embed.add_field(name=change_title(verdict), value=safe(verdict.change_note or "—", 1024), inline=False)
     labels = tuple(s.label for s in spec.seats)
     embed.add_field(name=JUDGE_TEAM_FIELD, value=judge_and_team(verdict.winner, tally, labels), inline=False)
     confidence = verdict.confidence_note()
@@ -194,3 +205,58 @@ def quote_embed(topic: str, recommendation: str, winner: str, link: str, quoted_
 
 def embeds_size(embeds: list[Embed]) -> int:
     return sum(len(e) for e in embeds)
+
+
+# ---- `/debate-show`: every verdict of a continued debate, its rematches, its audience
+
+
+def verdicts_text(record: DebateRecord) -> str:
+    """Every verdict, first to latest, numbered; each after the first says whether the winner changed and why."""
+    lines = []
+    for number, verdict in enumerate(record.verdicts or ((record.verdict,) if record.verdict else ()), 1):
+        seat = record.seat(verdict.winner)
+        line = f"{number}. winner **{safe(verdict.winner, 10)}**" + (f" (`{safe(seat.model, 80)}`)" if seat else "")
+        line += " · split" if verdict.split else ""
+        if verdict.changed is not None:
+            why = f": {safe(verdict.change_note, 300)}" if verdict.change_note else ""
+            line += f" — {change_title(verdict)}{why}"
+        lines.append(line)
+    return truncate("\n".join(lines), 1024)
+
+
+def _versus(debate_id: str, fmt: str, models: tuple[str, ...], winner: str | None, winner_model: str | None,
+            status: str) -> str:
+    seats = " vs ".join(f"`{safe(m, 60)}`" for m in models) or "?"
+    if winner:
+        won = f"winner **{safe(winner, 10)}**" + (f" (`{safe(winner_model, 60)}`)" if winner_model else "")
+    else:
+        won = STATUS_LABELS.get(status, status)
+    return f"`{debate_id}` · {fmt} · {seats} — {won}"
+
+
+def rematches_text(record: DebateRecord) -> str:
+    """This debate and each of its rematches, one line each, side by side: who argued, who won."""
+    first = record.verdict
+    seat = record.seat(first.winner) if first else None
+    lines = [_versus(record.id, record.format, tuple(s.model for s in record.seats), first.winner if first else None,
+                     seat.model if seat else None, record.status)]
+    lines += [_versus(r.id, r.format, r.models, r.winner, r.winner_model, r.status) for r in record.rematches]
+    return truncate("\n".join(lines), 1024)
+
+
+def audience_text(record: DebateRecord) -> str:
+    facts = sum(1 for note in record.interjections if note.kind == "facts")
+    notes = len(record.interjections) - facts
+    parts = [f"{notes} interjection{'s' if notes != 1 else ''}"] if notes else []
+    parts += [f"{facts} continuation{'s' if facts != 1 else ''} with new facts"] if facts else []
+    return ", ".join(parts)
+
+
+def config_embed(text: str, *, saved: bool = False) -> Embed:
+    """A channel's debate settings (`bots.loop.config_text`), with how to change them in Discord."""
+    lines = [line for line in text.splitlines() if "/debate config" not in line]  # Slack's syntax
+    title = "Saved: this channel's debate settings" if saved else "This channel's debate settings"
+    embed = Embed(title=title, colour=Colour(0x64748B), description=safe("\n".join(lines[1:] or lines), 3500))
+    embed.set_footer(text="Members with Manage Messages change them with /debate-config and its options; "
+                          "reset puts one back to the bot's default.")
+    return embed

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import discord
 
-from bots.discord.buttons import verdict_view
+from bots.discord.buttons import root_view, verdict_view
 from bots.discord.render import (
     ended_embed,
     final_status,
@@ -99,14 +99,13 @@ class DiscordThread:
         await with_retry(lambda: target.edit(allowed_mentions=NO_MENTIONS, **message))
 
     def root(self, spec: DebateSpec, state: RootState) -> Message:
+        """The root's status; while the debate runs it carries the Interject button, taken off at the end."""
         if isinstance(state, Ended):
             verdict = None if state.verdict is None else verdict_embed(spec, state.verdict, state.outcome, state.tally)
             status = final_status(state.outcome, verdict)
-        elif state.round is None:
-            status = "⏳ Starting…"
-        else:
-            status = f"⏳ {_progress(state.round)}"
-        return {"embed": root_embed(spec, status=status, notes=self.notes)}
+            return {"embed": root_embed(spec, status=status, notes=self.notes), "view": None}
+        status = "⏳ Starting…" if state.round is None else f"⏳ {_progress(state.round)}"
+        return {"embed": root_embed(spec, status=status, notes=self.notes), "view": root_view(spec)}
 
     def round(self, event: RoundStarted) -> Message | None:
         return {"content": f"**{neutralize_discord(_progress(event))}**"}

@@ -3,13 +3,16 @@
 Point discord.py at it with `api_base_url` / `gateway_url` (DISCORD_API_BASE_URL, DISCORD_GATEWAY_URL).
 It records every REST call, keeps the messages and threads it was asked to create, answers 429 with
 `Via` on demand (`fail_next`) or when a channel goes over `rate_limit` writes per window, and pushes
-INTERACTION_CREATE payloads built by `slash_command`, `button_click` and `message_command`.
+INTERACTION_CREATE payloads built by `slash_command`, `button_click`, `message_command` and
+`modal_submit` (the answer to a form the bot opened: an interaction callback of type 9, kept as the
+interaction record's `modal`).
 
 Tenancy: `add_channel` declares more text channels (one hidden from @everyone by a permission
 overwrite, or one in another guild), `everyone_permissions` is the @everyone role sent in GUILD_CREATE
 (the default has every bit, Administrator included, so every channel reads as public), an interaction
 can carry the member's resolved `permissions`, come from another channel (`channel_id`), or from a DM
 (`dm=True`: no guild, no member). Each interaction's record keeps every answer the bot sent to it.
+`names` gives a member a server nickname (their display name there).
 
 JSON is served with Content-Type exactly `application/json`: discord.py parses nothing else.
 """
@@ -73,6 +76,7 @@ class _Interaction:
     original: str | None = None
     callback_at: float | None = None
     answers: list[JSON] = field(default_factory=list)  # every callback's data and webhook body, in order
+    modal: JSON | None = None  # the form the bot answered with (callback type 9)
 
     @property
     def ephemeral(self) -> list[JSON]:
@@ -105,6 +109,7 @@ class DiscordPeer:
     interactions: dict[str, _Interaction] = field(default_factory=dict)
     identifies: int = 0
     everyone_permissions: str = EVERYONE_PERMISSIONS
+    names: dict[str, str] = field(default_factory=dict)  # user id → server nickname
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(900_000_000_000_000_000)
@@ -193,7 +198,7 @@ class DiscordPeer:
     def _member(self, user_id: str, permissions: str) -> JSON:
         return {
             "user": self._user(user_id), "roles": [], "joined_at": _iso(), "deaf": False, "mute": False,
-            "flags": 0, "permissions": permissions, "nick": None, "avatar": None,
+            "flags": 0, "permissions": permissions, "nick": self.names.get(user_id), "avatar": None,
         }
 
     def _interaction(self, kind: int, data: JSON, channel_id: str, user_id: str, *, permissions: str | None = None,
@@ -240,6 +245,26 @@ class DiscordPeer:
         data = {"id": "750000000000000002", "name": name, "type": 3, "target_id": message_id,
                 "resolved": {"messages": {message_id: message}}}
         return self._interaction(2, data, channel_id or message["channel_id"], user_id, permissions=permissions)
+
+    def modal_submit(self, opened_by: _Interaction, values: dict[str, str], *, user_id: str = "740000000000000001",
+                     permissions: str | None = None) -> JSON:
+        """The submission (type 5) of the form the bot answered `opened_by` with: the form's own components,
+        each text input carrying `values[custom_id]` (empty when not given), as Discord sends them back."""
+        modal = opened_by.modal
+        if modal is None:
+            raise AssertionError("the bot answered that interaction with no form")
+
+        def filled(component: JSON) -> JSON:
+            if component["type"] == 1:
+                return {"type": 1, "components": [filled(c) for c in component["components"]]}
+            if component["type"] == 18:
+                return {"type": 18, "component": filled(component["component"])}
+            return {"type": component["type"], "custom_id": component["custom_id"],
+                    "value": values.get(component["custom_id"], "")}
+
+        data = {"custom_id": modal["custom_id"], "components": [filled(c) for c in modal["components"]]}
+        extra = {"message": opened_by.payload["message"]} if "message" in opened_by.payload else {}
+        return self._interaction(5, data, opened_by.channel_id, user_id, permissions=permissions, **extra)
 
     async def dispatch_interaction(self, payload: JSON) -> _Interaction:
         record = _Interaction(payload, time.monotonic(), payload["channel_id"])
@@ -407,6 +432,8 @@ class DiscordPeer:
         record.callback_at = call.at
         kind, data = body["type"], body.get("data") or {}
         record.answers.append({**data, **({"flags": (data.get("flags") or 0) | 128} if kind == 5 else {})})
+        if kind == 9:
+            record.modal = data
         message: JSON | None = None
         if kind in (4, 5):
             loading = {"flags": (data.get("flags") or 0) | 128} if kind == 5 else {}
