@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import importlib
 import logging
+import signal
 import sys
 import time
 import traceback
@@ -14,12 +15,17 @@ from bench import BENCHES
 from bench.common import machine
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="run each bench for a few seconds (CI)")
     parser.add_argument("--only", action="append", choices=BENCHES, metavar="NAME",
                         help=f"run only this bench (repeatable): {', '.join(BENCHES)}")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # a `timeout` or CI cancel cleans up like Ctrl-C (servers stopped)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     names = args.only or list(BENCHES)
     print(f"# python -m bench{' --smoke' if args.smoke else ''} · {machine()}", flush=True)

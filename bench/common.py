@@ -60,6 +60,35 @@ class Table:
         return "\n".join(out)
 
 
+@dataclass
+class Grid:
+    """A table with several value columns (e.g. one per backend): a header, rows of cells, notes."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: list[tuple[str, ...]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *cells: str) -> None:
+        self.rows.append(tuple(cells) + ("",) * (len(self.header) - len(cells)))
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def render(self) -> str:
+        widths = [max(len(self.header[i]), *(len(r[i]) for r in self.rows)) if self.rows else len(self.header[i])
+                  for i in range(len(self.header))]
+
+        def fmt(cells: Sequence[str]) -> str:
+            return "  ".join(c.ljust(w) if i == 0 or i == len(widths) - 1 else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+        out = [f"== {self.title} ==", fmt(self.header), "  ".join("-" * w for w in widths)]
+        out += [fmt(r) for r in self.rows] + [f"  note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0–100), nearest-rank; NaN for no values."""
     if not values:

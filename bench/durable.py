@@ -10,7 +10,11 @@ runs here. Every debate starts as a signed `/debate` slash command to the front,
    Target: p99 ≤ 50 ms with the front on its own, next to the single-process figure.
 2. Overhead: 1, 100 and 1,000 concurrent challenge debates of 2 rounds; each debate's wall time is its
    `created_at` → `finished_at` in the log, its critical path what the peer measured for its sequential
-   calls (bench.overhead.critical_paths). Median over debates, as in bench.overhead.
+   calls (bench.overhead.critical_paths). Median over debates, as in bench.overhead. One warm-up debate per
+   worker runs first, off the clock. Debates still running at the deadline (FINISH_WITHIN_S) count as
+   elapsed ÷ ideal path (a lower bound); the median over those completed by then, the model calls done and
+   the CPU per model call summed over the front and workers (/proc) are shown too, so a level that does not
+   finish still reports what it did. bench.durable_pg runs the same on Postgres with 1, 2 and 4 workers.
 
 The POSTing client and the Slack peer share this process's event loop, so their work is in the ack figure,
 for every topology alike.
@@ -24,14 +28,18 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.common import CHALLENGER, JUDGE, PROPOSER, Table, median, percentile
 from bench.llm_peer import TAG, PeerProcess, ReplyPlan
 from bench.overhead import critical_paths
-from bench.served import Peers, Proc, ProcessExited, read_log
+from bench.served import LogSource, Peers, Proc, ProcessExited, read_log
+
+if TYPE_CHECKING:
+    from bench.pg import BenchPostgres
 
 NAME = "durable"
 ACK_TARGET_MS = 50.0
@@ -44,23 +52,43 @@ class Unavailable(RuntimeError):
     """The product has no such deployment shape (its command line refused it)."""
 
 
+@dataclass
+class Deployment:
+    front: Proc
+    procs: list[Proc]  # the front first, then the workers
+
+    def cpu_s(self) -> float:
+        return sum(p.cpu_s() for p in self.procs)
+
+
 @asynccontextmanager
-async def deployment(workers: int, peers: Peers, workdir: Path, llm: PeerProcess) -> AsyncIterator[Proc]:
-    """The front (serving Slack HTTP) and `workers` worker processes, ready; yields the front."""
+async def deployment(workers: int, peers: Peers, workdir: Path, llm: PeerProcess, *,
+                     database_url: str | None = None, worker_concurrency: int | None = None,
+                     profile: bool = False) -> AsyncIterator[Deployment]:
+    """The front (serving Slack HTTP) and `workers` worker processes, ready (a worker: DBOS launched).
+    `database_url`: the log and the workflows in that Postgres database (DEBATE_DATABASE_URL), else
+    SQLite files in `workdir`. `profile`: every process runs under cProfile (`<name>.prof` in workdir)."""
+    extra = {"DEBATE_DATABASE_URL": database_url} if database_url else {}
     env = peers.env(workdir, openai_url=llm.openai_base_url, anthropic_url=llm.anthropic_base_url,
-                    DEBATE_PROPOSER=PROPOSER, DEBATE_CHALLENGER=CHALLENGER, DEBATE_JUDGE=JUDGE)
+                    DEBATE_PROPOSER=PROPOSER, DEBATE_CHALLENGER=CHALLENGER, DEBATE_JUDGE=JUDGE, **extra)
     front = Proc.serve(workdir, env, front_only=workers > 0, platforms=("slack",), name="front")
-    procs = [front] + [Proc.worker(workdir, env, worker_name=f"w{i + 1}") for i in range(workers)]
+    procs = [front] + [Proc.worker(workdir, env, worker_name=f"w{i + 1}", concurrency=worker_concurrency,
+                                   healthz=True) for i in range(workers)]
+    if profile:
+        for proc in procs:
+            proc.profile_to = workdir / f"{proc.name}.prof"
     try:
         try:
-            for proc in procs:  # one after the other: processes opening a new log at once can collide on it
+            await front.start()  # first alone: processes opening a new log at once can collide on it
+            await front.ready(peers)
+            for proc in procs[1:]:
                 await proc.start()
-                await proc.ready(peers)
+            await asyncio.gather(*(proc.ready(peers) for proc in procs[1:]))
         except ProcessExited as exc:
             if exc.code == 2:
                 raise Unavailable(str(exc)) from None
             raise
-        yield front
+        yield Deployment(front, procs)
         for proc in procs:
             proc.check_alive()
     finally:
@@ -80,15 +108,20 @@ async def _start(peers: Peers, port: int, numbers: range, rounds: int) -> list[t
     return list(await asyncio.gather(*(one(n) for n in numbers)))
 
 
-async def _wait_finished(db: Path, count: int, within: float) -> int:
-    """Until `count` debates are logged and none runs; the number finished."""
+async def _wait_finished(db: LogSource, count: int, within: float) -> int:
+    """Until `count` debates are logged and none runs, or `within` has passed; the number finished."""
     deadline = time.monotonic() + within
     while True:
-        rows = read_log(db, "select status from debates")
+        rows = await asyncio.to_thread(read_log, db, "select status from debates")
         finished = sum(1 for r in rows if r["status"] != "running")
         if (len(rows) >= count and finished == len(rows)) or time.monotonic() > deadline:
             return finished
         await asyncio.sleep(0.25)
+
+
+def _when(value: object) -> datetime:
+    """A log time: ISO text from SQLite, a datetime from Postgres."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
 @dataclass
@@ -96,32 +129,54 @@ class AckResult:
     statuses: list[int]
     ms: list[float]
     tail_ms: list[float]  # the batches after the first: acked while debates stream
+    front_cpu_s: float = 0.0  # the front's CPU from the first batch to 0.5 s after the last
+    window_s: float = 0.0
 
 
-async def measure_ack(workers: int, root: Path, smoke: bool) -> AckResult:
+async def measure_ack(workers: int, root: Path, smoke: bool, *, database_url: str | None = None,
+                      label: str = "") -> AckResult:
     batch, batches = (10, 2) if smoke else (50, 3)
     plan = ReplyPlan(latency_s=0.2, tokens_per_s=200.0)
-    workdir = root / f"ack-{workers}"
+    workdir = root / f"ack-{workers}{label}"
     workdir.mkdir()
-    async with PeerProcess(plan) as llm, Peers() as peers, deployment(workers, peers, workdir, llm) as front:
-        assert front.port is not None
-        await _start(peers, front.port, range(999_000, 999_001), 1)  # warm-up: imports, connections
+    async with (PeerProcess(plan) as llm, Peers() as peers,
+                deployment(workers, peers, workdir, llm, database_url=database_url) as shape):
+        port = shape.front.port
+        assert port is not None
+        await _start(peers, port, range(999_000, 999_001), 1)  # warm-up: imports, connections
         answers: list[tuple[int, float]] = []
+        front_cpu, began = shape.front.cpu_s(), time.monotonic()
         for b in range(batches):
-            answers += await _start(peers, front.port, range(b * batch, (b + 1) * batch), 2)
+            answers += await _start(peers, port, range(b * batch, (b + 1) * batch), 2)
             await asyncio.sleep(0.5)
+        front_cpu, window = shape.front.cpu_s() - front_cpu, time.monotonic() - began
     ms = [s * 1000 for _, s in answers]
-    return AckResult([st for st, _ in answers], ms, ms[batch:])
+    return AckResult([st for st, _ in answers], ms, ms[batch:], front_cpu_s=front_cpu, window_s=window)
 
 
 @dataclass
 class Level:
     concurrency: int
     completed: int
-    ratio: float
+    ratio: float  # median over every debate (a cut-off one counts as elapsed ÷ ideal path: a lower bound)
     worst: float
     wall_s: float
     cut_off: int  # still running at the deadline: their ratio is a lower bound (elapsed ÷ ideal path)
+    ratio_completed: float = float("nan")  # median over the debates completed by the deadline
+    calls: int = 0  # model calls the peer answered in full
+    cpu_s: float = 0.0  # front + workers, from the first POST to the deadline or the last debate's end
+    pg_cpu_s: float | None = None  # the Postgres server over the same window (None on SQLite)
+    logged: int = 0  # debates in the log (admitted)
+    threads: dict[str, dict[str, float]] = field(default_factory=dict)  # per process: CPU of main / other threads
+    workdir: Path | None = None
+
+    @property
+    def cpu_ms_per_call(self) -> float:
+        return self.cpu_s * 1000 / self.calls if self.calls else float("nan")
+
+    @property
+    def pg_cpu_ms_per_call(self) -> float:
+        return (self.pg_cpu_s or 0.0) * 1000 / self.calls if self.calls else float("nan")
 
 
 def ideal_path(plan: ReplyPlan, rounds: int) -> float:
@@ -134,35 +189,90 @@ def ideal_path(plan: ReplyPlan, rounds: int) -> float:
     return 2 * rounds * debater + max(0, rounds - 2) * summary + plan.ideal_s(verdict_text(plan.judge_words))
 
 
-async def measure_level(workers: int, concurrency: int, root: Path, plan: ReplyPlan, rounds: int) -> Level:
-    workdir = root / f"overhead-{workers}-{concurrency}"
+WARM_TAG = 999_100  # warm-up debates' tags (and up): left out of every figure
+EXPECTED_CALLS_PER_DEBATE = 6  # a 2-round challenge: 4 debater turns and the judge's two passes
+
+
+async def measure_level(workers: int, concurrency: int, root: Path, plan: ReplyPlan, rounds: int, *,
+                        database_url: str | None = None, server: BenchPostgres | None = None,
+                        within: float = FINISH_WITHIN_S, spread: bool = False, profile: bool = False,
+                        warm: int = 0, label: str = "") -> Level:
+    """`concurrency` debates through the front, all at once (50 POSTs in flight), until they end or
+    `within` seconds have passed. `spread`: each worker takes at most its share (concurrency ÷ workers),
+    so the debates split evenly rather than going to whichever worker polls the queue first. `warm`:
+    that many one-round debates run first, off the clock (a worker imports each provider's SDK on its
+    first call to it: ~1 s each, on the event loop)."""
+    workdir = root / f"overhead-{workers}-{concurrency}{label}"
     workdir.mkdir()
-    db = workdir / "debates.db"
+    db: LogSource = database_url or workdir / "debates.db"
+    share = -(-concurrency // workers) if spread and workers else None
     async with PeerProcess(plan) as llm:
-        async with Peers() as peers, deployment(workers, peers, workdir, llm) as front:
-            assert front.port is not None
+        async with (Peers() as peers,
+                    deployment(workers, peers, workdir, llm, database_url=database_url, worker_concurrency=share,
+                               profile=profile) as shape):
+            port = shape.front.port
+            assert port is not None
+            if warm:
+                await _start(peers, port, range(WARM_TAG, WARM_TAG + warm), 1)
+                await _wait_finished(db, warm, 60)
+            if server is not None:
+                await asyncio.to_thread(server.reset_statements)
+            for proc in shape.procs:
+                proc.profile_window(start=True)
+            cpu_before = shape.cpu_s()
+            threads_before = {p.name: p.thread_cpu_s() for p in shape.procs}
+            pg_before = server.server_cpu_s() if server is not None else None
             began = time.monotonic()
             for first in range(0, concurrency, 50):  # 50 POSTs in flight at a time
-                await _start(peers, front.port, range(first, min(concurrency, first + 50)), rounds)
-            await _wait_finished(db, concurrency, FINISH_WITHIN_S)
+                await _start(peers, port, range(first, min(concurrency, first + 50)), rounds)
+            await _wait_finished(db, concurrency + warm, max(1.0, within - (time.monotonic() - began)))
             wall = time.monotonic() - began
-            rows = read_log(db, "select topic, status, created_at, finished_at from debates")
+            cpu = shape.cpu_s() - cpu_before
+            for proc in shape.procs:
+                proc.profile_window(start=False)
+            threads = {p.name: {k: v - threads_before[p.name].get(k, 0.0) for k, v in p.thread_cpu_s().items()}
+                       for p in shape.procs}
+            pg_cpu = server.server_cpu_s() - pg_before if server is not None and pg_before is not None else None
+            logged = await asyncio.to_thread(read_log, db, "select topic, status, created_at, finished_at from debates")
             now = datetime.now(UTC)
         stats = await llm.stop()
     paths = critical_paths(stats.calls)
-    ratios = []
-    for row in rows:
-        tag = TAG.search(row["topic"])
-        if tag is None:
-            continue
-        created = datetime.fromisoformat(row["created_at"])
+    ratios, completed_ratios = [], []
+    rows = [(int(t.group(1)), r) for r in logged if (t := TAG.search(r["topic"])) and int(t.group(1)) < WARM_TAG]
+    for tag, row in rows:
+        created = _when(row["created_at"])
         if row["status"] == "running":  # cut off: at least this slow
             ratios.append((now - created).total_seconds() / ideal_path(plan, rounds))
-        elif row["status"] == "completed" and int(tag.group(1)) in paths:
-            seconds = (datetime.fromisoformat(row["finished_at"]) - created).total_seconds()
-            ratios.append(seconds / paths[int(tag.group(1))][0])
-    return Level(concurrency, sum(1 for r in rows if r["status"] == "completed"), median(ratios),
-                 max(ratios, default=float("nan")), wall, sum(1 for r in rows if r["status"] == "running"))
+        elif row["status"] == "completed" and tag in paths:
+            ratio = (_when(row["finished_at"]) - created).total_seconds() / paths[tag][0]
+            ratios.append(ratio)
+            completed_ratios.append(ratio)
+    calls = sum(1 for c in stats.calls if c[4] == 200 and c[0] < WARM_TAG)
+    return Level(concurrency, sum(1 for _, r in rows if r["status"] == "completed"), median(ratios),
+                 max(ratios, default=float("nan")), wall, sum(1 for _, r in rows if r["status"] == "running"),
+                 ratio_completed=median(completed_ratios), calls=calls, cpu_s=cpu, pg_cpu_s=pg_cpu, logged=len(rows),
+                 threads=threads, workdir=workdir)
+
+
+def add_level(table: Table, level: Level, label: str, *, target: bool, within: float) -> None:
+    """The level's rows: the ratio (with what it covers), then completed / wall / CPU per call."""
+    n = level.concurrency
+    name = f"wall ÷ critical path @{n} · {label}"
+    if level.cut_off:
+        name += f" ({level.cut_off} cut off at {within:.0f} s: ≥)"
+    if n in RATIO_TARGETS and target:
+        table.check(name, level.ratio, ".3f", RATIO_TARGETS[n])
+    else:
+        table.add(name, f"{level.ratio:.3f}")
+    if level.cut_off:
+        table.add(f"  median over the {level.completed} completed by the deadline @{n} · {label}",
+                  f"{level.ratio_completed:.3f}" if level.completed else "none completed")
+    table.add(f"  worst debate / completed / wall @{n} · {label}",
+              f"{level.worst:.3f} / {level.completed}/{n} / {level.wall_s:.0f} s")
+    per_call = f"{level.cpu_ms_per_call:.2f} ms ({level.calls} of ~{EXPECTED_CALLS_PER_DEBATE * n} calls done)"
+    if level.pg_cpu_s is not None:
+        per_call += f", + Postgres {level.pg_cpu_ms_per_call:.2f} ms"
+    table.add(f"  CPU per model call, front + workers @{n} · {label}", per_call)
 
 
 async def run(smoke: bool) -> Table:
@@ -184,39 +294,38 @@ async def run(smoke: bool) -> Table:
                 table.add(f"ack p99 @ {label}", "unavailable", f"≤ {ACK_TARGET_MS:g} ms", "miss")
                 table.note(f"{label}: {exc}")
                 continue
-            ok = ack.statuses.count(200)
-            table.add(f"ack: requests answered 200 @ {label}", f"{ok}/{len(ack.statuses)}", f"{len(ack.statuses)}",
-                      "pass" if ok == len(ack.statuses) else "miss")
-            table.add(f"ack p50 @ {label}", f"{percentile(ack.ms, 50):.1f} ms")
-            target = workers > 0
-            if target:
-                table.check(f"ack p99 @ {label}", percentile(ack.ms, 99), ".1f", ACK_TARGET_MS, " ms")
-            else:
-                table.add(f"ack p99 @ {label}", f"{percentile(ack.ms, 99):.1f} ms")
-            table.add(f"  ack p50 / p99 while debates stream (batches 2+) @ {label}",
-                      f"{percentile(ack.tail_ms, 50):.1f} / {percentile(ack.tail_ms, 99):.1f} ms")
+            add_ack(table, ack, label, target=workers > 0)
         for label, workers in TOPOLOGIES.items():
             for n in levels:
                 try:
-                    level = await measure_level(workers, n, root, plan, rounds)
+                    level = await measure_level(workers, n, root, plan, rounds, warm=max(1, workers))
                 except Unavailable as exc:
                     table.add(f"wall ÷ critical path @{n} · {label}", "unavailable", "", "miss")
                     table.note(f"{label}: {exc}")
                     break
-                name = f"wall ÷ critical path @{n} · {label}"
-                if level.cut_off:
-                    name += f" ({level.cut_off} cut off at {FINISH_WITHIN_S:.0f} s: ≥)"
-                if n in RATIO_TARGETS and workers > 0:
-                    table.check(name, level.ratio, ".3f", RATIO_TARGETS[n])
-                else:
-                    table.add(name, f"{level.ratio:.3f}")
-                table.add(f"  worst debate / completed / wall @{n} · {label}",
-                          f"{level.worst:.3f} / {level.completed}/{n} / {level.wall_s:.0f} s")
+                add_level(table, level, label, target=workers > 0, within=FINISH_WITHIN_S)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     table.note("wall = created_at → finished_at in the log; critical path = the peer-measured durations of the "
-               "debate's sequential calls; median over debates")
+               "debate's sequential calls; median over debates; one warm-up debate per worker first, off the clock "
+               "(a worker imports each provider's SDK at its first call)")
     return table
+
+
+def add_ack(table: Table, ack: AckResult, label: str, *, target: bool) -> None:
+    ok = ack.statuses.count(200)
+    table.add(f"ack: requests answered 200 @ {label}", f"{ok}/{len(ack.statuses)}", f"{len(ack.statuses)}",
+              "pass" if ok == len(ack.statuses) else "miss")
+    table.add(f"ack p50 @ {label}", f"{percentile(ack.ms, 50):.1f} ms")
+    if target:
+        table.check(f"ack p99 @ {label}", percentile(ack.ms, 99), ".1f", ACK_TARGET_MS, " ms")
+    else:
+        table.add(f"ack p99 @ {label}", f"{percentile(ack.ms, 99):.1f} ms")
+    table.add(f"  ack p50 / p99 while debates stream (batches 2+) @ {label}",
+              f"{percentile(ack.tail_ms, 50):.1f} / {percentile(ack.tail_ms, 99):.1f} ms")
+    if ack.window_s:
+        table.add(f"  front CPU from the first batch to 0.5 s after the last @ {label}",
+                  f"{ack.front_cpu_s:.2f} s in {ack.window_s:.1f} s")
 
 
 if __name__ == "__main__":

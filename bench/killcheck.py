@@ -17,11 +17,11 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bench.killscript import EXPECTED_TURNS, MARKER
-from bench.served import Peers, read_log
+from bench.served import LogSource, Peers, read_log
+from orchestrator.durable.names import workflow_id
 from tests.fakes.discord_api import CHANNEL_ID
 
 SLACK_HEADER = re.compile(r"^\*([A-D]) · [\w-]+\* — ([\w -]+), round (\d+)")
@@ -46,6 +46,8 @@ class DebateCheck:
     verdicts: int = 0
     roots: int = 0
     key_mismatches: int = 0
+    workflow: str | None = None  # Postgres: the debate's workflow status in DBOS's tables
+    recoveries: int = 0  # Postgres: times DBOS recovered that workflow (a killed worker's restart)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -103,7 +105,7 @@ def _kind(text: str) -> str:
     return text.strip().replace(" ", "-")
 
 
-def check_debate(peers: Peers, db: Path, tag: int, platform: str, fmt: str, rounds: int,
+def check_debate(peers: Peers, db: LogSource, tag: int, platform: str, fmt: str, rounds: int,
                  channel: str) -> DebateCheck:
     result = DebateCheck(tag, platform, fmt)
     rows = read_log(db, "select id, status, thread from debates where topic like ?", (f"kill debate {tag:04d}:%",))
@@ -165,6 +167,21 @@ def check_debate(peers: Peers, db: Path, tag: int, platform: str, fmt: str, roun
     if result.key_mismatches:
         result.problems.append(f"{result.key_mismatches} turn key(s) recorded for the wrong message")
     return result
+
+
+def check_workflow(db: LogSource, result: DebateCheck) -> None:
+    """On Postgres (a URL): the debate has one workflow in DBOS's schema, and it ended SUCCESS."""
+    if not isinstance(db, str) or result.debate_id is None:
+        return
+    rows = read_log(db, "select status, recovery_attempts from dbos.workflow_status where workflow_uuid = ?",
+                    (workflow_id(result.debate_id),))
+    if not rows:
+        result.problems.append("no workflow in the workflow database")
+        return
+    result.workflow = rows[0]["status"]
+    result.recoveries = max(0, int(rows[0]["recovery_attempts"] or 0) - 1)
+    if result.workflow != "SUCCESS":
+        result.problems.append(f"workflow ended {result.workflow}")
 
 
 def summarize(checks: list[DebateCheck]) -> dict[str, Any]:

@@ -3,11 +3,16 @@
 Each trial runs the product as an operator does, against the loopback peers (Slack Web API, Discord REST +
 gateway, the scripted LLM server of bench.killscript, all in this process): `debate serve` (Slack HTTP mode
 and Discord), or `debate serve --front-only` with `debate worker --name w1` (mode "split", killing the front
-and the worker in turn). It starts three debates, one per format, by signed Slack slash commands and Discord
-interactions (platforms alternate by trial), waits until all three are logged, kills the victim with SIGKILL
-after a random delay, restarts it, and waits for every debate to end and its thread to settle. Then
+and the worker in turn), or on Postgres (mode "postgres": two fronts, `debate serve --front-only`, both
+serving Slack HTTP mode and the first also Discord, and two workers `debate worker --name w1|w2
+--concurrency 2`, all with DEBATE_DATABASE_URL of one database of a real PostgreSQL server, bench.pg;
+each Slack command goes to one front at random, the Discord interactions to the one gateway; the victim is a
+random worker, restarted under its name). It starts three debates, one per format, by signed Slack slash
+commands and Discord interactions (platforms alternate by trial), waits until all three are logged, kills the
+victim with SIGKILL after a random delay, restarts it, and waits for every debate to end and its thread to settle. Then
 bench.killcheck counts, per debate: completed, turns lost (from the log or the thread), duplicates (log rows,
-platform messages), and `PRAGMA integrity_check` of every SQLite file the product wrote.
+platform messages), and `PRAGMA integrity_check` of every SQLite file the product wrote (on Postgres: that
+each debate's workflow ended SUCCESS in DBOS's tables, and that no SQLite file was written at all).
 
 Also measured: kill → the killed process answering again (health and a new Discord IDENTIFY), kill → the first
 model call of a debate that was mid-run at the kill, kill → the first platform write for such a debate, and how
@@ -25,19 +30,23 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import Table, median
-from bench.killcheck import DebateCheck, check_debate, summarize
+from bench.killcheck import DebateCheck, check_debate, check_workflow, summarize
 from bench.killscript import CON_MODEL, JUDGE_MODEL, PRO_MODEL, KillScript, marker, tag_of, topic
-from bench.served import Peers, Proc, ProcessExited, integrity, read_log
-from tests.fakes.llm_server import FakeLLMServer
+from bench.pg import BenchPostgres, PostgresUnavailable, exit_cleanly_on_sigterm
+from bench.served import LogSource, Peers, Proc, ProcessExited, integrity, read_log
+from orchestrator.durable.names import workflow_id
+from tests.fakes.llm_server import FakeLLMServer, RequestRecord
 
 NAME = "killharness"
 FORMATS = ("challenge", "consensus", "stances")
 LANES = 5
+PG_LANES = 2  # Postgres trials at once (each: its own server, two fronts, two workers)
+PG_WORKER_CONCURRENCY = 2  # debates at once per worker: a trial's three debates spread over both workers
 CONTROLS = 2
 KILL_WINDOW_S = (0.1, 4.5)  # after all three debates are logged; a debate takes about 4–6 s in the log
 FINISH_WITHIN_S = 60.0  # after the restart, for every debate to end and its thread to settle
@@ -50,8 +59,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Trial:
     number: int
-    mode: str  # "serve" | "split"
-    victim: str  # "serve" | "front" | "worker", or "none" for a control trial (nothing killed)
+    mode: str  # "serve" | "split" | "postgres"
+    victim: str  # "serve" | "front" | "worker" | "w1" | "w2" (postgres), or "none" for a control (nothing killed)
     kill_after_s: float
     rounds: int  # challenge's rounds (1 or 2)
 
@@ -69,19 +78,33 @@ class TrialResult:
     integrity: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     unavailable: bool = False  # the product does not have this mode (e.g. --front-only unknown)
+    sqlite_files: list[str] = field(default_factory=list)  # postgres: SQLite files that appeared (none expected)
+    fronts_used: Counter[str] = field(default_factory=Counter)  # postgres: Slack commands per front
+    repeated_detail: list[str] = field(default_factory=list)  # what each repeated call was
 
 
-def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None) -> list[Trial]:
+def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None,
+         postgres: int | None = None) -> list[Trial]:
     """Two no-kill controls, then `single` trials of `debate serve` and `split` of front + worker
-    (killing the front and the worker in turn); `counts` overrides (single, split)."""
+    (killing the front and the worker in turn); `counts` overrides (single, split). Then, on Postgres,
+    one control and `postgres` trials killing a random worker (w1 or w2)."""
     rng = random.Random(seed)
     single, split = counts or ((3, 2) if smoke else (51, 18))
+    if postgres is None:
+        postgres = 1 if smoke else 32
     # two controls (platforms alternate by trial, so every format is checked on both): a clean run must pass
-    trials = [Trial(n, "serve", "none", 0.0, 2) for n in range(CONTROLS)]
-    for n in range(CONTROLS, CONTROLS + single + split):
-        mode = "serve" if n < CONTROLS + single else "split"
-        victim = "serve" if mode == "serve" else ("front", "worker")[(n - CONTROLS - single) % 2]
+    trials = [Trial(n, "serve", "none", 0.0, 2) for n in range(CONTROLS)] if single or split else []
+    first = len(trials)
+    for n in range(first, first + single + split):
+        mode = "serve" if n < first + single else "split"
+        victim = "serve" if mode == "serve" else ("front", "worker")[(n - first - single) % 2]
         trials.append(Trial(n, mode, victim, rng.uniform(*KILL_WINDOW_S), rng.choice((1, 2))))
+    if postgres:
+        first = len(trials)
+        trials.append(Trial(first, "postgres", "none", 0.0, 2))
+        for n in range(first + 1, first + 1 + postgres):
+            trials.append(Trial(n, "postgres", rng.choice(("w1", "w2")), rng.uniform(*KILL_WINDOW_S),
+                                rng.choice((1, 2))))
     return trials
 
 
@@ -93,11 +116,19 @@ def _tag(trial: Trial, index: int) -> int:
     return trial.number * len(FORMATS) + index
 
 
-async def _start_debates(trial: Trial, peers: Peers, port: int) -> None:
+async def _start_debates(trial: Trial, peers: Peers, ports: int | dict[str, int],
+                         used: Counter[str] | None = None) -> None:
+    """Start the trial's debates; with several fronts (`ports` by name), each Slack command goes to one
+    at random (counted in `used`)."""
+    rng = random.Random(trial.number)
+    fronts = ports if isinstance(ports, dict) else {"front": ports}
     for index, fmt in enumerate(FORMATS):
         tag = _tag(trial, index)
         if _platform(trial, index) == "slack":
-            status, _ = await peers.slack_command(port, f"{topic(tag)} --format {fmt} --rounds {trial.rounds}",
+            name = rng.choice(sorted(fronts))
+            if used is not None:
+                used[name] += 1
+            status, _ = await peers.slack_command(fronts[name], f"{topic(tag)} --format {fmt} --rounds {trial.rounds}",
                                                   channel=f"C{tag:04d}", user=f"U{tag:04d}")
             if status != 200:
                 raise RuntimeError(f"/slack/events answered {status} to a /debate command")
@@ -115,12 +146,12 @@ async def _until(predicate, within: float, step: float = 0.1) -> bool:  # type: 
     return bool(predicate())
 
 
-def _statuses(db: Path, tags: Sequence[int]) -> dict[int, str]:
+def _statuses(db: LogSource, tags: Sequence[int]) -> dict[int, str]:
     rows = read_log(db, "select topic, status from debates")
     return {t: r["status"] for r in rows if (t := tag_of(r["topic"])) is not None and t in tags}
 
 
-def _rendered(db: Path, tags: Sequence[int]) -> bool:
+def _rendered(db: LogSource, tags: Sequence[int]) -> bool:
     """Every debate has ended in the log, and each completed one has its verdict message recorded."""
     statuses = _statuses(db, tags)
     if len(statuses) < len(tags) or any(s == "running" for s in statuses.values()):
@@ -150,7 +181,7 @@ def _alive(procs: Iterable[Proc]) -> None:
         proc.check_alive()
 
 
-def _debate_ids(db: Path, tag: int) -> set[str]:
+def _debate_ids(db: LogSource, tag: int) -> set[str]:
     """The platform ids a debate's writes name: its thread, its channel and every message it recorded."""
     rows = read_log(db, "select id, channel, thread from debates where topic like ?", (f"kill debate {tag:04d}:%",))
     ids = {str(v) for r in rows for v in (r["channel"], r["thread"]) if v}
@@ -166,6 +197,53 @@ def _first_write_after(peers: Peers, ids: set[str], after: float) -> float | Non
     times += [c.at for c in peers.discord.calls if c.at > after and c.method in ("POST", "PATCH")
               and any(part in ids for part in c.path.split("/"))]
     return min(times) if times else None
+
+
+def _call_kind(record: RequestRecord) -> str:
+    system = record.messages[0]["content"] if record.messages else ""
+    if "impartial judge" in system:
+        return "judge pass"
+    if "condense debate transcripts" in system:
+        return "round summary"
+    return f"{record.model} call"
+
+
+def _last_record_before(url: str, tag: int, killed_epoch: float) -> str:
+    """Postgres: how long before the kill the debate's workflow last recorded a step (DBOS's own clock)."""
+    rows = read_log(url, "select max(o.completed_at_epoch_ms) as last from dbos.operation_outputs o"
+                         " join dbos.workflow_status w on w.workflow_uuid = o.workflow_uuid"
+                         " where w.inputs like ? and o.completed_at_epoch_ms < ?",
+                    (f"%kill debate {tag:04d}:%", int(killed_epoch * 1000)))
+    last = rows[0]["last"] if rows else None
+    if last is None:
+        return ""
+    return f"; its debate's last step recorded {killed_epoch - last / 1000:.1f} s before the kill"
+
+
+def _repeats(requests: Sequence[RequestRecord], killed_at: float, respawned_at: float,
+             result: TrialResult, url: str | None = None, killed_epoch: float = 0.0) -> None:
+    """Count the model calls made again after the restart: those that had finished at the peer
+    ≥ SETTLED_CALL_S before the kill (their step was surely recorded: a miss), and those that finished
+    just before it (the process may have died before recording the answer: allowed)."""
+    finished: dict[str, float] = {}
+    for r in requests:
+        if r.status == 200 and r.finished_at is not None and r.finished_at < killed_at:
+            finished[marker(r)] = max(finished.get(marker(r), 0.0), r.finished_at)
+    for r in requests:
+        if r.started_at <= respawned_at or marker(r) not in finished:
+            continue
+        before = killed_at - finished[marker(r)]
+        if before >= SETTLED_CALL_S:
+            result.repeated_calls += 1
+            tag = tag_of(r.prompt_text) or 0
+            where = FORMATS[tag - _tag(result.trial, 0)] if 0 <= tag - _tag(result.trial, 0) < len(FORMATS) else "?"
+            detail = f"{where} {_call_kind(r)} that ended {before:.1f} s before the kill"
+            if url is not None:
+                with contextlib.suppress(Exception):
+                    detail += _last_record_before(url, tag, killed_epoch)
+            result.repeated_detail.append(detail)
+        else:
+            result.repeated_late_calls += 1
 
 
 async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: dict[str, str]) -> TrialResult:
@@ -201,19 +279,12 @@ async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: d
             in_flight_tags = [t for t, s in _statuses(db, tags).items() if s == "running"]
             result.in_flight = len(in_flight_tags)
             killed_at = respawned_at = time.monotonic()
-            done_before: set[str] = set()
-            done_late: set[str] = set()
             if trial.victim != "none":
                 victim = procs[trial.victim]
                 identifies = peers.discord.identifies
                 victim.kill()
                 killed_at = time.monotonic()
                 await victim.wait()
-                # finished at the peer: long before the kill (its step was surely recorded), or just before it
-                # (the process may have died before recording the answer: re-running that call is allowed)
-                for r in peers.llm.requests:
-                    if r.status == 200 and r.finished_at is not None:
-                        (done_before if r.finished_at < killed_at - SETTLED_CALL_S else done_late).add(marker(r))
                 respawned_at = time.monotonic()  # a call the peers see after this is the new process's
                 await victim.start()
                 await victim.ready(peers, identifies_before=identifies if victim is front else None)
@@ -225,8 +296,8 @@ async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: d
 
             # started_at is perf_counter, CLOCK_MONOTONIC on Linux like time.monotonic()
             after = [r for r in peers.llm.requests if r.started_at > respawned_at]
-            result.repeated_calls = sum(1 for r in after if marker(r) in done_before)
-            result.repeated_late_calls = sum(1 for r in after if marker(r) in done_late)
+            if trial.victim != "none":
+                _repeats(peers.llm.requests, killed_at, respawned_at, result)
             for tag in in_flight_tags if trial.victim != "none" else []:
                 calls = [r.started_at for r in after if tag_of(r.prompt_text) == tag]
                 if calls and trial.victim != "front":  # the worker calls models on while a front is down
@@ -255,6 +326,124 @@ async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: d
     return result
 
 
+class ServerPool:
+    """Postgres servers for the trials, one per lane (a trial's four processes take up to ~90 of a server's
+    200 connections): a trial borrows one and gets a fresh database on it."""
+
+    def __init__(self, lanes: int) -> None:
+        self.lanes = lanes
+        self._all: list[BenchPostgres] = []
+        self._free: asyncio.Queue[BenchPostgres] = asyncio.Queue()
+        self._starting = asyncio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def database(self, keep: bool) -> AsyncIterator[str]:
+        async with self._starting:
+            if self._free.empty() and len(self._all) < self.lanes:
+                server = await asyncio.to_thread(BenchPostgres.start)
+                self._all.append(server)
+                self._free.put_nowait(server)
+        server = await self._free.get()
+        url = await asyncio.to_thread(server.create_database, "kill")
+        try:
+            yield url
+        finally:
+            if not keep:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(server.drop_database, url)
+            self._free.put_nowait(server)
+
+    async def close(self) -> None:
+        for server in self._all:
+            await asyncio.to_thread(server.stop)
+        self._all.clear()
+
+
+def _pending_on(url: str, executor: str) -> list[str]:
+    """The debate ids whose workflows the executor has pending (dequeued and unfinished)."""
+    rows = read_log(url, "select workflow_uuid from dbos.workflow_status where executor_id = ? and status = 'PENDING'",
+                    (executor,))
+    return [r["workflow_uuid"].removeprefix(workflow_id("")) for r in rows]
+
+
+def _tags_of(db: LogSource, debate_ids: Iterable[str]) -> list[int]:
+    ids = set(debate_ids)
+    return [t for r in read_log(db, "select id, topic from debates") if r["id"] in ids
+            and (t := tag_of(r["topic"])) is not None]
+
+
+async def run_postgres_trial(trial: Trial, script: KillScript, root: Path, pool: ServerPool,
+                             keep: bool) -> TrialResult:
+    """Two fronts and two workers on one Postgres database; a random worker killed and restarted."""
+    result = TrialResult(trial)
+    workdir = root / f"trial-{trial.number:03d}"
+    workdir.mkdir()
+    tags = [_tag(trial, i) for i in range(len(FORMATS))]
+    async with pool.database(keep) as url, Peers(FakeLLMServer()) as peers:
+        assert peers.llm is not None
+        script.install(peers.llm)
+        env = peers.env(workdir, DEBATE_PROPOSER=PRO_MODEL, DEBATE_CHALLENGER=CON_MODEL, DEBATE_JUDGE=JUDGE_MODEL,
+                        DEBATE_DATABASE_URL=url)
+        slack_only = {k: v for k, v in env.items() if k != "DISCORD_BOT_TOKEN"}  # one Discord gateway: front1's
+        front1 = Proc.serve(workdir, env, front_only=True, name="front1", platforms=("slack", "discord"))
+        front2 = Proc.serve(workdir, slack_only, front_only=True, name="front2", platforms=("slack",))
+        workers = {name: Proc.worker(workdir, env, worker_name=name, concurrency=PG_WORKER_CONCURRENCY, healthz=True)
+                   for name in ("w1", "w2")}
+        procs = [front1, front2, *workers.values()]
+        db: LogSource = url
+        try:
+            await front1.start()  # first alone: it creates the log's tables and DBOS's schema
+            await front1.ready(peers, identifies_before=0)
+            for proc in procs[1:]:
+                await proc.start()
+            await asyncio.gather(*(proc.ready(peers) for proc in procs[1:]))
+            assert front1.port is not None and front2.port is not None
+            await _start_debates(trial, peers, {"front1": front1.port, "front2": front2.port}, result.fronts_used)
+            if not await _until(lambda: len(_statuses(db, tags)) == len(tags), 30):
+                raise RuntimeError(f"only {len(_statuses(db, tags))} of {len(tags)} debates were logged")
+            await asyncio.sleep(trial.kill_after_s)
+            _alive(procs)
+
+            killed_at = respawned_at = time.monotonic()
+            in_flight_tags: list[int] = []
+            killed_epoch = time.time()
+            if trial.victim != "none":
+                victim = workers[trial.victim]
+                in_flight_tags = _tags_of(db, _pending_on(url, f"worker-{trial.victim}"))
+                victim.kill()
+                killed_at, killed_epoch = time.monotonic(), time.time()
+                await victim.wait()
+                respawned_at = time.monotonic()
+                await victim.start()
+                await victim.ready(peers)
+                result.ready_s = time.monotonic() - killed_at
+            result.in_flight = len(in_flight_tags)
+
+            await _until(lambda: _rendered(db, tags), FINISH_WITHIN_S, step=0.2)
+            await _settle(peers, FINISH_WITHIN_S)
+            _alive(procs)
+
+            after = [r for r in peers.llm.requests if r.started_at > respawned_at]
+            if trial.victim != "none":
+                _repeats(peers.llm.requests, killed_at, respawned_at, result, url, killed_epoch)
+            for tag in in_flight_tags:
+                calls = [r.started_at for r in after if tag_of(r.prompt_text) == tag]
+                if calls:
+                    result.resume_call_s.append(min(calls) - killed_at)
+            for index, fmt in enumerate(FORMATS):
+                check = check_debate(peers, db, tags[index], _platform(trial, index), fmt, trial.rounds,
+                                     f"C{tags[index]:04d}")
+                check_workflow(db, check)
+                result.checks.append(check)
+        except Exception as exc:  # one broken trial is reported, the others still run
+            log.debug("trial %d failed", trial.number, exc_info=True)
+            result.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            await asyncio.gather(*(p.stop(20) for p in procs))
+    result.sqlite_files = sorted(p.name for p in workdir.iterdir() if p.suffix in (".db", ".sqlite"))
+    return result
+
+
 def _p50_max(values: list[float]) -> str:
     if not values:
         return "none"
@@ -262,6 +451,8 @@ def _p50_max(values: list[float]) -> str:
 
 
 def _report(table: Table, label: str, results: list[TrialResult], *, killed: bool = True) -> None:
+    if not results:
+        return
     ran = [r for r in results if r.error is None]
     checks = [c for r in ran for c in r.checks]
     totals = summarize(checks)
@@ -270,7 +461,8 @@ def _report(table: Table, label: str, results: list[TrialResult], *, killed: boo
     if not ran:
         return
     if killed:
-        table.add(f"{label}: debates mid-run at the kill", f"{sum(r.in_flight for r in ran)} of {len(checks)}")
+        where = "on the killed worker " if ran[0].trial.mode == "postgres" else ""
+        table.add(f"{label}: debates mid-run {where}at the kill", f"{sum(r.in_flight for r in ran)} of {len(checks)}")
     table.add(f"{label}: debates completed", f"{totals['completed']}/{totals['debates']}", f"{totals['debates']}",
               "pass" if totals["completed"] == totals["debates"] else "miss")
     table.add(f"{label}: debates with every check clean", f"{totals['clean']}/{totals['debates']}",
@@ -279,12 +471,26 @@ def _report(table: Table, label: str, results: list[TrialResult], *, killed: boo
               "pass" if totals["duplicates"] == 0 else "miss")
     table.add(f"{label}: lost turns (log or thread)", f"{totals['lost_turns']}", "0",
               "pass" if totals["lost_turns"] == 0 else "miss")
-    files = [(name, state) for r in ran for name, state in r.integrity.items()]
-    bad = [f"{n}: {s}" for n, s in files if s != "ok"]
-    table.add(f"{label}: integrity_check ok (SQLite files)", f"{len(files) - len(bad)}/{len(files)}", f"{len(files)}",
-              "pass" if not bad and files else "miss")
+    if ran[0].trial.mode == "postgres":
+        success = sum(1 for c in checks if c.workflow == "SUCCESS")
+        table.add(f"{label}: workflows ended SUCCESS (DBOS, Postgres)", f"{success}/{len(checks)}", f"{len(checks)}",
+                  "pass" if success == len(checks) else "miss")
+        files = sorted({f for r in ran for f in r.sqlite_files})
+        table.add(f"{label}: SQLite files written (all state in Postgres)", ", ".join(files) or "none", "none",
+                  "pass" if not files else "miss")
+        fronts: Counter[str] = Counter()
+        for r in ran:
+            fronts.update(r.fronts_used)
+        table.add(f"{label}: Slack commands per front", ", ".join(f"{k} {v}" for k, v in sorted(fronts.items())))
+    else:
+        files = [(name, state) for r in ran for name, state in r.integrity.items()]
+        bad = [f"{n}: {s}" for n, s in files if s != "ok"]
+        table.add(f"{label}: integrity_check ok (SQLite files)", f"{len(files) - len(bad)}/{len(files)}",
+                  f"{len(files)}", "pass" if not bad and files else "miss")
     if not killed:
         return
+    if ran[0].trial.mode == "postgres":
+        table.add(f"{label}: workflows recovered after a kill", f"{sum(c.recoveries for c in checks)}")
     table.add(f"{label}: kill → process answering again, p50 / max", _p50_max([r.ready_s for r in ran if r.ready_s]))
     table.add(f"{label}: kill → first model call of a mid-run debate, p50 / max",
               _p50_max([s for r in ran for s in r.resume_call_s]))
@@ -306,6 +512,10 @@ def _notes(table: Table, results: list[TrialResult]) -> None:
         table.note(f"trial {r.trial.number} ({r.trial.mode}, kill {r.trial.victim}) did not run: {r.error}")
     for text, count in _problem_counts(results)[:8]:
         table.note(f"{count} × {text}")
+    for r in results:
+        for detail in r.repeated_detail:
+            table.note(f"made again after the kill: trial {r.trial.number} ({r.trial.mode}, kill {r.trial.victim}): "
+                       f"{detail}")
 
 
 def _problem_counts(results: list[TrialResult]) -> list[tuple[str, int]]:
@@ -317,31 +527,51 @@ def _problem_counts(results: list[TrialResult]) -> list[tuple[str, int]]:
     return counter.most_common()
 
 
-async def run(smoke: bool, *, keep: bool = False, counts: tuple[int, int] | None = None) -> Table:
-    trials = plan(smoke, counts=counts)
+async def run(smoke: bool, *, keep: bool = False, counts: tuple[int, int] | None = None,
+              postgres: int | None = None, pg_lanes: int = PG_LANES) -> Table:
+    trials = plan(smoke, counts=counts, postgres=postgres)
     script = KillScript()
     root = Path(tempfile.mkdtemp(prefix="bench-kill-"))
     unavailable: dict[str, str] = {}
     lanes = asyncio.Semaphore(LANES)
+    pool = ServerPool(pg_lanes)
+    pg_lane = asyncio.Semaphore(pg_lanes)
 
     async def lane(trial: Trial) -> TrialResult:
+        if trial.mode == "postgres":
+            async with pg_lane, lanes:
+                try:
+                    return await run_postgres_trial(trial, script, root, pool, keep)
+                except PostgresUnavailable as exc:
+                    return TrialResult(trial, error=str(exc), unavailable=True)
         async with lanes:
             return await run_trial(trial, script, root, unavailable)
 
     try:
         results = await asyncio.gather(*(lane(t) for t in trials))
     finally:
+        await pool.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     debates = len(trials) * len(FORMATS)
     table = Table(f"killharness — {len(trials)} trials × {len(FORMATS)} debates ({debates}; challenge 1–2 rounds, "
                   f"consensus, stances; Slack HTTP + Discord), SIGKILL {KILL_WINDOW_S[0]:g}–{KILL_WINDOW_S[1]:g} s "
                   f"after all are logged, then restart; LLM peer {script.latency_s:g} s + {script.tokens_per_s:g} "
-                  f"words/s, {LANES} trials at a time")
-    _report(table, "control (no kill)", [r for r in results if r.trial.victim == "none"], killed=False)
+                  f"words/s, {LANES} trials at a time ({pg_lanes} on Postgres)")
+    _report(table, "control (no kill)", [r for r in results if r.trial.victim == "none" and r.trial.mode != "postgres"],
+            killed=False)
     _report(table, "serve (kill serve)", [r for r in results if r.trial.victim == "serve"])
     for victim in ("front", "worker"):
         _report(table, f"split (kill {victim})", [r for r in results if r.trial.victim == victim])
+    postgres_runs = [r for r in results if r.trial.mode == "postgres"]
+    if postgres_runs:
+        _report(table, "postgres control (no kill)", [r for r in postgres_runs if r.trial.victim == "none"],
+                killed=False)
+        _report(table, "postgres (kill a worker)", [r for r in postgres_runs if r.trial.victim != "none"])
+        table.note("postgres: 2 fronts (`debate serve --front-only`, Slack HTTP on both, each command to one at "
+                   "random; Discord's gateway on front1 only: one gateway per bot token, and no sharding), 2 workers "
+                   f"(`debate worker --name w1|w2 --concurrency {PG_WORKER_CONCURRENCY}`), one database per trial; "
+                   "the victim is w1 or w2 at random, restarted under its name")
     _notes(table, results)
     if keep:
         table.note(f"workdirs kept in {root}")
@@ -357,13 +587,18 @@ if __name__ == "__main__":
     parser.add_argument("--keep", action="store_true", help="keep each trial's workdir (logs, stderr)")
     parser.add_argument("--single", type=int, metavar="N", help="trials of `debate serve` (default 51)")
     parser.add_argument("--split", type=int, metavar="N", help="trials of front + worker apart (default 18)")
+    parser.add_argument("--postgres", type=int, metavar="N",
+                        help="trials of 2 fronts + 2 workers on Postgres, killing a worker (default 32). When any of "
+                             "--single/--split/--postgres is given, the ones not given are 0")
+    parser.add_argument("--pg-lanes", type=int, default=PG_LANES, metavar="N",
+                        help=f"Postgres trials at once, each with its own server (default {PG_LANES})")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    counts = None
-    if args.single is not None or args.split is not None:
-        default_single, default_split = (3, 2) if args.smoke else (51, 18)
-        counts = (default_single if args.single is None else args.single,
-                  default_split if args.split is None else args.split)
-    table = asyncio.run(run(args.smoke, keep=args.keep, counts=counts))
+    exit_cleanly_on_sigterm()
+    counts, postgres = None, None
+    if args.single is not None or args.split is not None or args.postgres is not None:
+        # any count given: the modes not named do not run
+        counts, postgres = (args.single or 0, args.split or 0), args.postgres or 0
+    table = asyncio.run(run(args.smoke, keep=args.keep, counts=counts, postgres=postgres, pg_lanes=args.pg_lanes))
     print(table.render())
     sys.exit(0)

@@ -64,7 +64,8 @@ def _winner(record: RequestRecord) -> str:
 
 def _verdict(record: RequestRecord) -> str:
     winner = _winner(record)
-    body = {
+    body = {  # evidence before the winner, as the judge prompt asks (or the pass is retried: a call more)
+        "evidence": [f"Round 1, Debater {winner}: tied each claim to a measurement."],
         "winner": winner,
         "reasoning": f"{marker(record)} Debater {winner} tied each claim to a measurement.",
         "ratings": {"genuine_disagreement": "high", "evidence_quality": "medium", "challenge_depth": "high"},

@@ -47,7 +47,8 @@ def words(count: int, seed: int) -> str:
 
 def verdict_text(word_count: int) -> str:
     """A verdict the judge parser accepts, its reasoning padded so the whole reply is about `word_count` words."""
-    body: dict[str, Any] = {
+    body: dict[str, Any] = {  # evidence before the winner, as the judge prompt asks (or the pass is retried)
+        "evidence": ["Round 1, Debater A: the benchmark shows the migration cost, which B never disputed."],
         "winner": "A",
         "reasoning": "",
         "ratings": {"genuine_disagreement": "high", "evidence_quality": "medium", "challenge_depth": "high"},

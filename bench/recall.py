@@ -14,14 +14,17 @@ import asyncio
 import random
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
+from typing import Any, ClassVar
 
 from sqlite_utils import Database
 
 from bench.common import Table, median, percentile
 from bench.llm_peer import VOCABULARY
-from orchestrator.log import Store
+from orchestrator.log import SearchHit, Store
 from orchestrator.log.records import to_iso
 from orchestrator.models import Turn
 
@@ -55,36 +58,56 @@ class Prose:
         return " ".join(picked) + "."
 
 
-def _generate(db: Database, prose: Prose, turns: int, words_per_turn: int) -> None:
-    """Insert `turns` turns in debates of TURNS_PER_DEBATE, with seats and verdicts, in one transaction."""
+@dataclass
+class GeneratedLog:
+    """A generated log's rows, backend-neutral: times are epoch seconds, flags booleans."""
+
+    debates: list[dict[str, Any]] = field(default_factory=list)
+    seats: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+    TIMES: ClassVar[frozenset[str]] = frozenset({"created_at", "finished_at", "started_at", "at"})
+
+
+def generate(prose: Prose, turns: int, words_per_turn: int) -> GeneratedLog:
+    """`turns` turns in debates of TURNS_PER_DEBATE, with seats and verdicts (the same rows for a seed)."""
     debates = turns // TURNS_PER_DEBATE
     base = time.time() - 86400 * 365
-    debate_rows, seat_rows, turn_rows, verdict_rows = [], [], [], []
+    out = GeneratedLog()
     for d in range(debates):
         debate_id = f"g{d:09d}"
-        created = to_iso(base + d * 600)
-        debate_rows.append({
+        created = base + d * 600
+        out.debates.append({
             "id": debate_id, "topic": prose.text(12), "format": "challenge", "status": "completed",
             "created_at": created, "finished_at": created, "platform": "slack", "channel": "C1",
             "rounds_planned": 3, "rounds_completed": 3, "input_tokens": 0, "output_tokens": 0, "warnings": "[]",
         })
         for position, (label, role) in enumerate((("A", "proposer"), ("B", "challenger"))):
-            seat_rows.append({"debate_id": debate_id, "label": label, "role": role, "provider": "openai",
+            out.seats.append({"debate_id": debate_id, "label": label, "role": role, "provider": "openai",
                               "model": "openai:gpt-5", "position": position})
         for t in range(TURNS_PER_DEBATE):
-            turn_rows.append({
+            out.turns.append({
                 "debate_id": debate_id, "round": t // 2 + 1, "seat": "AB"[t % 2],
                 "role": ("proposer", "challenger")[t % 2], "kind": "defense", "model": "openai:gpt-5",
                 "text": prose.text(words_per_turn), "started_at": created, "duration_ms": 1000,
                 "input_tokens": 900, "output_tokens": 600, "status": "ok",
             })
-        verdict_rows.append({"debate_id": debate_id, "winner": "A", "split": 0,
+        out.verdicts.append({"debate_id": debate_id, "winner": "A", "split": False,
                              "reasoning": prose.text(50),
                              "recommendation": prose.text(20), "json": "{}", "at": created})
-    db["debates"].insert_all(debate_rows, batch_size=2000)  # type: ignore[union-attr]
-    db["seats"].insert_all(seat_rows, batch_size=2000)  # type: ignore[union-attr]
-    db["turns"].insert_all(turn_rows, batch_size=2000)  # type: ignore[union-attr]
-    db["verdicts"].insert_all(verdict_rows, batch_size=2000)  # type: ignore[union-attr]
+    return out
+
+
+def _sqlite_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: to_iso(v) if k in GeneratedLog.TIMES else int(v) if isinstance(v, bool) else v for k, v in row.items()}
+
+
+def load_sqlite(db: Database, generated: GeneratedLog) -> None:
+    """Insert the generated rows (the caller holds the one transaction)."""
+    for table in ("debates", "seats", "turns", "verdicts"):
+        rows = (_sqlite_row(r) for r in getattr(generated, table))
+        db[table].insert_all(rows, batch_size=2000)  # type: ignore[union-attr]
 
 
 def _checkpoint(db: Database) -> None:
@@ -107,8 +130,70 @@ def _queries(rng: random.Random, vocabulary: list[str], per_class: int) -> dict[
     }
 
 
+@dataclass
+class Searched:
+    """Search timings per query class (ms), hits per query, and each query's debate ids in rank order."""
+
+    ms: dict[str, list[float]] = field(default_factory=dict)
+    hits: list[int] = field(default_factory=list)
+    ids: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def everything(self) -> list[float]:
+        return [t for ts in self.ms.values() for t in ts]
+
+
+async def time_searches(search: Callable[[str, int], Awaitable[list[SearchHit]]],
+                        queries: dict[str, list[str]], limit: int = 20) -> Searched:
+    """Each query once, in order, awaited as the bots await it; after one warm-up search."""
+    await search("warm up the page cache", limit)
+    out = Searched()
+    for kind, texts in queries.items():
+        for text in texts:
+            began = time.perf_counter()
+            found = await search(text, limit)
+            out.ms.setdefault(kind, []).append((time.perf_counter() - began) * 1000)
+            out.hits.append(len(found))
+            out.ids[f"{kind}: {text}"] = [hit.debate_id for hit in found]
+    return out
+
+
+async def time_writes(add_turn: Callable[[Turn], Awaitable[int]], turn: Turn, writes: int) -> list[float]:
+    """`writes` sequential `add_turn`s of the same turn (idempotent: the first inserts, the rest find it), µs each."""
+    out: list[float] = []
+    for _ in range(writes):
+        began = time.perf_counter()
+        await add_turn(turn)
+        out.append((time.perf_counter() - began) * 1e6)
+    return out
+
+
+def sizes(smoke: bool) -> tuple[int, int, int, int]:
+    """(turns, queries per class, sequential writes, words per turn)."""
+    return (6_000, 10, 200, 150) if smoke else (100_000, 40, 2_000, 150)
+
+
+def write_turn(prose: Prose, words_per_turn: int) -> Turn:
+    return Turn(debate_id="g000000000", round=9, seat="A", role="proposer", kind="defense", model="openai:gpt-5",
+                text=prose.text(words_per_turn), input_tokens=900, output_tokens=600)
+
+
+async def build_sqlite(path: Path, generated: GeneratedLog) -> float:
+    """The store's schema, then the generated rows in one transaction, checkpointed; seconds taken."""
+    async with Store(path):  # the schema, as the bots create it
+        pass
+    loader = Database(path)
+    began = time.perf_counter()
+    with loader.conn:  # one transaction
+        load_sqlite(loader, generated)
+    took = time.perf_counter() - began
+    _checkpoint(loader)
+    loader.close()
+    return took
+
+
 async def run(smoke: bool) -> Table:
-    turns, per_class, writes, words_per_turn = (6_000, 10, 200, 150) if smoke else (100_000, 40, 2_000, 150)
+    turns, per_class, writes, words_per_turn = sizes(smoke)
     rng = random.Random(20240607)
     vocabulary = _vocabulary(rng, 6000)
     prose = Prose(rng, vocabulary)
@@ -116,42 +201,21 @@ async def run(smoke: bool) -> Table:
                   f"{len(vocabulary):,} words), through the writer thread")
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
         path = Path(tmp) / "recall.db"
-        async with Store(path):  # the schema, as the bots create it
-            pass
-        loader = Database(path)
         began = time.perf_counter()
-        with loader.conn:  # one transaction
-            _generate(loader, prose, turns, words_per_turn)
-        generated = time.perf_counter() - began
-        _checkpoint(loader)
-        loader.close()
+        generated = generate(prose, turns, words_per_turn)
+        generated_s = time.perf_counter() - began
+        generated_s += await build_sqlite(path, generated)
         async with Store(path) as store:
-            size_mb = (Path(tmp) / "recall.db").stat().st_size / 1e6
+            size_mb = path.stat().st_size / 1e6
             queries = _queries(rng, vocabulary, per_class)
-            await store.search("warm up the page cache", 20)
-            timings: dict[str, list[float]] = {}
-            hits: list[int] = []
-            for kind, texts in queries.items():
-                for text in texts:
-                    began = time.perf_counter()
-                    found = await store.search(text, 20)
-                    timings.setdefault(kind, []).append((time.perf_counter() - began) * 1000)
-                    hits.append(len(found))
-            debate_id = "g000000000"
-            turn = Turn(debate_id=debate_id, round=9, seat="A", role="proposer", kind="defense", model="openai:gpt-5",
-                        text=prose.text(words_per_turn), input_tokens=900,
-                        output_tokens=600)
-            write_us: list[float] = []
-            for _ in range(writes):
-                began = time.perf_counter()
-                await store.add_turn(turn)
-                write_us.append((time.perf_counter() - began) * 1e6)
-    everything = [t for ts in timings.values() for t in ts]
-    table.add("log generated (one bulk write)", f"{generated:.1f} s, {size_mb:.0f} MB")
-    table.add(f"search p50 ({len(everything)} queries, {median(hits):.0f} hits median)",
+            searched = await time_searches(store.search, queries)
+            write_us = await time_writes(store.add_turn, write_turn(prose, words_per_turn), writes)
+    everything = searched.everything
+    table.add("log generated (one bulk write)", f"{generated_s:.1f} s, {size_mb:.0f} MB")
+    table.add(f"search p50 ({len(everything)} queries, {median(searched.hits):.0f} hits median)",
               f"{percentile(everything, 50):.1f} ms")
     table.check("search p99", percentile(everything, 99), ".1f", TARGET_P99_MS, " ms")
-    for kind, ts in timings.items():
+    for kind, ts in searched.ms.items():
         table.add(f"  {kind}: p50 / p99", f"{percentile(ts, 50):.1f} / {percentile(ts, 99):.1f} ms")
     table.add(f"add_turn through the writer thread ({writes:,} sequential): p50 / mean",
               f"{percentile(write_us, 50):.0f} / {sum(write_us) / writes:.0f} µs/turn")

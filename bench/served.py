@@ -127,6 +127,7 @@ class Proc:
         self.proc: asyncio.subprocess.Process | None = None
         self.starts = 0
         self.err_path = workdir / f"{name}.err"
+        self.profile_to: Path | None = None  # run under bench.profiled (cProfile), its stats written here
 
     @classmethod
     def serve(cls, workdir: Path, env: dict[str, str], *, front_only: bool = False, name: str = "serve",
@@ -139,10 +140,13 @@ class Proc:
 
     @classmethod
     def worker(cls, workdir: Path, env: dict[str, str], *, worker_name: str = "w1",
-               concurrency: int | None = None) -> Proc:
-        args = ["worker", "--name", worker_name, "--port", "0"] + (
+               concurrency: int | None = None, healthz: bool = False) -> Proc:
+        """`healthz`: give it a /healthz port of its own, so `ready` waits until it takes debates (DBOS
+        launched); without, it is ready once it has not exited in its first half second."""
+        port = free_port() if healthz else None
+        args = ["worker", "--name", worker_name, "--host", "127.0.0.1", "--port", str(port or 0)] + (
             ["--concurrency", str(concurrency)] if concurrency else [])
-        return cls(f"worker-{worker_name}", args, workdir, env, None)
+        return cls(f"worker-{worker_name}", args, workdir, env, port)
 
     @property
     def running(self) -> bool:
@@ -157,9 +161,10 @@ class Proc:
     async def start(self) -> None:
         self.starts += 1
         out, err = self._outputs()
+        module = ["bench.profiled", str(self.profile_to)] if self.profile_to is not None else ["bots.cli"]
         with out, err:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bots.cli", *self.args, cwd=self.workdir, env=self.env,
+                sys.executable, "-m", *module, *self.args, cwd=self.workdir, env=self.env,
                 stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
             )
 
@@ -184,6 +189,29 @@ class Proc:
         if identifies_before is not None:
             await peers.discord.wait_for(lambda: peers.discord.identifies > identifies_before,
                                          within=max(1.0, deadline - time.monotonic()))
+
+    def cpu_s(self) -> float:
+        """CPU seconds this process has used so far (0 when it is not running)."""
+        if not self.running:
+            return 0.0
+        assert self.proc is not None
+        from bench.pg import proc_cpu_s
+
+        return proc_cpu_s(self.proc.pid)
+
+    def profile_window(self, start: bool) -> None:
+        """Under bench.profiled: start (SIGUSR1) or end and write (SIGUSR2) the profiled window."""
+        if self.profile_to is not None and self.running:
+            self.kill(signal.SIGUSR1 if start else signal.SIGUSR2)
+
+    def thread_cpu_s(self) -> dict[str, float]:
+        """CPU seconds so far per thread name of this process (numbered threads of a pool summed)."""
+        if not self.running:
+            return {}
+        assert self.proc is not None
+        from bench.pg import thread_cpu_s
+
+        return thread_cpu_s(self.proc.pid)
 
     def check_alive(self) -> None:
         """Raise ProcessExited when the process has exited."""
@@ -223,8 +251,16 @@ class ProcessExited(RuntimeError):
         self.code = code
 
 
-def read_log(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    """Rows from the log through a read-only connection (the harness never writes the product's log)."""
+LogSource = Path | str  # the log: a SQLite file, or a postgresql:// URL (DEBATE_DATABASE_URL)
+
+
+def read_log(db: LogSource, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Rows from the log through a read-only connection (the harness never writes the product's log).
+    `sql` is written for SQLite (`?` placeholders); on Postgres the same text runs with `%s`."""
+    if isinstance(db, str):
+        from bench.pg import read_rows  # psycopg and the embedded server only when a bench uses Postgres
+
+        return read_rows(db, sql, params)
     if not db.exists():
         return []
     with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=10)) as conn:
