@@ -3,7 +3,8 @@
 `debate serve` runs the configured platforms (the front) and a worker in one process; `--front-only`
 leaves the worker out (debates run in `debate worker` processes sharing the workflow database). A
 front answers each platform's requests, enqueues debates and renders their threads from the workers'
-event streams; at start it picks up the thread of every live debate where it left off.
+event streams; at start, and every few seconds, it takes up the threads of the workspaces it holds a lease
+on (`bots.thread.tail`: one front renders a workspace's threads), each where it was left off.
 
 SIGTERM or SIGINT is a graceful stop: /healthz answers 503 "stopping" and new debates are refused
 (the user is told to try again in a minute); the worker stops taking steps and lets the model calls in
@@ -37,19 +38,22 @@ def slack_configured(settings: Settings) -> bool:
 
 
 async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, port: int, front_only: bool = False,
-                grace_s: float = STOP_GRACE_S) -> int:
-    """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM."""
+                grace_s: float = STOP_GRACE_S, name: str | None = None) -> int:
+    """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM. `name`
+    (`--name`, default the host's): this front's name in the thread leases (and, with the worker in
+    this process, its executor id `serve-<name>`): unique among running processes, stable across restarts."""
     if not slack and not discord:
         slack, discord = slack_configured(settings), bool(settings.discord_bot_token)
         if not slack and not discord:
             raise ConfigError(NOTHING_TO_SERVE)
     stopping, stop = asyncio.Event(), asyncio.Event()
     on_stop_signals(stopping.set)
-    async with await Core.open(settings, role="front" if front_only else "serve") as core:
+    async with await Core.open(settings, role="front" if front_only else "serve", name=name) as core:
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
         front = WebFront(health_for(lambda: 0, slack=slack, discord=discord))
         async with front.listen(host, port), asyncio.TaskGroup() as group:
             print(f"debate: GET /healthz on http://{host}:{port}", file=sys.stderr)
+            print(f"debate: this front renders threads as {core.renderer}", file=sys.stderr)
             if core.executor is not None:
                 print(f"debate: worker {core.executor} runs debates here", file=sys.stderr)
             else:

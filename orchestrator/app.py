@@ -55,6 +55,13 @@ def runner_name(role: Role, name: str | None = None) -> str | None:
     return f"{role}:{name or host}"
 
 
+def renderer_name(name: str | None = None) -> str:
+    """Which front renders threads, in the log's leases on workspaces (`front:<name>`, default the host):
+    unique among running fronts and stable across a front's restarts (`debate serve --name`), so a
+    restarted front takes its own workspaces back at once."""
+    return f"front:{name or socket.gethostname()}"
+
+
 @dataclass
 class Core:
     settings: Settings
@@ -66,18 +73,25 @@ class Core:
     host: WorkerHost | None = None  # `serve`, `worker`: runs the debate workflows
     feed: FrontFeed | None = None  # `serve`, `front`: enqueues, stops and follows them
     stopping: bool = False  # a stop began: no new debate is taken
+    name: str | None = None  # `debate serve --name` / `debate worker --name`; None: the host's
+
+    @property
+    def renderer(self) -> str:
+        """This front's name in the leases on the workspaces whose threads it renders."""
+        return renderer_name(self.name)
 
     @classmethod
     async def open(cls, settings: Settings, role: Role = "serve", *, name: str | None = None,
                    concurrency: int | None = None) -> Core:
-        """`name`: the worker's (`debate worker --name`, default the host); `concurrency`: debates at
-        once in this process's worker (default DEBATE_MAX_CONCURRENT)."""
+        """`name`: the process's (`debate serve --name`, `debate worker --name`; default the host): its
+        executor id, and a front's name in the thread leases; `concurrency`: debates at once in this
+        process's worker (default DEBATE_MAX_CONCURRENT)."""
         store = open_log(settings.debate_database_url or settings.debate_db, runner=runner_name(role, name),
                          readonly=role == "read")
         await store.start()
         registry = ProviderRegistry(settings)
         engine = Engine(registry, settings)
-        core = cls(settings=settings, store=store, registry=registry, engine=engine, role=role)
+        core = cls(settings=settings, store=store, registry=registry, engine=engine, role=role, name=name)
         try:
             if role == "run":
                 core.jobs = DebateJobs(engine, store, max_concurrent=settings.debate_max_concurrent)

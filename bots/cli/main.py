@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=3000)
     serve.add_argument("--front-only", action="store_true",
                        help="answer the platforms only; debates run in `debate worker` processes")
+    serve.add_argument("--name", metavar="NAME",
+                       help="this front's stable, unique name (default: the host's); two on one host need two names")
 
     worker = sub.add_parser("worker", help="run debates for fronts started with `debate serve --front-only`")
     worker.add_argument("--name", metavar="NAME",
@@ -189,7 +191,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from bots.serve import serve
 
     return await serve(settings, slack=args.slack, discord=args.discord, host=args.host, port=args.port,
-                       front_only=args.front_only)
+                       front_only=args.front_only, name=args.name)
 
 
 async def _worker(args: argparse.Namespace, settings: Settings) -> int:

@@ -23,7 +23,8 @@ Where each behaviour lives:
                 `render.py` the embeds; `sync.py` `debate discord-sync`.
 """
 
-from bots.discord.client import DebateBot, point_discord_at, run_discord
+from bots.discord.client import DebateBot, ShardedDebateBot, debate_bot, point_discord_at, run_discord
 from bots.discord.sync import SyncResult, sync_commands
 
-__all__ = ["DebateBot", "SyncResult", "point_discord_at", "run_discord", "sync_commands"]
+__all__ = ["DebateBot", "ShardedDebateBot", "SyncResult", "debate_bot", "point_discord_at", "run_discord",
+           "sync_commands"]

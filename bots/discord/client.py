@@ -4,7 +4,9 @@
 `LoopCog`: interject, continue, rematch, channel settings, and the forms), handing each the core and
 the bot's `DiscordOutput`; registers the persistent buttons, which survive restarts; and, before the
 gateway connects (so before any new debate), resumes the thread of every live Discord debate from the
-workers' event streams (`DiscordOutput.tailer`). `run_discord(core, stop)`
+workers' event streams (`DiscordOutput.tailer`), and from then on takes over the guilds of fronts
+that are gone. With DISCORD_SHARD_COUNT set the bot is a `ShardedDebateBot`: it connects only this
+process's shards (DISCORD_SHARD_IDS) and renders only their guilds' threads. `run_discord(core, stop)`
 is what `debate serve` runs beside Slack in one TaskGroup. The command tree is never synced here
 (Discord allows 200 creates per guild per day): `debate discord-sync` does it.
 """
@@ -48,7 +50,8 @@ class DebateBot(commands.Bot):
         super().__init__(command_prefix=commands.when_mentioned, help_command=None, allowed_mentions=NO_MENTIONS,
                          **options)
         self.core = core
-        self.output = DiscordOutput(self, core.store, pacing, feed=core.feed)
+        self.output = DiscordOutput(self, core.store, pacing, feed=core.feed, renderer=core.renderer,
+                                    owns=core.settings.owns_guild)
 
     async def setup_hook(self) -> None:
         """Runs once, after login and before the gateway connects: the cog, persistent buttons, slow
@@ -59,7 +62,7 @@ class DebateBot(commands.Bot):
         await self.add_cog(LoopCog(self, self.core, self.output, debates))
         self.add_dynamic_items(*BUTTONS)
         if self.output.tailer is not None:
-            resumed = await self.output.tailer.resume()
+            resumed = await self.output.tailer.start()
             if resumed:
                 log.info("discord: resumed the threads of %d live debate(s)", len(resumed))
         await preload_sdks()  # a first `/debate` must still be answered within Discord's 3 s
@@ -86,6 +89,28 @@ class DebateBot(commands.Bot):
         return self.is_ready() and not self.is_closed() and self.ws is not None and self.ws.open
 
 
+class ShardedDebateBot(DebateBot, commands.AutoShardedBot):
+    """The bot on this process's shards only (DISCORD_SHARD_IDS of DISCORD_SHARD_COUNT): one gateway
+    connection per shard; its tailer renders only the threads of those shards' guilds."""
+
+    def __init__(self, core: Core, *, pacing: Limits | None = None, **options: Any) -> None:
+        options.setdefault("shard_count", core.settings.discord_shard_count)
+        options.setdefault("shard_ids", core.settings.shard_ids or None)  # none given: every shard here
+        super().__init__(core, pacing=pacing, **options)
+
+    def gateway_up(self) -> bool:
+        """Ready, and every shard of this process connected now."""
+        shards = self.shards.values()
+        return self.is_ready() and not self.is_closed() and bool(shards) and not any(s.is_closed() for s in shards)
+
+
+def debate_bot(core: Core, *, pacing: Limits | None = None, **options: Any) -> DebateBot:
+    """The bot for this process: sharded when DISCORD_SHARD_COUNT is set, one connection otherwise."""
+    if core.settings.discord_shard_count is not None:
+        return ShardedDebateBot(core, pacing=pacing, **options)
+    return DebateBot(core, pacing=pacing, **options)
+
+
 def bot_token(settings: Settings) -> str:
     if not settings.discord_bot_token:
         raise ConfigError("DISCORD_BOT_TOKEN is not set; create a bot in the Discord developer portal (see README)")
@@ -98,7 +123,7 @@ async def run_discord(core: Core, stop: asyncio.Event, *, pacing: Limits | None 
     `health` (the process's /healthz) reports whether the gateway is up."""
     token = bot_token(core.settings)
     point_discord_at(core.settings)
-    bot = DebateBot(core, pacing=pacing, **options)
+    bot = debate_bot(core, pacing=pacing, **options)
     if health is not None:
         health.watch("discord", bot.gateway_up)
         health.count(lambda: bot.following)

@@ -12,6 +12,7 @@ itself lives in `bots.discord.surface` and `bots.thread`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import discord
 
@@ -26,11 +27,15 @@ THREAD_CREATE_ATTEMPTS = 8  # each after discord.py's own retries: a debate must
 
 class DiscordOutput:
     def __init__(self, client: discord.Client, store: DebateLog, limits: Limits | None = None, *,
-                 feed: Feed | None = None) -> None:
+                 feed: Feed | None = None, renderer: str | None = None,
+                 owns: Callable[[str], bool] | None = None) -> None:
+        """`renderer`: the front's name in the thread leases; `owns(guild_id)`: the guilds of this
+        process's shards, the only ones whose threads its tailer takes."""
         self.client = client
         self.store = store
         self.pacer = Pacer(limits or discord_limits())
-        self.tailer = None if feed is None else FrontTailer(feed, store, PLATFORM, self.reach)
+        self.tailer = None if feed is None else FrontTailer(feed, store, PLATFORM, self.reach, renderer=renderer,
+                                                            owns=owns)
         self._sinks: set[ThreadSink] = set()
 
     async def reach(self, record: DebateRecord) -> tuple[DiscordThread, Pacer] | None:

@@ -74,7 +74,8 @@ def build_app(
             logger=log,
         )
     if core.feed is not None:
-        runtime.tailer = FrontTailer(core.feed, core.store, PLATFORM, thread_reach(app, runtime))
+        runtime.tailer = FrontTailer(core.feed, core.store, PLATFORM, thread_reach(app, runtime),
+                                     renderer=core.renderer)
     register_listeners(app, runtime)
     return app, runtime
 

@@ -81,8 +81,9 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
     says otherwise), else HTTP mode. Its routes (HTTP mode's /slack/events, the OAuth pages) go on
     `front`, the process's one server, which reports Slack in its /healthz; without a `front`, Slack
     listens on host:port itself. Raises ConfigError for missing settings. Before it takes any request,
-    the tailer resumes the thread of every live Slack debate (the workers' streams replayed from their
-    start: what the thread shows is edited, nothing is posted twice)."""
+    the tailer resumes the thread of every live Slack debate in the workspaces this front holds (the
+    workers' streams replayed from their start: what the thread shows is edited, nothing is posted
+    twice), and from then on renews its leases and takes over the workspaces of fronts that are gone."""
     settings = core.settings
     use_socket = bool(settings.slack_app_token) if socket_mode is None else socket_mode
     check_settings(settings, socket_mode=use_socket)
@@ -95,7 +96,7 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
     if runtime_ready is not None:
         runtime_ready(runtime)
     if runtime.tailer is not None:
-        resumed = await runtime.tailer.resume()
+        resumed = await runtime.tailer.start()
         if resumed:
             log.info("slack: resumed the threads of %d live debate(s)", len(resumed))
     mount_slack(web_front, app, settings.slack_signing_secret, events=not use_socket)  # install pages need HTTP

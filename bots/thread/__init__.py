@@ -16,7 +16,9 @@ Where each behaviour lives:
                 platform id is recorded in the log under its key as the post is answered (part of the
                 write: a cancel cannot separate them), and again as `final` once it shows its final text.
 - `tail.py`     `FrontTailer`: one task per live debate reading its events from a feed (the workers'
-                stream) into its ThreadSink; at front start it resumes the threads that may still change.
+                stream) into its ThreadSink; at front start and every few seconds it renews its leases on
+                workspaces (one front renders a workspace's threads) and resumes their threads that may
+                still change.
 
 Rendering is idempotent: events may come twice and a restarted front replays each live debate's stream
 from its start into `ThreadSink.resume`, which edits the messages the log has and skips the final ones.
@@ -39,8 +41,10 @@ What a surface must provide:
    (or None).
 3. **Glue at the call sites**: post (or receive) the root message, then
    `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)`, `core.feed.enqueue(spec, request_key)`
-   and `tailer.follow(spec.id, sink)`; at front start, `tailer.resume()`, the tailer built with a
-   `reach(record)` that returns a surface and pacer able to write that debate's thread (or None). A
+   and `tailer.follow(spec.id, sink)`; at front start, `tailer.start()`, the tailer built with a
+   `reach(record)` that returns a surface and pacer able to write that debate's thread (or None), the
+   front's name (`renderer=core.renderer`) and, where it shards, `owns(workspace)`; at stop,
+   `tailer.aclose()` (it releases the front's workspaces). A
    `continue` is `bots.loop.start_continuation(core, tailer, …)`: the tailer follows the new segment
    into the same thread (`tailer.follow_segment`), reached the same way.
 

@@ -2,29 +2,44 @@
 
 `FrontTailer` owns one task per live debate: it reads the debate's feed (for durable debates,
 `orchestrator.durable.FrontFeed`) and hands every event to that debate's `ThreadSink`. A debate a front
-started is followed with the sink it opened (`follow`). At front start, `resume` finds the debates of
-its platform whose thread may still change (running, or ended before their root message showed it)
-and follows each from the start of its stream in a sink opened with `ThreadSink.resume`: the sink
-edits what exists and skips what is final, so replaying the whole stream posts nothing twice. A
-continued debate is followed in its last segment (each `continue` runs one, on a stream of its own);
-`follow_segment` follows a continuation the front has just started, in the same thread.
+started is followed with the sink it opened (`follow`). Debates found in the log whose thread may still
+change (running, or ended before their root message showed it) are followed from the start of their
+stream in a sink opened with `ThreadSink.resume`: the sink edits what exists and skips what is final, so
+replaying the whole stream posts nothing twice. A continued debate is followed in its last segment
+(each `continue` runs one, on a stream of its own); `follow_segment` follows a continuation the front has
+just started, in the same thread.
+
+Several fronts of one platform may share the log (Slack HTTP fronts behind a load balancer, Discord
+shards). All the threads of one workspace (Slack team, Discord guild; '' for none) are rendered by one
+front at a time, the one holding the workspace's lease in the log (`DebateLog.claim_workspaces`), so the
+workspace's platform budget is paced in one process. Every `SWEEP_S` (`sweep`; `start` runs the first
+before the front takes requests) the tailer renews its leases and takes the workspaces of live threads
+that are free or whose lease ran out (a front that died), then follows their threads: one read and one
+claim per sweep. A debate this front started in a workspace another front holds is left to that front
+(its next sweep picks it up). A workspace this front lost (it stalled past its lease and another front
+took it) stops being rendered here, its threads unfinished; closing releases every lease, so another
+front takes over at once. `owns(workspace)` limits what the tailer claims (a Discord shard: its guilds).
 
 A feed that ends without a final event means the debate ended without saying how (its workflow was
 stopped or failed outside the engine): the thread then shows what the log says, and a debate the log
-still calls running is failed there first. `stop` is how the front stops a debate: the workflow is
-cancelled, the log gets the cancelled outcome, the thread shows it.
+still calls running is failed there first. So is one with no workflow at all, once it cannot be one a
+front is still starting (a sweep may find a debate between its root's post and its queueing). `stop`
+is how the front stops a debate: the workflow is cancelled, the log gets the cancelled outcome, the
+thread shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
-from bots.thread.keys import ROOT, root_key
+from bots.thread.keys import root_key
 from bots.thread.restart import Reach
 from bots.thread.sink import ThreadSink
+from orchestrator.app import renderer_name
 from orchestrator.events import FINAL_EVENTS, DebateCancelled, DebateFailed, DebateFinished, EventBase
 from orchestrator.log import DebateLog
 from orchestrator.models import MAX_CONTINUATIONS, DebateStatus, Outcome
@@ -33,6 +48,10 @@ log = logging.getLogger(__name__)
 
 NO_RESULT = "the debate stopped without a result"
 RETRY_SECONDS = (0.5, 30.0)  # a feed that broke (database unreachable) is read again after this, doubling
+LEASE_S = 15.0  # how long a front holds a workspace's threads without renewing
+SWEEP_S = 2.0  # how often it renews and looks for threads to take: well within the lease (≤ LEASE_S / 3)
+STARTING_GRACE_S = 10.0  # a debate found live before its workflow was queued: how long it may take
+ROOT_KEYS = tuple(root_key(segment) for segment in range(1, MAX_CONTINUATIONS + 2))
 
 
 class Feed(Protocol):
@@ -47,19 +66,43 @@ class Feed(Protocol):
 
 class FrontTailer:
     """`reach(record)` returns a surface able to write the debate's thread (and its root), and the pacer
-    it shares, or None when the front can no longer reach it."""
+    it shares, or None when the front can no longer reach it. `renderer`: this front's name in the
+    leases, unique among running fronts and stable across restarts (default `renderer_name()`, from the
+    host). `owns(workspace)`: the workspaces this front may render (default: all)."""
 
-    def __init__(self, feed: Feed, store: DebateLog, platform: str, reach: Reach) -> None:
+    def __init__(self, feed: Feed, store: DebateLog, platform: str, reach: Reach, *, renderer: str | None = None,
+                 owns: Callable[[str], bool] | None = None, lease_s: float = LEASE_S,
+                 sweep_s: float = SWEEP_S) -> None:
         self.feed = feed
         self.store = store
         self.platform = platform
         self.reach = reach
+        self.renderer = renderer or renderer_name()
+        self.owns = owns or (lambda _workspace: True)
+        self.lease_s = lease_s
+        self.sweep_s = sweep_s
         self._following: dict[str, tuple[ThreadSink, asyncio.Task[None]]] = {}
         self._stopping: set[str] = set()
+        self._held: set[str] = set()  # the workspaces this front's last claim gave it
+        self._held_until = 0.0  # monotonic: when the earliest of those leases runs out
+        self._claiming = asyncio.Lock()  # one claim at a time, so `_held` is what the log last said
+        self._sweeper: asyncio.Task[None] | None = None
+        self._born = time.time()  # debates logged before this front began and without a workflow are orphans
+
+    @property
+    def held(self) -> set[str]:
+        """The workspaces whose threads this front renders (as of its last claim)."""
+        return set(self._held)
 
     def follow(self, debate_id: str, sink: ThreadSink) -> asyncio.Task[None]:
         """Render `debate_id`'s events (those of the sink's segment) into `sink` until its thread is
-        finished; the task never raises."""
+        finished, if this front holds (or can take) the debate's workspace; else the sink is closed and
+        the holder renders the thread. A debate followed already (a sweep found it first) keeps its
+        sink: `sink` is closed. The task never raises."""
+        entry = self._following.get(debate_id)
+        if entry is not None and not entry[1].done():
+            closing = asyncio.ensure_future(sink.aclose())
+            return asyncio.ensure_future(_after(closing, entry[1]))
         task = asyncio.create_task(self._follow(debate_id, sink), name=f"tail-{debate_id}")
         self._following[debate_id] = (sink, task)
         task.add_done_callback(lambda _t: self._forget(debate_id, task))
@@ -83,24 +126,47 @@ class FrontTailer:
         sink = await self._resumed_sink(debate_id, segment)
         return None if sink is None else self.follow(debate_id, sink)
 
+    async def start(self) -> list[str]:
+        """The first sweep (before the front takes requests), then one every `sweep_s` until `aclose`;
+        returns the debates the first sweep began following."""
+        resumed = await self.sweep()
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep_forever(), name=f"tail-sweep-{self.platform}")
+        return resumed
+
     async def resume(self) -> list[str]:
-        """Follow every debate of this platform whose thread may still change, each from the start of
-        its last segment (a continued debate's continuation); returns their ids."""
+        """One sweep, without the timer (`start` runs both): the threads of held workspaces followed."""
+        return await self.sweep()
+
+    async def sweep(self) -> list[str]:
+        """Renew this front's leases and take the workspaces of live threads that are free or ran out;
+        stop rendering the workspaces it lost; follow every live thread of the workspaces it holds, each
+        from the start of its last segment. Returns the debates it began following."""
+        live = await self.store.live_threads(self.platform, ROOT_KEYS)
+        async with self._claiming:
+            wanted = {workspace for _id, workspace in live if self.owns(workspace)}
+            wanted |= {_workspace(sink) for sink, _task in self._following.values()}
+            await self._claim(wanted)
+        await self._let_go([debate_id for debate_id, (sink, _task) in list(self._following.items())
+                            if _workspace(sink) not in self._held])
         resumed = []
-        candidates = await self.store.threads_to_resume(self.platform, ROOT)
-        for segment in range(2, MAX_CONTINUATIONS + 2):  # continuations that ended while no front showed them
-            candidates += await self.store.threads_to_resume(self.platform, root_key(segment))
-        for debate_id in dict.fromkeys(candidates):
-            if debate_id in self._following:
+        for debate_id, workspace in live:
+            if workspace not in self._held or debate_id in self._following:
                 continue
             try:
                 sink = await self._resumed_sink(debate_id)
+            except LookupError:  # admitted, its root not posted yet: the front starting it follows it
+                continue
             except Exception:
                 log.warning("%s: could not resume the thread of debate %s", self.platform, debate_id, exc_info=True)
                 continue
-            if sink is not None:
-                self.follow(debate_id, sink)
-                resumed.append(debate_id)
+            if sink is None:
+                continue
+            if debate_id in self._following:  # started or resumed meanwhile
+                await sink.aclose()
+                continue
+            self.follow(debate_id, sink)
+            resumed.append(debate_id)
         return resumed
 
     async def stop(self, debate_id: str) -> Outcome | None:
@@ -125,19 +191,67 @@ class FrontTailer:
         while self._following:
             await asyncio.wait([task for _sink, task in list(self._following.values())])
 
-    async def aclose(self) -> None:
-        """Stop following (a restarted front resumes the threads); what is being written lands."""
-        following = list(self._following.values())
-        for _sink, task in following:
-            task.cancel()
-        await asyncio.gather(*(task for _sink, task in following), return_exceptions=True)
-        for sink, _task in following:
-            await sink.aclose()
+    async def aclose(self, *, release: bool = True) -> None:
+        """Stop following (a restarted front resumes the threads; what is being written lands), then let
+        go of every workspace so another front takes its threads over at once. `release=False` leaves
+        the leases to run out, as a front that died does."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        await self._let_go(list(self._following))
+        async with self._claiming:
+            held, self._held = sorted(self._held), set()
+        if release and held:
+            try:
+                await self.store.release_workspaces(self.renderer, self.platform, held)
+            except Exception:
+                log.warning("%s: could not release the threads of %d workspace(s); their leases run out",
+                            self.platform, len(held), exc_info=True)
 
     def _forget(self, debate_id: str, task: asyncio.Task[None]) -> None:
         if (entry := self._following.get(debate_id)) is not None and entry[1] is task:
             del self._following[debate_id]
         self._stopping.discard(debate_id)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_s)
+            try:
+                await self.sweep()
+            except Exception:
+                log.warning("%s: renewing the thread leases failed; again in %.1f s", self.platform, self.sweep_s,
+                            exc_info=True)
+
+    async def _claim(self, workspaces: set[str]) -> None:
+        """Claim `workspaces` (under `_claiming`); what the log gives is what this front holds."""
+        at = time.monotonic()
+        held = await self.store.claim_workspaces(self.renderer, self.platform, sorted(workspaces), self.lease_s)
+        self._held, self._held_until = set(held), at + self.lease_s
+
+    async def _hold(self, workspace: str) -> bool:
+        """Whether this front renders `workspace`'s threads: held by its last claim and not run out, or
+        free (or run out) now and taken."""
+        if not self.owns(workspace):
+            return False
+        async with self._claiming:
+            if workspace in self._held and time.monotonic() < self._held_until:
+                return True
+            if time.monotonic() >= self._held_until:  # renew everything held along with it
+                await self._claim(self._held | {workspace})
+            elif await self.store.claim_workspaces(self.renderer, self.platform, [workspace], self.lease_s):
+                self._held.add(workspace)
+            return workspace in self._held
+
+    async def _let_go(self, debate_ids: list[str]) -> None:
+        """Stop rendering these debates here, their threads as they are (another front, or a restart,
+        finishes them from the log)."""
+        entries = [entry for debate_id in debate_ids if (entry := self._following.get(debate_id)) is not None]
+        for _sink, task in entries:
+            task.cancel()
+        await asyncio.gather(*(task for _sink, task in entries), return_exceptions=True)
+        for sink, _task in entries:
+            await sink.aclose()
 
     async def _resumed_sink(self, debate_id: str, segment: int | None = None) -> ThreadSink | None:
         """A sink for the thread of the debate's `segment` (None: its last), or None when unreachable."""
@@ -154,6 +268,10 @@ class FrontTailer:
 
     async def _follow(self, debate_id: str, sink: ThreadSink) -> None:
         try:
+            if not await self._hold(_workspace(sink)):
+                log.info("%s: another front renders the threads of debate %s's workspace", self.platform, debate_id)
+                await sink.aclose()
+                return
             if not await self._read(debate_id, sink) and debate_id not in self._stopping:
                 outcome = await self._end(debate_id, "failed", NO_RESULT)
                 record = await self.store.get_debate(debate_id, turns=False)
@@ -176,6 +294,7 @@ class FrontTailer:
         # segment 1 is asked for as before continuations existed: a feed that has none still serves
         events = (lambda: self.feed.events(debate_id)) if sink.segment == 1 else (
             lambda: self.feed.events(debate_id, segment=sink.segment))
+        starting: float | None = None  # monotonic: until when a missing workflow may still be on its way
         while True:
             try:
                 async for event in events():
@@ -184,13 +303,25 @@ class FrontTailer:
                         return True
                 return False
             except LookupError:
-                log.warning("%s: debate %s has no workflow to follow", self.platform, debate_id)
-                return False
+                if starting is None:
+                    starting = time.monotonic() + (STARTING_GRACE_S if await self._may_be_starting(sink) else 0.0)
+                if time.monotonic() >= starting:
+                    log.warning("%s: debate %s has no workflow to follow", self.platform, debate_id)
+                    return False
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_SECONDS[1])
             except Exception:
                 log.warning("%s: reading the events of debate %s failed; again in %.1f s", self.platform,
                             debate_id, delay, exc_info=True)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_SECONDS[1])
+
+    async def _may_be_starting(self, sink: ThreadSink) -> bool:
+        """Whether a debate with no workflow yet may be being started by a front (its root is posted and
+        recorded just before it is queued): a continuation, or a debate logged since this front began.
+        One logged before (by a version without workflows, or a front that died starting it) is not."""
+        record = await self.store.get_debate(sink.spec.id, turns=False)
+        return record is not None and (sink.segment > 1 or record.created_at >= self._born)
 
     async def _end(self, debate_id: str, status: DebateStatus, error: str | None) -> Outcome | None:
         """Log the end of a debate the log still calls running, with what its turns used; None when it
@@ -205,6 +336,14 @@ class FrontTailer:
         return Outcome(status=ended.status, rounds_completed=ended.rounds_completed,
                        rounds_planned=ended.rounds_planned, input_tokens=ended.input_tokens,
                        output_tokens=ended.output_tokens, cost_usd=ended.cost_usd, error=error)
+
+
+async def _after(first: asyncio.Future[None], then: asyncio.Task[None]) -> None:
+    await asyncio.gather(first, then, return_exceptions=True)
+
+
+def _workspace(sink: ThreadSink) -> str:
+    return sink.spec.workspace or ""
 
 
 def _final(debate_id: str, outcome: Outcome) -> EventBase:

@@ -64,13 +64,14 @@ class DebateLog(Protocol):
 
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool: ...
 
-    # -- which front renders a debate's thread: a lease, claimed or renewed in one statement
-    async def claim_threads(self, renderer: str, debate_ids: Sequence[str], lease_s: float) -> list[str]:
-        """Of `debate_ids`, those `renderer` now holds (in the order given): each one free, whose lease ran
-        out, or its own gets a lease until now + `lease_s`."""
+    # -- which front renders the threads of a workspace: a lease, claimed or renewed in one statement
+    async def claim_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str],
+                               lease_s: float) -> list[str]:
+        """Of `workspaces` ('' for none) of `platform`, those `renderer` now holds (in the order given):
+        each one free, whose lease ran out, or its own gets a lease until now + `lease_s`."""
         ...
 
-    async def release_threads(self, renderer: str, debate_ids: Sequence[str]) -> None: ...
+    async def release_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str]) -> None: ...
 
     # -- the team in the loop
     async def add_interjection(self, note: Interjection, *, max_waiting: int) -> int:
@@ -106,6 +107,11 @@ class DebateLog(Protocol):
     async def messages(self, debate_id: str) -> dict[str, MessageRecord]: ...
 
     async def threads_to_resume(self, platform: str, root_key: str) -> list[str]: ...
+
+    async def live_threads(self, platform: str, root_keys: Sequence[str]) -> list[tuple[str, str]]:
+        """(id, workspace: '' for none) of each debate of `platform` whose thread may still change, oldest
+        first: running, or ended while one of its `root_keys` records was not final."""
+        ...
 
     async def tally(self, debate_id: str) -> Tally: ...
 

@@ -232,10 +232,13 @@ def m008_team_in_the_loop(db: Database) -> None:
 
 @migrations()
 def m009_thread_renderer(db: Database) -> None:
-    """Which front renders each debate's thread, and until when (a lease: orchestrator/log/renderers.py)."""
-    debates = _table(db, "debates")
-    debates.add_column("renderer", str)
-    debates.add_column("renderer_until", str)
+    """Which front renders the threads of each (platform, workspace), and until when: a lease
+    (orchestrator/log/renderers.py). A DM outside any workspace is keyed by ''."""
+    _table(db, "thread_renderers").create(
+        {"platform": str, "workspace": str, "renderer": str, "until": str},
+        pk=("platform", "workspace"),
+        not_null={"platform", "workspace", "renderer", "until"},
+    )
 
 
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;

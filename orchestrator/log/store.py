@@ -117,15 +117,16 @@ class Store:
         Keys older than `keep_s` are forgotten, so the table stays small."""
         return await self._write(writes.claim_request(key, keep_s))
 
-    async def claim_threads(self, renderer: str, debate_ids: Sequence[str], lease_s: float) -> list[str]:
-        """Of `debate_ids`, those whose thread `renderer` now renders (see orchestrator/log/renderers.py)."""
-        if not debate_ids:
+    async def claim_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str],
+                               lease_s: float) -> list[str]:
+        """Of `workspaces`, those whose threads `renderer` now renders (see orchestrator/log/renderers.py)."""
+        if not workspaces:
             return []
-        return await self._write(renderers.claim_threads(renderer, list(debate_ids), lease_s, now()))
+        return await self._write(renderers.claim_workspaces(renderer, platform, list(workspaces), lease_s, now()))
 
-    async def release_threads(self, renderer: str, debate_ids: Sequence[str]) -> None:
-        if debate_ids:
-            await self._write(renderers.release_threads(renderer, list(debate_ids)))
+    async def release_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str]) -> None:
+        if workspaces:
+            await self._write(renderers.release_workspaces(renderer, platform, list(workspaces)))
 
     # -- the team in the loop ---------------------------------------------------------------------
 
@@ -196,6 +197,10 @@ class Store:
     async def threads_to_resume(self, platform: str, root_key: str) -> list[str]:
         """Debates of `platform` still running, or ended before their root message (`root_key`) was final."""
         return await self._read(lambda db: reads.threads_to_resume(db, platform, root_key))
+
+    async def live_threads(self, platform: str, root_keys: Sequence[str]) -> list[tuple[str, str]]:
+        """(id, workspace) of the debates of `platform` whose thread may still change, in one read."""
+        return await self._read(lambda db: renderers.live_threads(db, platform, list(root_keys)))
 
     async def tally(self, debate_id: str) -> Tally:
         return await self._read(lambda db: reads.tally(db, debate_id))

@@ -7,7 +7,8 @@ each channel's defaults. Each row is an upsert on its key, so running the copy a
 there and adds what is new; nothing is deleted in the target. The target is brought to the current schema first; the
 source is only read, and must be on the current schema (`debate serve` once upgrades it). Values
 cross in one neutral form: times as UTC datetimes, flags as booleans. Request keys (a day of
-retried-delivery ids) are not copied. Full-text indexes follow by themselves (SQLite's triggers,
+retried-delivery ids) and the fronts' leases on workspaces (`thread_renderers`, which front renders
+a workspace's threads) are not copied. Full-text indexes follow by themselves (SQLite's triggers,
 Postgres's generated columns).
 """
 
@@ -26,7 +27,6 @@ from orchestrator.log.opening import is_postgres_url, open_log
 from orchestrator.log.records import StoreError, from_iso, to_iso
 
 BATCH = 500
-NOT_COPIED = {"renderer", "renderer_until"}  # which front renders a thread: a lease of the fronts of one log
 # table, its key, what orders its rows (parents before children, old before new)
 TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("debates", ("id",), "created_at, id"),
@@ -147,7 +147,7 @@ def _copy(source: str | Path, target: str | Path) -> Copied:
     copied: dict[str, int] = {}
     try:
         for table, key, order in TABLES:
-            shared = (set(reader.columns(table)) & set(writer.columns(table))) - NOT_COPIED
+            shared = set(reader.columns(table)) & set(writer.columns(table))
             copied[table] = 0
             for batch in reader.read(table, order):
                 rows = [{c: v for c, v in row.items() if c in shared} for row in batch]

@@ -14,6 +14,11 @@ can carry the member's resolved `permissions`, come from another channel (`chann
 (`dm=True`: no guild, no member). Each interaction's record keeps every answer the bot sent to it.
 `names` gives a member a server nickname (their display name there).
 
+Sharding: a client that IDENTIFYs with `shard` [id, count] gets READY with that `shard`, a GUILD_CREATE
+for each guild of that shard only ((guild_id >> 22) % count; `add_guild` declares more guilds than
+GUILD_ID), and the events of those guilds (interactions included) on that connection only; DMs go to
+shard 0. A client without `shard` gets every guild, as Discord does for one connection.
+
 JSON is served with Content-Type exactly `application/json`: discord.py parses nothing else.
 """
 
@@ -110,11 +115,14 @@ class DiscordPeer:
     identifies: int = 0
     everyone_permissions: str = EVERYONE_PERMISSIONS
     names: dict[str, str] = field(default_factory=dict)  # user id → server nickname
+    guilds: dict[str, str] = field(default_factory=lambda: {GUILD_ID: "Debate Club"})  # the bot's guilds: id → name
+    shards: list[tuple[int, int] | None] = field(default_factory=list)  # each IDENTIFY's `shard`, in order
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(900_000_000_000_000_000)
         self._failures: list[_Failure] = []
         self._sockets: list[web.WebSocketResponse] = []
+        self._shard_of: dict[int, tuple[int, int] | None] = {}  # id(socket) → its shard [id, count]
         self._seq = 0
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -167,6 +175,11 @@ class DiscordPeer:
         }
         return self.channels[channel_id]
 
+    def add_guild(self, guild_id: str, name: str, channel_id: str) -> JSON:
+        """Another guild the bot is in, with one text channel (returned)."""
+        self.guilds[guild_id] = name
+        return self.add_channel(channel_id, "general", guild_id=guild_id)
+
     def fail_next(self, method: str, path_regex: str, *, count: int = 1, retry_after: float = 0.05,
                   via: bool = True) -> None:
         """Answer the next `count` matching calls with 429 (`Via` set unless via=False)."""
@@ -210,9 +223,10 @@ class DiscordPeer:
                                        "last_message_id": None, "flags": 0},
                            "user": self._user(user_id), "context": 1, "authorizing_integration_owners": {"1": user_id}}
         else:
-            place = {"guild_id": GUILD_ID, "channel": self.channels[channel_id], "context": 0,
+            guild_id = self.channels[channel_id]["guild_id"]
+            place = {"guild_id": guild_id, "channel": self.channels[channel_id], "context": 0,
                      "member": self._member(user_id, permissions or EVERYONE_PERMISSIONS),
-                     "authorizing_integration_owners": {"0": GUILD_ID}, "guild_locale": "en-US"}
+                     "authorizing_integration_owners": {"0": guild_id}, "guild_locale": "en-US"}
         return {
             "id": interaction_id, "application_id": APP_ID, "type": kind, "data": data, "channel_id": channel_id,
             "token": f"itoken-{interaction_id}", "version": 1, "app_permissions": EVERYONE_PERMISSIONS,
@@ -272,11 +286,25 @@ class DiscordPeer:
         await self.dispatch("INTERACTION_CREATE", payload)
         return record
 
-    async def dispatch(self, event: str, data: JSON) -> None:
-        if not self._sockets:
-            raise RuntimeError("no gateway connection")
+    async def dispatch(self, event: str, data: JSON, ws: web.WebSocketResponse | None = None) -> None:
+        """Send a gateway event: on `ws`, else on the latest connection whose shard holds the event's guild."""
+        ws = ws or self._socket_for(data.get("guild_id"))
         self._seq += 1
-        await self._sockets[-1].send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
+        await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
+
+    @staticmethod
+    def shard_of(guild_id: str | None, count: int) -> int:
+        return (int(guild_id) >> 22) % count if guild_id else 0
+
+    def _holds(self, ws: web.WebSocketResponse, guild_id: str | None) -> bool:
+        shard = self._shard_of.get(id(ws))
+        return shard is None or self.shard_of(guild_id, shard[1]) == shard[0]
+
+    def _socket_for(self, guild_id: str | None) -> web.WebSocketResponse:
+        for ws in reversed(self._sockets):
+            if self._holds(ws, guild_id):
+                return ws
+        raise RuntimeError("no gateway connection" + (f" for guild {guild_id}" if guild_id else ""))
 
     # ---------------------------------------------------------------- gateway
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
@@ -292,33 +320,45 @@ class DiscordPeer:
                 if frame["op"] == 1:
                     await ws.send_str(json.dumps({"op": 11}))
                 elif frame["op"] == 2:
-                    await self._identify()
+                    shard = frame["d"].get("shard")
+                    self._shard_of[id(ws)] = None if shard is None else (int(shard[0]), int(shard[1]))
+                    await self._identify(ws)
                 elif frame["op"] == 6:
                     self._seq += 1
                     await ws.send_str(json.dumps({"op": 0, "t": "RESUMED", "s": self._seq, "d": {}}))
         finally:
             self._sockets.remove(ws)
+            self._shard_of.pop(id(ws), None)
         return ws
 
-    async def _identify(self) -> None:
+    async def _identify(self, ws: web.WebSocketResponse) -> None:
         self.identifies += 1
+        shard = self._shard_of.get(id(ws))
+        self.shards.append(shard)
+        guilds = [g for g in self.guilds if self._holds(ws, g)]
         await self.dispatch("READY", {
-            "v": 10, "user": self.bot_user, "guilds": [{"id": GUILD_ID, "unavailable": True}],
+            "v": 10, "user": self.bot_user, "guilds": [{"id": g, "unavailable": True} for g in guilds],
             "session_id": f"session-{self.identifies}", "resume_gateway_url": self.gateway_url,
             "application": {"id": APP_ID, "flags": 0}, "private_channels": [], "relationships": [],
-        })
-        await self.dispatch("GUILD_CREATE", {
-            "id": GUILD_ID, "name": "Debate Club", "icon": None, "owner_id": "740000000000000009",
+            **({} if shard is None else {"shard": list(shard)}),
+        }, ws)
+        for guild_id in guilds:
+            await self.dispatch("GUILD_CREATE", self._guild(guild_id), ws)
+        await self._notify()
+
+    def _guild(self, guild_id: str) -> JSON:
+        return {
+            "id": guild_id, "name": self.guilds[guild_id], "icon": None, "owner_id": "740000000000000009",
             "unavailable": False, "member_count": 2, "large": False, "features": [], "emojis": [],
             "stickers": [], "members": [], "presences": [], "voice_states": [], "stage_instances": [],
             "guild_scheduled_events": [], "soundboard_sounds": [], "premium_tier": 0,
-            "roles": [{"id": GUILD_ID, "name": "@everyone", "permissions": self.everyone_permissions,
+            "roles": [{"id": guild_id, "name": "@everyone", "permissions": self.everyone_permissions,
                        "position": 0, "color": 0, "hoist": False, "managed": False, "mentionable": False,
                        "flags": 0}],
-            "channels": [c for c in self.channels.values() if c["type"] == 0 and c["guild_id"] == GUILD_ID],
-            "threads": self.threads(), "joined_at": _iso(), "preferred_locale": "en-US",
-        })
-        await self._notify()
+            "channels": [c for c in self.channels.values() if c["type"] == 0 and c["guild_id"] == guild_id],
+            "threads": [t for t in self.threads() if t.get("guild_id") == guild_id],
+            "joined_at": _iso(), "preferred_locale": "en-US",
+        }
 
     # ---------------------------------------------------------------- REST
     async def _rest(self, request: web.Request) -> web.StreamResponse:
@@ -408,7 +448,8 @@ class DiscordPeer:
 
     def _new_message(self, channel_id: str, body: JSON, **extra: Any) -> JSON:
         message = {
-            "id": str(next(self._ids)), "channel_id": channel_id, "guild_id": GUILD_ID, "type": 0,
+            "id": str(next(self._ids)), "channel_id": channel_id, "type": 0,
+            "guild_id": self.channels.get(channel_id, {}).get("guild_id", GUILD_ID),
             "author": self.bot_user, "content": body.get("content") or "", "embeds": body.get("embeds") or [],
             "components": body.get("components") or [], "flags": body.get("flags") or 0,
             "timestamp": _iso(), "edited_timestamp": None, "tts": False, "mention_everyone": False,
@@ -441,7 +482,8 @@ class DiscordPeer:
                                         interaction_metadata={
                                             "id": interaction_id, "type": record.payload["type"],
                                             "user": record.payload.get("member", record.payload)["user"],
-                                            "authorizing_integration_owners": {"0": GUILD_ID},
+                                            "authorizing_integration_owners": {
+                                                "0": record.payload.get("guild_id", GUILD_ID)},
                                         })
             record.original = message["id"]
         elif kind == 7:
@@ -474,7 +516,7 @@ class DiscordPeer:
     async def _thread(self, parent_id: str, body: JSON, from_message: str | None = None) -> web.Response:
         parent = self.channels[parent_id]
         thread = {
-            "id": from_message or str(next(self._ids)), "guild_id": GUILD_ID, "parent_id": parent_id,
+            "id": from_message or str(next(self._ids)), "guild_id": parent["guild_id"], "parent_id": parent_id,
             "owner_id": BOT_ID, "name": body["name"], "type": 11 if from_message else body.get("type", 12),
             "last_message_id": None, "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
             "flags": 0, "total_message_sent": 0,
@@ -486,6 +528,6 @@ class DiscordPeer:
         self.channels[thread["id"]] = thread
         if parent["type"] != 0:
             return _json({"message": "Cannot create a thread here", "code": 50024}, 400)
-        if self._sockets:
+        if any(self._holds(ws, thread["guild_id"]) for ws in self._sockets):
             await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
         return _json(thread, 201)

@@ -541,10 +541,15 @@ def slack_settings(db: str, peer: SlackAPIPeer, llm_openai: str, llm_anthropic: 
 class SlackBot:
     """`async with SlackBot(settings) as bot: await bot.command("topic")` — signed HTTP into our server."""
 
-    def __init__(self, settings: Any, limits: Any = None, *, role: str = "serve", grace_s: float = 1.0) -> None:
+    def __init__(self, settings: Any, limits: Any = None, *, role: str = "serve", grace_s: float = 1.0,
+                 name: str | None = None, lease: tuple[float, float] | None = None) -> None:
         """`role`: the Core's ("serve": front and worker in this process, as `debate serve` runs;
         "front": the front only, its debates run by a worker elsewhere). `grace_s`: the worker's
-        graceful stop at exit (what is still running resumes at the next start)."""
+        graceful stop at exit (what is still running resumes at the next start). `name`: the process's
+        (`debate serve --name`): two fronts sharing a log need two. `lease`: the tailer's (lease_s,
+        sweep_s) instead of seconds-long defaults."""
+        self.name = name
+        self.lease = lease
         self.settings = settings
         self.limits = limits
         self.role = role
@@ -560,10 +565,12 @@ class SlackBot:
 
         await warm_up()
 
-        self.core = await Core.open(self.settings, self.role)  # type: ignore[arg-type]
+        self.core = await Core.open(self.settings, self.role, name=self.name)  # type: ignore[arg-type]
         self.app, self.runtime = build_app(self.core, limits=self.limits)
         if self.runtime.tailer is not None:  # as run_slack does before taking requests
-            self.resumed = await self.runtime.tailer.resume()
+            if self.lease is not None:
+                self.runtime.tailer.lease_s, self.runtime.tailer.sweep_s = self.lease
+            self.resumed = await self.runtime.tailer.start()
         self._stop = asyncio.Event()
         started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._server = asyncio.create_task(serve_http(self.app, "127.0.0.1", 0, self._stop, started.set_result,

@@ -208,8 +208,13 @@ create table channel_settings (
 """
 
 _THREAD_RENDERER = """
-alter table debates add column renderer text;
-alter table debates add column renderer_until timestamptz;
+create table thread_renderers (
+    platform text not null,
+    workspace text not null,  -- '' for a DM outside any workspace
+    renderer text not null,
+    until timestamptz not null,
+    primary key (platform, workspace)
+);
 """
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (

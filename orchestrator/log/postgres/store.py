@@ -162,14 +162,15 @@ class PostgresLog:
     async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
         return await self._write(lambda c: team.take_interjections(c, debate_id, round, limit))
 
-    async def claim_threads(self, renderer: str, debate_ids: Sequence[str], lease_s: float) -> list[str]:
-        if not debate_ids:
+    async def claim_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str],
+                               lease_s: float) -> list[str]:
+        if not workspaces:
             return []
-        return await self._write(lambda c: renderers.claim_threads(c, renderer, list(debate_ids), lease_s, now()))
+        return await self._write(lambda c: renderers.claim_workspaces(c, renderer, platform, list(workspaces), lease_s))
 
-    async def release_threads(self, renderer: str, debate_ids: Sequence[str]) -> None:
-        if debate_ids:
-            await self._write(lambda c: renderers.release_threads(c, renderer, list(debate_ids)))
+    async def release_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str]) -> None:
+        if workspaces:
+            await self._write(lambda c: renderers.release_workspaces(c, renderer, platform, list(workspaces)))
 
     async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
         return await self._write(lambda c: team.begin_continuation(c, debate_id))
@@ -212,6 +213,9 @@ class PostgresLog:
 
     async def threads_to_resume(self, platform: str, root_key: str) -> list[str]:
         return await self._read(lambda c: reads.threads_to_resume(c, platform, root_key), [])
+
+    async def live_threads(self, platform: str, root_keys: Sequence[str]) -> list[tuple[str, str]]:
+        return await self._read(lambda c: renderers.live_threads(c, platform, list(root_keys)), [])
 
     async def tally(self, debate_id: str) -> Tally:
         return await self._read(lambda c: reads.tally(c, debate_id), Tally(debate_id=debate_id))
