@@ -16,6 +16,7 @@ the same `--name` for `debate worker`).
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 
 from bots.signals import on_stop_signals
@@ -49,6 +50,8 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
     stopping, stop = asyncio.Event(), asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="front" if front_only else "serve", name=name) as core:
+        if name is None:  # two fronts on one host must not share a lease name: the port tells them apart
+            core.name = f"{socket.gethostname()}-{port}"
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
         front = WebFront(health_for(lambda: 0, slack=slack, discord=discord))
         async with front.listen(host, port), asyncio.TaskGroup() as group:
