@@ -12,7 +12,15 @@ from dbos import DBOS
 from dbos import error as dbos_error
 
 from orchestrator.config import Settings
-from orchestrator.durable import FrontFeed, cancel, enqueue, prepare_system_db, system_db_url, workflow_id
+from orchestrator.durable import (
+    WORKFLOW_VERSION,
+    FrontFeed,
+    cancel,
+    enqueue,
+    prepare_system_db,
+    system_db_url,
+    workflow_id,
+)
 from orchestrator.events import DebateFinished, TurnCompleted
 from orchestrator.log import Store
 from tests.debate_harness import make_spec, run_debate, settings_for
@@ -116,8 +124,14 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
         assert handle.workflow_id == workflow_id(spec.id)
         outcome = await handle.get_result(polling_interval_sec=0.05)
         events = await read_events(backend.workflow_db, spec.id)
+        steps = [s["function_name"].rpartition(".")[2]
+                 for s in await DBOS.list_workflow_steps_async(workflow_id(spec.id), load_output=False)]
 
     assert outcome == direct.outcome.model_dump(mode="json")
+    if fmt == "challenge":  # a turn is one step; a changed layout must bump WORKFLOW_VERSION (README, deploys)
+        round_steps = ["start_round", "model_turn", "model_turn", "emit"]
+        assert steps == ["emit", *round_steps, *round_steps, "emit", "model_call", "model_call", "emit", "deliver"], (
+            f"the step layout of {WORKFLOW_VERSION} changed: {steps}")
     durable_turns = logged_turns(log, spec.id)  # a parallel round logs in completion order
     assert sorted(durable_turns) == sorted(logged_turns(direct_log, direct_spec.id))
     assert len(durable_turns) >= 4 and len({t[:3] for t in durable_turns}) == len(durable_turns)

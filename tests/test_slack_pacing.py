@@ -72,9 +72,9 @@ async def test_429s_are_waited_out_and_no_text_is_lost(tmp_path: Path) -> None:
     assert [c.method for c in limited].count("chat.postMessage") == 1
 
 
-# seconds: a stream entry is batched up to 0.25 s and read on a 0.1 s poll per debate; with 20 debates
+# seconds: a stream entry is batched up to 0.5 s and read on a 0.1 s poll per debate; with 20 debates
 # streaming on a loaded 2-core machine the front was seen learning of a turn up to ~1.1 s after it began
-FEED_JITTER = 1.5
+FEED_JITTER = 2.0
 
 
 async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:

@@ -139,12 +139,15 @@ class Engine:
         if verdict is None:
             await run.notice("The judge could not reach a verdict (its answers were unusable or it failed). "
                              "The transcript is kept in full.", "warning")
-        else:
-            if previous is not None:
-                verdict = settle_change(verdict, previous)
-            await run.emit(VerdictReached(debate_id=run.debate_id, verdict=verdict, number=number))
+            outcome = self._outcome(run, "completed", rounds=result.rounds_completed, planned=result.rounds_planned)
+            return (await run.emit(DebateFinished(debate_id=run.debate_id, outcome=outcome))).outcome
+        if previous is not None:
+            verdict = settle_change(verdict, previous)
         outcome = self._outcome(run, "completed", rounds=result.rounds_completed, planned=result.rounds_planned)
-        return (await run.emit(DebateFinished(debate_id=run.debate_id, outcome=outcome))).outcome
+        finished = (await run.emit_together(VerdictReached(debate_id=run.debate_id, verdict=verdict, number=number),
+                                            DebateFinished(debate_id=run.debate_id, outcome=outcome)))[-1]
+        assert isinstance(finished, DebateFinished)
+        return finished.outcome
 
     async def _fail(self, run: DebateRun, message: str, rounds: int, *, planned: int | None = None) -> Outcome:
         outcome = self._outcome(run, "failed", rounds=rounds, error=message, planned=planned)

@@ -6,8 +6,11 @@ be deterministic given their results. A model call's step returns a `CallResult`
 or why it failed, and when it ran); the counters are updated from that result outside the step, so
 a replayed call counts the same. The call's streamed text is sent from inside its step, tagged with
 a random attempt id drawn there: a call that runs again after a restart streams as a new attempt.
-Each round's audience notes are taken as one step too, when the round starts (`round_started`); from
-then on every debater's prompt ends with them, quoted as untrusted text.
+A debater's turn is one step: its TurnStarted, the call, and its TurnCompleted or TurnFailed (a
+step costs the workflow engine a few SQL statements, and a turn used to be three of them).
+A round's start is one step too (`round_started`): the audience's notes for the round are taken,
+then RoundStarted and the notes are delivered; from then on every debater's prompt ends with the
+notes, quoted as untrusted text.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -72,6 +75,15 @@ class CallResult(BaseModel):
     error_kind: str = ""  # ProviderError.kind ("timeout", "auth", …), or CONFIG_ERROR
 
 
+class TurnResult(BaseModel):
+    """What a debater's turn step returns: the call's result, and its closing event as delivered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: CallResult
+    event: TurnCompleted | TurnFailed
+
+
 @dataclass(repr=False)  # a repr would carry the settings (API keys) into any log that prints a step
 class DebateRun:
     """What a format sees: the spec, and `turn()` / `aux()` to call models with events emitted.
@@ -111,26 +123,47 @@ class DebateRun:
             timeout_s=self.settings.debate_call_timeout,
         )
 
+    def scrub(self, event: E) -> E:
+        """`event` as every sink sees it: secrets and control characters taken out (`redact`)."""
+        return type(event).model_validate(self.redact.value(event.model_dump()))
+
     async def emit(self, event: E) -> E:
         """Scrub `event` and deliver it, as one step; returns the scrubbed event (what the sinks saw).
 
         A bus that delivers nowhere (a silent run's) takes no step. Streamed text does not come
         through here: a model call's step sends it (`_TurnText`).
         """
-        shown = type(event).model_validate(self.redact.value(event.model_dump()))
+        shown = self.scrub(event)
         if self.bus.silent or isinstance(shown, TextDelta):
             await self.bus.emit(shown)
         else:
             await self.steps.call(self.bus.emit, shown)
         return shown
 
-    async def _call(self, model_string: str, call: ModelCall, stream: tuple[int, str, str] | None = None) -> CallResult:
+    async def emit_together(self, *events: EventBase) -> list[EventBase]:
+        """Scrub and deliver `events` in order as one step (events that always follow one another)."""
+        shown = [self.scrub(event) for event in events]
+
+        async def deliver() -> None:
+            for event in shown:
+                await self.bus.emit(event)
+
+        if self.bus.silent:
+            await deliver()
+        else:
+            await self.steps.call(deliver)
+        return shown
+
+    async def _call(self, model_string: str, call: ModelCall) -> CallResult:
         """One model call as a step; the counters are updated here, from its result."""
 
         async def model_call() -> CallResult:  # a closure: what a stopped step's log line shows stays short
-            return await self._call_model(model_string, call, stream)
+            return await self._call_model(model_string, call, None)
 
-        result = await self.steps.call(model_call, preemptible=True)
+        return self._count(model_string, await self.steps.call(model_call, preemptible=True))
+
+    def _count(self, model_string: str, result: CallResult) -> CallResult:
+        """Add a call's result to the counters (outside its step: a replayed call counts the same)."""
         if result.error_kind == CONFIG_ERROR:
             return result
         self.stats.attempted += 1
@@ -187,22 +220,22 @@ class DebateRun:
         """Call `seat`'s model, streaming its text as TextDelta events; never raises for model failures:
         a failed call comes back as a Turn with status "failed" and a user-safe error. Once the audience
         sent any note, `user` ends with the quoted notes (orchestrator/debate/audience.py)."""
-        user = with_audience(user, self.interjections)
-        await self.emit(
-            TurnStarted(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role, kind=kind,
-                        model=seat.model)
-        )
-        result = await self._call(seat.model, self.model_call(seat.model, system, user), (round, seat.label, kind))
-        base = dict(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role, kind=kind,
-                    model=seat.model, started_at=result.started_at)
-        completion = result.completion
-        if completion is None:
-            turn = Turn(**base, status="failed", error=sanitize_metadata(result.error), duration_ms=result.duration_ms)
-            return (await self.emit(TurnFailed(debate_id=self.debate_id, turn=turn))).turn
-        turn = Turn(**base, text=completion.text, duration_ms=completion.duration_ms,
-                    input_tokens=completion.input_tokens, output_tokens=completion.output_tokens)
-        turn = (await self.emit(TurnCompleted(debate_id=self.debate_id, turn=turn))).turn
-        if record:  # later prompts read what was stored and shown: scrubbed, and cut to size
+        call = self.model_call(seat.model, system, with_audience(user, self.interjections))
+        where: dict[str, Any] = dict(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role,
+                                     kind=kind, model=seat.model)
+        started = self.scrub(TurnStarted(**where))
+
+        async def model_turn() -> TurnResult:  # one step: a resumed debate gets the turn back as shown
+            await self.bus.emit(started)
+            result = await self._call_model(seat.model, call, (round, seat.label, kind))
+            closing = self.scrub(_closing_event(where, result))
+            await self.bus.emit(closing)
+            return TurnResult(call=result, event=closing)
+
+        done = await self.steps.call(model_turn, preemptible=True)
+        self._count(seat.model, done.call)
+        turn = done.event.turn
+        if record and isinstance(done.event, TurnCompleted):  # later prompts read what was stored and shown
             self.transcript.append(turn)
         return turn
 
@@ -230,20 +263,44 @@ class DebateRun:
             self.warnings.append(shown.text)
 
     async def round_started(self, round: int, total: int, title: str = "") -> None:
-        """The round begins: the audience's notes for it are taken (one step: a resumed run gets the
-        same notes back), then RoundStarted and one Interjected per note are emitted."""
-        notes: list[Interjection] = []
-        if self.audience is not None:
-            notes = (await self.steps.call(self.audience.take, self.debate_id, round))[:MAX_INTERJECTIONS_PER_ROUND]
-        await self.emit(RoundStarted(debate_id=self.debate_id, round=round, total=total, title=title))
-        for note in notes:
-            if note.round is None:
-                note = note.model_copy(update={"round": round})
-            shown = await self.emit(Interjected(debate_id=self.debate_id, interjection=note))
-            self.interjections.append(shown.interjection)  # later prompts quote what was logged and shown
+        """The round begins, as one step: the audience's notes for it are taken (a resumed run gets the
+        same notes back), then RoundStarted and one Interjected per note are delivered."""
+        started = self.scrub(RoundStarted(debate_id=self.debate_id, round=round, total=total, title=title))
+
+        async def start_round() -> list[Interjection]:
+            notes: list[Interjection] = []
+            if self.audience is not None:
+                notes = (await self.audience.take(self.debate_id, round))[:MAX_INTERJECTIONS_PER_ROUND]
+            await self.bus.emit(started)
+            shown: list[Interjection] = []
+            for note in notes:
+                if note.round is None:
+                    note = note.model_copy(update={"round": round})
+                event = self.scrub(Interjected(debate_id=self.debate_id, interjection=note))
+                await self.bus.emit(event)
+                shown.append(event.interjection)
+            return shown
+
+        if self.audience is None and self.bus.silent:
+            await start_round()
+            return
+        self.interjections.extend(await self.steps.call(start_round))  # later prompts quote what was shown
 
     async def round_completed(self, round: int, total: int) -> None:
         await self.emit(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
+
+
+def _closing_event(where: dict[str, Any], result: CallResult) -> TurnCompleted | TurnFailed:
+    """How a debater's call ends its turn (`where`: the turn's debate, round, seat, role, kind and
+    model): completed with the text, or failed with a user-safe error."""
+    completion = result.completion
+    if completion is None:
+        failed = Turn(**where, started_at=result.started_at, status="failed", error=sanitize_metadata(result.error),
+                      duration_ms=result.duration_ms)
+        return TurnFailed(debate_id=failed.debate_id, turn=failed)
+    done = Turn(**where, started_at=result.started_at, text=completion.text, duration_ms=completion.duration_ms,
+                input_tokens=completion.input_tokens, output_tokens=completion.output_tokens)
+    return TurnCompleted(debate_id=done.debate_id, turn=done)
 
 
 class _TurnText:
