@@ -8,7 +8,8 @@ is a workflow of its own, with its own stream: `enqueue_continuation`, and `even
 A stream is written at least once (a step that runs again writes again), so the feed drops what it
 has delivered before: an event whose key it has seen, a text delta whose (turn, attempt, offset) it
 has seen. What is left may still hold a turn restarted by a new attempt: the renderer starts that
-turn's text over (`bots.thread.live`).
+turn's text over (`bots.thread.live`). The reads of all the debates a front follows share batches
+(stream_reads.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from dbos import DBOS, DBOSClient, EnqueueOptions
-from dbos import error as dbos_error
 from pydantic import TypeAdapter, ValidationError
 
 from orchestrator.config import Settings
@@ -40,6 +40,7 @@ from orchestrator.durable.names import (
     segment_workflow_id,
     workflow_id,
 )
+from orchestrator.durable.stream_reads import StreamMissing, StreamReads
 from orchestrator.events import FINAL_EVENTS, Event, EventBase, TextDelta
 from orchestrator.models import DebateSpec
 
@@ -85,6 +86,7 @@ class FrontFeed:
         self.client = client
         self.application_version = application_version
         self.poll_seconds = poll_seconds
+        self.reads = StreamReads(client, STREAM, poll_seconds=poll_seconds)  # every debate's reads, batched
 
     @classmethod
     async def open(cls, settings: Settings) -> FrontFeed:
@@ -156,8 +158,7 @@ class FrontFeed:
         closes or the workflow ends (then the caller decides what the thread shows). Raises
         DebateNotQueued when that segment has no workflow."""
         seen = Seen()
-        stream = self.client.read_stream_async(segment_workflow_id(debate_id, segment), STREAM, offset=offset,
-                                               polling_interval_sec=self.poll_seconds)
+        stream = self.reads.values(segment_workflow_id(debate_id, segment), offset)
         try:
             async for value in stream:
                 try:
@@ -170,7 +171,7 @@ class FrontFeed:
                 yield event
                 if isinstance(event, FINAL_EVENTS):
                     return
-        except dbos_error.DBOSNonExistentWorkflowError:
+        except StreamMissing:
             raise DebateNotQueued(debate_id) from None
         finally:
             await stream.aclose()
