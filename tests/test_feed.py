@@ -177,3 +177,33 @@ async def test_a_front_restarted_mid_debate_resumes_its_thread_from_the_stream(
         await asyncio.wait_for(restarted.idle(), 20)
         await assert_slack_thread_once(peer, store, spec, root_ts)
         assert (await store.messages(spec.id))[ROOT].final
+
+
+async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_reads(feed: FrontFeed) -> None:
+    specs = [spec_for("slack") for _ in range(30)]
+    expected = {spec.id: debate_events(spec) for spec in specs}
+    for spec in specs:
+        entries = dumped(at_least_once(expected[spec.id]))
+        await start(spec.id, entries, pause_at=len(entries) // 2)
+
+    batches: list[int] = []
+    fill = feed.reads._fill
+    feed.reads._fill = lambda batch: (batches.append(len(batch)), fill(batch))[1]  # type: ignore[method-assign]
+    got: dict[str, list[EventBase]] = {spec.id: [] for spec in specs}
+    halfway = {spec.id: asyncio.Event() for spec in specs}
+
+    async def follow(debate_id: str) -> None:
+        async for event in feed.events(debate_id):
+            got[debate_id].append(event)
+            halfway[debate_id].set()
+
+    readers = [asyncio.create_task(follow(spec.id)) for spec in specs]
+    for spec in specs:
+        await halfway[spec.id].wait()
+    for spec in specs:
+        await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)
+    await asyncio.wait_for(asyncio.gather(*readers), 30)
+
+    assert got == expected
+    assert max(batches) > 1  # reads asked while a batch ran went together in the next one
+    assert len(batches) < sum(batches)
