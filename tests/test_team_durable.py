@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -85,6 +86,15 @@ def core_for(settings: Settings, store: DebateLog, feed: Any = None) -> Core:
 async def kill(proc: asyncio.subprocess.Process) -> None:
     proc.send_signal(signal.SIGKILL)
     assert await proc.wait() == -signal.SIGKILL
+
+
+async def step_recorded(feed: FrontFeed, workflow: str, name: str, within: float = 30.0) -> None:
+    """Until the workflow has a finished step called `name` (DBOS says nothing when it records one)."""
+    deadline = time.monotonic() + within
+    while not any(step["function_name"].endswith(name) and step["completed_at_epoch_ms"]
+                  for step in await feed.client.list_workflow_steps_async(workflow)):
+        assert time.monotonic() < deadline, f"no {name} step of {workflow} was recorded"
+        await asyncio.sleep(0.05)
 
 
 def made_twice(srv: FakeLLMServer) -> list[tuple[str, str]]:
@@ -235,7 +245,9 @@ async def test_a_continuation_runs_as_its_own_workflow_and_survives_a_restart(
         follower = StreamFollower(backend.workflow_db, f"{spec.id}-c2")
         reading = asyncio.create_task(follower.run())
         await held.wait()
-        await follower.wait_for(lambda e: isinstance(e, TurnCompleted) and e.turn.seat == "B")  # B's is recorded
+        await follower.wait_for(lambda e: isinstance(e, TurnCompleted) and e.turn.seat == "B")
+        # a turn's events go out inside its step, and the step is recorded just after: wait for that too
+        await step_recorded(feed, continuation_workflow_id(spec.id, 2), "model_turn")
         await kill(worker)
         outcome = await finish(await spawn_continuation(srv, log, backend, spec.id, 2, enqueue=False,
                                                         executor="worker-team-3"))
