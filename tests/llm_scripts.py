@@ -1,9 +1,13 @@
-"""Scripted replies for the fake LLM server that several test modules share."""
+"""Scripted replies for the fake LLM server that several test modules share, and the scripts of the
+team-in-the-loop tests that every platform runs (a debate held at its first call, a continuation whose
+second verdict changes the winner)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+from orchestrator.log import DebateRecord
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 
 
@@ -33,3 +37,49 @@ def verdict_json(winner: str = "A", **extra: object) -> str:
 
 def script_judge(srv: FakeLLMServer, winner: str = "A", **extra: object) -> None:
     srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=is_judge)
+
+
+# ---- the team in the loop: held debates and continuations
+
+FIRST_RECOMMENDATION = "Build a queue of our own."
+FACTS = "We already run a Kafka cluster owned by the platform team."
+CHANGE_NOTE = "The Kafka cluster the team already runs removes Debater A's cost argument."
+
+
+def continued_judge(record: RequestRecord) -> bool:
+    """The judge asked again after a continuation: its prompt carries the verdict before."""
+    return is_judge(record) and FIRST_RECOMMENDATION in record.prompt_text
+
+
+def debater_requests(srv: FakeLLMServer, model: str) -> list[RequestRecord]:
+    return [r for r in srv.requests if r.model == model and not is_judge(r)]
+
+
+def script_held(srv: FakeLLMServer, gate: asyncio.Event) -> None:
+    """A challenge debate of gpt-5 (proposer) and claude-sonnet-4-6 whose proposer's calls wait for `gate`;
+    the judge picks A."""
+    script_judge(srv, "A")
+    srv.add_rule(Reply(text="Proposer: the benchmark shows 2x.", gate=gate), match="gpt-5")
+    srv.add_rule(Reply(text="Challenger: staffing is the risk."), match="claude-sonnet-4-6")
+
+
+def script_continuation(srv: FakeLLMServer) -> None:
+    """A debate whose first verdict picks A and recommends FIRST_RECOMMENDATION, and whose verdict after
+    a continuation picks B, saying the winner changed (CHANGE_NOTE)."""
+    srv.add_rule(Reply(text=verdict_json("B", changed=True, change_note=CHANGE_NOTE,
+                                         recommendation="Use the existing Kafka cluster.")), match=continued_judge)
+    script_judge(srv, "A", recommendation=FIRST_RECOMMENDATION)
+
+
+def assert_continued_with_facts(record: DebateRecord | None, srv: FakeLLMServer, author: str) -> None:
+    """A `script_continuation` debate continued once with FACTS by `author`, `srv`'s records cleared before:
+    two verdicts (A, then B saying the winner changed), the facts kept as round 2's note, and each
+    debater's one new turn given the facts and the verdict before."""
+    assert record is not None and record.status == "completed" and record.segment == 2
+    assert [v.winner for v in record.verdicts] == ["A", "B"]
+    assert record.verdicts[1].changed is True and record.verdicts[1].change_note == CHANGE_NOTE
+    (facts,) = record.interjections
+    assert (facts.kind, facts.author, facts.round) == ("facts", author, 2)
+    for model in ("gpt-5", "claude-sonnet-4-6"):
+        (turn,) = debater_requests(srv, model)
+        assert FACTS in turn.prompt_text and FIRST_RECOMMENDATION in turn.prompt_text

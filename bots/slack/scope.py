@@ -6,10 +6,10 @@ channels of the same workspace, plus those of the asker's own channel. App Home 
 sees only public ones. A channel's privacy comes from `conversations.info`, cached per channel for a
 few minutes; a DM (`D…`) is private without asking, and a channel Slack will not describe counts as
 private (the safe side: its debates are then recalled only from inside it). Stopping a debate is for
-its requester and for workspace admins and owners (`users.info`), and so is changing a channel's
-defaults (admins and owners only). An audience note is signed with the author's display name as Slack
-shows it (`users.info`: the profile's display name, else the real name, else the user id), remembered
-per process.
+its requester and for workspace admins and owners, and changing a channel's defaults for admins and
+owners only. An audience note is signed with the author's display name as Slack shows it (the profile's
+display name, else the real name, else the user id). Both come from one `users.info` per user, remembered
+for a minute (`SlackUsers`): a demoted admin loses the power within that.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -28,6 +29,7 @@ from orchestrator.log import DebateRecord, Scope
 log = logging.getLogger(__name__)
 
 PRIVACY_TTL_S = 300.0
+USER_TTL_S = 60.0  # the longest a demoted admin keeps an admin's powers here
 
 
 @dataclass
@@ -59,26 +61,45 @@ class ChannelPrivacy:
 
 
 @dataclass
-class DisplayNames:
-    """Who a user is to the people in the channel, remembered per process (a failed lookup is not)."""
+class SlackUsers:
+    """Who a user is (`users.info`), asked once and remembered for `ttl` seconds, for every need: the name
+    that signs their notes, whether they are an admin. A failed lookup is not remembered."""
 
-    _known: dict[tuple[str | None, str], str] = field(default_factory=dict)
+    ttl: float = USER_TTL_S
+    _known: dict[tuple[str | None, str], tuple[dict[str, Any], float]] = field(default_factory=dict)
 
     async def name(self, client: AsyncWebClient, team_id: str | None, user_id: str) -> str:
+        """Their display name as the channel shows it; the user id when Slack will not say."""
+        user = await self._user(client, team_id, user_id) or {}
+        profile = user.get("profile") or {}
+        name = str(profile.get("display_name") or profile.get("real_name") or user.get("real_name") or "").strip()
+        return name or user_id
+
+    async def is_admin(self, client: AsyncWebClient, team_id: str | None, user_id: str) -> bool:
+        """A workspace admin or owner; anyone Slack will not describe is not."""
+        user = await self._user(client, team_id, user_id) or {}
+        return bool(user.get("is_admin") or user.get("is_owner") or user.get("is_primary_owner"))
+
+    async def may_stop(self, client: AsyncWebClient, team_id: str | None, record: DebateRecord, user_id: str) -> bool:
+        """Its requester, or a workspace admin or owner."""
+        return (record.requested_by is not None and record.requested_by == user_id) or await self.is_admin(
+            client, team_id, user_id)
+
+    async def _user(self, client: AsyncWebClient, team_id: str | None, user_id: str) -> dict[str, Any] | None:
         key = (team_id, user_id)
-        if key in self._known:
-            return self._known[key]
+        known = self._known.get(key)
+        now = time.monotonic()
+        if known is not None and now - known[1] < self.ttl:
+            return known[0]
         try:
             response = await client.users_info(user=user_id)
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
-            log.info("slack: users.info %s failed (%s); the note is signed with the user id", user_id,
+            log.info("slack: users.info %s failed (%s)", user_id,
                      exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__)
-            return user_id
+            return None
         user = response.get("user") or {}
-        profile = user.get("profile") or {}
-        name = str(profile.get("display_name") or profile.get("real_name") or user.get("real_name") or "").strip()
-        self._known[key] = name or user_id
-        return self._known[key]
+        self._known[key] = (user, now)
+        return user
 
 
 def channel_scope(team_id: str | None, channel_id: str, private: bool) -> Scope:
@@ -89,20 +110,3 @@ def channel_scope(team_id: str | None, channel_id: str, private: bool) -> Scope:
 def home_scope(team_id: str | None) -> Scope:
     """App Home is inside no channel: public channels' debates of the workspace only."""
     return Scope(platform=PLATFORM, workspace=team_id)
-
-
-async def is_admin(client: AsyncWebClient, user_id: str) -> bool:
-    """A workspace admin or owner; anyone Slack will not describe is not."""
-    try:
-        response = await client.users_info(user=user_id)
-    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
-        log.info("slack: users.info %s failed: %s", user_id,
-                 exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__)
-        return False
-    user = response.get("user") or {}
-    return bool(user.get("is_admin") or user.get("is_owner") or user.get("is_primary_owner"))
-
-
-async def may_stop(client: AsyncWebClient, record: DebateRecord, user_id: str) -> bool:
-    """Its requester, or a workspace admin or owner."""
-    return (record.requested_by is not None and record.requested_by == user_id) or await is_admin(client, user_id)

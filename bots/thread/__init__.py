@@ -17,8 +17,9 @@ Where each behaviour lives:
                 write: a cancel cannot separate them), and again as `final` once it shows its final text.
 - `tail.py`     `FrontTailer`: one task per live debate reading its events from a feed (the workers'
                 stream) into its ThreadSink; at front start and every few seconds it renews its leases on
-                workspaces (one front renders a workspace's threads) and resumes their threads that may
-                still change.
+                workspaces and resumes their threads that may still change.
+- `leases.py`   `WorkspaceLeases`: a front's leases in the log on the workspaces whose threads it renders
+                (one front renders a workspace's threads): claimed, renewed and released.
 
 Rendering is idempotent: events may come twice and a restarted front replays each live debate's stream
 from its start into `ThreadSink.resume`, which edits the messages the log has and skips the final ones.

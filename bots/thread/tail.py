@@ -9,16 +9,13 @@ replaying the whole stream posts nothing twice. A continued debate is followed i
 (each `continue` runs one, on a stream of its own); `follow_segment` follows a continuation the front has
 just started, in the same thread.
 
-Several fronts of one platform may share the log (Slack HTTP fronts behind a load balancer, Discord
-shards). All the threads of one workspace (Slack team, Discord guild; '' for none) are rendered by one
-front at a time, the one holding the workspace's lease in the log (`DebateLog.claim_workspaces`), so the
-workspace's platform budget is paced in one process. Every `SWEEP_S` (`sweep`; `start` runs the first
-before the front takes requests) the tailer renews its leases and takes the workspaces of live threads
-that are free or whose lease ran out (a front that died), then follows their threads: one read and one
-claim per sweep. A debate this front started in a workspace another front holds is left to that front
-(its next sweep picks it up). A workspace this front lost (it stalled past its lease and another front
-took it) stops being rendered here, its threads unfinished; closing releases every lease, so another
-front takes over at once. `owns(workspace)` limits what the tailer claims (a Discord shard: its guilds).
+A front renders only the threads of the workspaces it holds a lease on (`leases.WorkspaceLeases`: one
+front per workspace, so its platform budget is paced in one process). Every `SWEEP_S` (`sweep`; `start`
+runs the first before the front takes requests) the tailer renews its leases and takes the workspaces of
+live threads that are free or whose lease ran out, then follows their threads: one read and one claim per
+sweep. A debate this front started in a workspace another front holds is left to that front (its next
+sweep picks it up). A workspace this front lost (it stalled past its lease and another front took it)
+stops being rendered here, its threads unfinished; closing releases every lease.
 
 A feed that ends without a final event means the debate ended without saying how (its workflow was
 stopped or failed outside the engine): the thread then shows what the log says, and a debate the log
@@ -37,6 +34,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
 from bots.thread.keys import root_key
+from bots.thread.leases import LEASE_S, SWEEP_S, WorkspaceLeases
 from bots.thread.restart import Reach
 from bots.thread.sink import ThreadSink
 from orchestrator.app import renderer_name
@@ -48,8 +46,6 @@ log = logging.getLogger(__name__)
 
 NO_RESULT = "the debate stopped without a result"
 RETRY_SECONDS = (0.5, 30.0)  # a feed that broke (database unreachable) is read again after this, doubling
-LEASE_S = 15.0  # how long a front holds a workspace's threads without renewing
-SWEEP_S = 2.0  # how often it renews and looks for threads to take: well within the lease (≤ LEASE_S / 3)
 STARTING_GRACE_S = 10.0  # a debate found live before its workflow was queued: how long it may take
 ROOT_KEYS = tuple(root_key(segment) for segment in range(1, MAX_CONTINUATIONS + 2))
 
@@ -77,22 +73,30 @@ class FrontTailer:
         self.store = store
         self.platform = platform
         self.reach = reach
-        self.renderer = renderer or renderer_name()
-        self.owns = owns or (lambda _workspace: True)
-        self.lease_s = lease_s
+        self.leases = WorkspaceLeases(store, platform, renderer or renderer_name(),
+                                      owns or (lambda _workspace: True), lease_s)
         self.sweep_s = sweep_s
         self._following: dict[str, tuple[ThreadSink, asyncio.Task[None]]] = {}
         self._stopping: set[str] = set()
-        self._held: set[str] = set()  # the workspaces this front's last claim gave it
-        self._held_until = 0.0  # monotonic: when the earliest of those leases runs out
-        self._claiming = asyncio.Lock()  # one claim at a time, so `_held` is what the log last said
         self._sweeper: asyncio.Task[None] | None = None
         self._born = time.time()  # debates logged before this front began and without a workflow are orphans
 
     @property
+    def renderer(self) -> str:
+        return self.leases.renderer
+
+    @property
+    def lease_s(self) -> float:
+        return self.leases.lease_s
+
+    @lease_s.setter
+    def lease_s(self, value: float) -> None:
+        self.leases.lease_s = value
+
+    @property
     def held(self) -> set[str]:
         """The workspaces whose threads this front renders (as of its last claim)."""
-        return set(self._held)
+        return self.leases.held
 
     def follow(self, debate_id: str, sink: ThreadSink) -> asyncio.Task[None]:
         """Render `debate_id`'s events (those of the sink's segment) into `sink` until its thread is
@@ -143,15 +147,13 @@ class FrontTailer:
         stop rendering the workspaces it lost; follow every live thread of the workspaces it holds, each
         from the start of its last segment. Returns the debates it began following."""
         live = await self.store.live_threads(self.platform, ROOT_KEYS)
-        async with self._claiming:
-            wanted = {workspace for _id, workspace in live if self.owns(workspace)}
-            wanted |= {_workspace(sink) for sink, _task in self._following.values()}
-            await self._claim(wanted)
+        await self.leases.renew(lambda: {workspace for _id, workspace in live if self.leases.owns(workspace)}
+                                | {_workspace(sink) for sink, _task in self._following.values()})
         await self._let_go([debate_id for debate_id, (sink, _task) in list(self._following.items())
-                            if _workspace(sink) not in self._held])
+                            if not self.leases.holds(_workspace(sink))])
         resumed = []
         for debate_id, workspace in live:
-            if workspace not in self._held or debate_id in self._following:
+            if not self.leases.holds(workspace) or debate_id in self._following:
                 continue
             try:
                 sink = await self._resumed_sink(debate_id)
@@ -200,14 +202,7 @@ class FrontTailer:
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
         await self._let_go(list(self._following))
-        async with self._claiming:
-            held, self._held = sorted(self._held), set()
-        if release and held:
-            try:
-                await self.store.release_workspaces(self.renderer, self.platform, held)
-            except Exception:
-                log.warning("%s: could not release the threads of %d workspace(s); their leases run out",
-                            self.platform, len(held), exc_info=True)
+        await self.leases.release(tell_log=release)
 
     def _forget(self, debate_id: str, task: asyncio.Task[None]) -> None:
         if (entry := self._following.get(debate_id)) is not None and entry[1] is task:
@@ -222,26 +217,6 @@ class FrontTailer:
             except Exception:
                 log.warning("%s: renewing the thread leases failed; again in %.1f s", self.platform, self.sweep_s,
                             exc_info=True)
-
-    async def _claim(self, workspaces: set[str]) -> None:
-        """Claim `workspaces` (under `_claiming`); what the log gives is what this front holds."""
-        at = time.monotonic()
-        held = await self.store.claim_workspaces(self.renderer, self.platform, sorted(workspaces), self.lease_s)
-        self._held, self._held_until = set(held), at + self.lease_s
-
-    async def _hold(self, workspace: str) -> bool:
-        """Whether this front renders `workspace`'s threads: held by its last claim and not run out, or
-        free (or run out) now and taken."""
-        if not self.owns(workspace):
-            return False
-        async with self._claiming:
-            if workspace in self._held and time.monotonic() < self._held_until:
-                return True
-            if time.monotonic() >= self._held_until:  # renew everything held along with it
-                await self._claim(self._held | {workspace})
-            elif await self.store.claim_workspaces(self.renderer, self.platform, [workspace], self.lease_s):
-                self._held.add(workspace)
-            return workspace in self._held
 
     async def _let_go(self, debate_ids: list[str]) -> None:
         """Stop rendering these debates here, their threads as they are (another front, or a restart,
@@ -268,7 +243,7 @@ class FrontTailer:
 
     async def _follow(self, debate_id: str, sink: ThreadSink) -> None:
         try:
-            if not await self._hold(_workspace(sink)):
+            if not await self.leases.hold(_workspace(sink)):
                 log.info("%s: another front renders the threads of debate %s's workspace", self.platform, debate_id)
                 await sink.aclose()
                 return

@@ -30,7 +30,7 @@ from bots.slack.listeners.invocation import Invocation
 from bots.slack.listeners.recall import not_found
 from bots.slack.listeners.start import start_debate
 from bots.slack.runtime import SlackRuntime
-from bots.slack.scope import channel_scope, is_admin
+from bots.slack.scope import channel_scope
 from bots.slack.surface import PLATFORM
 from bots.thread import Urgency
 from orchestrator.log import DebateRecord
@@ -44,7 +44,7 @@ async def asker_of(runtime: SlackRuntime, client: AsyncWebClient, team_id: str |
                    user_id: str) -> Asker:
     """The person asking from `channel_id`, as the shared rules need them: name to sign with, Scope."""
     private = await runtime.privacy.is_private(client, team_id, channel_id)
-    return Asker(platform=PLATFORM, user=user_id, author=await runtime.names.name(client, team_id, user_id),
+    return Asker(platform=PLATFORM, user=user_id, author=await runtime.users.name(client, team_id, user_id),
                  scope=channel_scope(team_id, channel_id, private))
 
 
@@ -115,7 +115,7 @@ async def config_command(command: Config, inv: Invocation) -> None:
         defaults = await channel_config(core, PLATFORM, inv.team_id, inv.channel_id)
         await inv.tell(safe(config_text(defaults, core.settings)))
         return
-    if not await is_admin(inv.client, inv.user_id):
+    if not await inv.runtime.users.is_admin(inv.client, inv.team_id, inv.user_id):
         await inv.tell(ADMINS_ONLY)
         return
     defaults = await set_channel_config(core, PLATFORM, inv.team_id, inv.channel_id, command.assignments,

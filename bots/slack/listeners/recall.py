@@ -12,7 +12,6 @@ import asyncio
 from bots.commands import History, Search, Show, Stop
 from bots.slack.links import permalink, thread_links
 from bots.slack.listeners.invocation import Invocation
-from bots.slack.scope import may_stop
 from bots.slack.views import history_text, models_text, search_text, show_text
 from orchestrator.log import DebateRecord
 from orchestrator.policy import ChatPolicy
@@ -58,7 +57,7 @@ async def stop_debate(command: Stop, inv: Invocation) -> None:
     if record is None or record.status != "running" or tailer is None:
         await inv.tell(f"No running debate with id `{command.debate_id}` here.")
         return
-    if not await may_stop(inv.client, record, inv.user_id):
+    if not await inv.runtime.users.may_stop(inv.client, inv.team_id, record, inv.user_id):
         await inv.tell(f"Only the person who started it or a workspace admin can stop debate `{record.id}`.")
         return
     await tailer.stop(record.id)
