@@ -9,7 +9,9 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from bots.slack.scope import ChannelPrivacy, DisplayNames
+import aiohttp
+
+from bots.slack.scope import ChannelPrivacy, SlackUsers
 from bots.slack.surface import slack_limits
 from bots.thread import FrontTailer, Limits, Pacers
 from orchestrator.app import Core
@@ -23,9 +25,12 @@ class SlackRuntime:
     multi_workspace: bool = False
     pacers: Pacers = field(default_factory=lambda: Pacers(slack_limits()))
     privacy: ChannelPrivacy = field(default_factory=ChannelPrivacy)  # conversations.info, cached
-    names: DisplayNames = field(default_factory=DisplayNames)  # users.info display names, cached
+    users: SlackUsers = field(default_factory=SlackUsers)  # users.info (display names, admins), cached
     ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
     tailer: FrontTailer | None = None  # set by build_app (a core with a feed: the durable front)
+    # every Web API call's connections, kept alive (without it slack_sdk opens a session, so a TCP and
+    # TLS connection, per call); made in build_app, inside the loop, closed at shutdown
+    session: aiohttp.ClientSession | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @classmethod
@@ -67,3 +72,5 @@ class SlackRuntime:
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
         if self.tailer is not None:
             await self.tailer.aclose()
+        if self.session is not None:
+            await self.session.close()
