@@ -1,5 +1,5 @@
 """Socket Mode against the peer's websocket (with a reconnect and the process's /healthz), and the
-multi-workspace OAuth install."""
+multi-workspace OAuth install on either installation store."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 import aiohttp
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 
+from bots.slack.oauth import install_db_path
 from bots.slack.serve import run_slack
 from bots.slack.surface import slack_limits
 from bots.web import WebFront, health_for
@@ -18,6 +20,7 @@ from orchestrator.app import Core
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
 from tests.llm_scripts import script_judge
+from tests.log_backends import LogBackend
 
 
 def envelope(envelope_id: str, text: str, peer: SlackAPIPeer, trigger: str, retry: int | None = None) -> dict:
@@ -71,23 +74,62 @@ async def socket_mode_survives_a_drop_and_drops_retries(peer: SlackAPIPeer, core
     assert len(peer.of("apps.connections.open")) >= 2
 
 
-async def test_oauth_install_then_commands_use_the_installed_token_and_uninstall_forgets(tmp_path: Path) -> None:
+async def install(at: SlackBot, redirected_to: SlackBot | None = None) -> tuple[int, str]:
+    """The OAuth install as a browser drives it: /slack/install at `at` (a state, and its cookie), then
+    Slack's redirect back with a code, landing at `redirected_to` (another front behind the same load
+    balancer) or at `at` itself. The redirect's status and page."""
+    async with at.http.get(f"{at.url}/slack/install") as page:
+        assert page.status == 200
+        state = re.search(r"state=([\w-]+)", await page.text())
+        cookie = page.headers["Set-Cookie"].split(";")[0]  # Secure: a browser sends it back on https
+    assert state is not None
+    landing = redirected_to or at
+    async with landing.http.get(f"{landing.url}/slack/oauth_redirect", headers={"Cookie": cookie},
+                                params={"code": "good-code", "state": state.group(1)}) as done:
+        return done.status, await done.text()
+
+
+def installations(bot: SlackBot) -> AsyncInstallationStore:
+    store = bot.app.installation_store
+    assert store is not None
+    return store
+
+
+async def uninstall(bot: SlackBot, team: str) -> None:
+    uninstalled = {"token": "legacy", "team_id": team, "api_app_id": "A1", "type": "event_callback",
+                   "event_id": f"Ev-{team}", "event_time": 1, "event": {"type": "app_uninstalled"}}
+    status, _ = await bot.post(json.dumps(uninstalled), headers={"Content-Type": "application/json"})
+    assert status == 200
+
+
+async def forgotten(bot: SlackBot, team: str) -> bool:
+    """Whether `bot`'s store has no installation of `team`, within a few seconds: bolt deletes it after
+    the ack, in a task of its own that nothing here can await."""
+    store = installations(bot)
+    for _ in range(100):
+        if await store.async_find_installation(enterprise_id=None, team_id=team) is None:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_oauth_install_then_commands_use_the_installed_token_and_uninstall_forgets(
+    tmp_path: Path, log_backend: LogBackend
+) -> None:
+    """On either store: the SQLite file beside DEBATE_DB, or DEBATE_DATABASE_URL's Postgres (and then
+    no file at all)."""
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm)
         settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
-                                  SLACK_BOT_TOKEN=None, SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="shh-secret")
+                                  SLACK_BOT_TOKEN=None, SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="shh-secret",
+                                  **log_backend.env)
         async with SlackBot(settings, slack_limits(post_interval=0.02, updates=1000, window=1.0)) as bot:
-            async with bot.http.get(f"{bot.url}/slack/install") as page:
-                assert page.status == 200
-                state = re.search(r"state=([\w-]+)", await page.text())
-                cookie = page.headers["Set-Cookie"].split(";")[0]  # Secure: a browser sends it back on https
-            assert state is not None
-            async with bot.http.get(f"{bot.url}/slack/oauth_redirect", headers={"Cookie": cookie},
-                                    params={"code": "good-code", "state": state.group(1)}) as done:
-                assert done.status == 200, await done.text()
-            store = bot.app.oauth_flow.settings.installation_store  # type: ignore[union-attr]
+            status, page = await install(bot)
+            assert status == 200, page
+            store = installations(bot)
             installation = await store.async_find_installation(enterprise_id=None, team_id="T9")
             assert installation is not None and installation.bot_token == "xoxb-installed"
+            assert install_db_path(settings).exists() == (log_backend.name == "sqlite")
 
             await bot.command("help", peer, team="T9")
             await bot.command("Feature flags or branches? --rounds 1", peer, team="T9", channel="C7")
@@ -96,12 +138,5 @@ async def test_oauth_install_then_commands_use_the_installed_token_and_uninstall
             assert posts and {c.params["token"] for c in posts} == {"xoxb-installed"}
             assert (await bot.core.store.history(5))[0].status == "completed"
 
-            uninstalled = {"token": "legacy", "team_id": "T9", "api_app_id": "A1", "type": "event_callback",
-                           "event_id": "Ev9", "event_time": 1, "event": {"type": "app_uninstalled"}}
-            status, _ = await bot.post(json.dumps(uninstalled), headers={"Content-Type": "application/json"})
-            assert status == 200
-            for _ in range(100):
-                if await store.async_find_installation(enterprise_id=None, team_id="T9") is None:
-                    break
-                await asyncio.sleep(0.05)
-            assert await store.async_find_installation(enterprise_id=None, team_id="T9") is None
+            await uninstall(bot, "T9")
+            assert await forgotten(bot, "T9")

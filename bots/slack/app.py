@@ -1,9 +1,11 @@
-"""The bolt AsyncApp: token mode for one workspace, OAuth with a SQLite installation store for many."""
+"""The bolt AsyncApp: token mode for one workspace, OAuth for many (installations in Postgres or SQLite:
+bots/slack/oauth.py)."""
 
 from __future__ import annotations
 
 import logging
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -25,11 +27,14 @@ log = logging.getLogger("bots.slack")
 RATE_LIMIT_RETRIES = 6
 
 
-def web_client(settings: Settings, token: str | None = None) -> AsyncWebClient:
-    """A client for SLACK_API_BASE_URL that waits out 429s (Retry-After) instead of failing."""
+def web_client(settings: Settings, token: str | None = None,
+               session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
+    """A client for SLACK_API_BASE_URL that waits out 429s (Retry-After) instead of failing; with
+    `session`, its connections are that session's (kept alive between calls)."""
     return AsyncWebClient(
         token=token,
         base_url=settings.slack_api_base_url,
+        session=session,
         retry_handlers=[
             AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
             AsyncConnectionErrorRetryHandler(max_retry_count=2),
@@ -60,19 +65,14 @@ def build_app(
     settings = core.settings
     multi = is_multi_workspace(settings)
     runtime = SlackRuntime.create(core, limits, multi_workspace=multi)
-    if multi:
-        app = AsyncApp(
-            signing_secret=settings.slack_signing_secret,
-            client=web_client(settings),
-            oauth_settings=oauth_settings(settings, redirect_uri=redirect_uri),
-            logger=log,
-        )
-    else:
-        app = AsyncApp(
-            signing_secret=settings.slack_signing_secret,
-            client=web_client(settings, settings.slack_bot_token),
-            logger=log,
-        )
+    oauth = oauth_settings(settings, redirect_uri=redirect_uri) if multi else None  # may raise ConfigError
+    runtime.session = aiohttp.ClientSession()  # bolt's per-request clients share the app client's session
+    app = AsyncApp(
+        signing_secret=settings.slack_signing_secret,
+        client=web_client(settings, None if multi else settings.slack_bot_token, session=runtime.session),
+        oauth_settings=oauth,
+        logger=log,
+    )
     if core.feed is not None:
         runtime.tailer = FrontTailer(core.feed, core.store, PLATFORM, thread_reach(app, runtime),
                                      renderer=core.renderer)
@@ -94,7 +94,7 @@ def thread_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
                 enterprise_id=None, team_id=team)
             if bot is None or not bot.bot_token:
                 return None
-            client = web_client(runtime.core.settings, bot.bot_token)
+            client = web_client(runtime.core.settings, bot.bot_token, session=runtime.session)
         if record.channel is None or record.thread is None:
             return None
         return SlackThread(client, record.channel, record.thread), runtime.pacers.for_workspace(team)

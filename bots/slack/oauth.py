@@ -1,26 +1,32 @@
-"""Multi-workspace install: OAuth settings over SQLite stores that never block the event loop.
+"""Multi-workspace install: the OAuth settings, over stores that never block the event loop
+(bots/slack/install_stores.py): on the log's Postgres database when DEBATE_DATABASE_URL is set, so
+that any front serves any workspace; otherwise in a SQLite file beside the debate log.
 
-slack_sdk's SQLite stores do their I/O inline even in their `async_*` methods, and
-`async_delete_all` (called on app_uninstalled) falls back to the blocking deletes. These subclasses
-run every store operation in a worker thread.
-
-The store holds every workspace's bot token in plain text, so its file is created (or tightened) to
-0600 before SQLite opens it, whatever the umask; SQLite gives its -journal, -wal and -shm files the
-database file's mode.
+The SQLite store holds every workspace's bot token in plain text, so its file is created (or
+tightened) to 0600 before SQLite opens it, whatever the umask; SQLite gives its -journal, -wal and -shm
+files the database file's mode.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
+import sqlalchemy
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
-from slack_sdk.oauth.installation_store import Bot, Installation
-from slack_sdk.oauth.installation_store.sqlite3 import SQLite3InstallationStore
-from slack_sdk.oauth.state_store.sqlite3 import SQLite3OAuthStateStore
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 
-from orchestrator.config import Settings
+from bots.slack.install_stores import (
+    AsyncSQLiteInstallationStore,
+    AsyncSQLiteStateStore,
+    PostgresInstallationStore,
+    PostgresStateStore,
+    create_postgres_tables,
+    postgres_engine,
+)
+from orchestrator.config import ConfigError, Settings
+from orchestrator.log.postgres import redact_url
 
 # *:read and users:read: conversations.info (is the channel private?) and users.info (an admin?), bots/slack/scope.py
 BOT_SCOPES = ("commands", "chat:write", "chat:write.public", "channels:read", "groups:read", "im:read", "mpim:read",
@@ -28,52 +34,9 @@ BOT_SCOPES = ("commands", "chat:write", "chat:write.public", "channels:read", "g
 STATE_EXPIRY_S = 600
 
 
-class AsyncSQLiteInstallationStore(SQLite3InstallationStore):
-    async def async_save(self, installation: Installation) -> None:
-        await asyncio.to_thread(self.save, installation)
-
-    async def async_save_bot(self, bot: Bot) -> None:
-        await asyncio.to_thread(self.save_bot, bot)
-
-    async def async_find_bot(
-        self, *, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None = False
-    ) -> Bot | None:
-        return await asyncio.to_thread(
-            self.find_bot, enterprise_id=enterprise_id, team_id=team_id, is_enterprise_install=is_enterprise_install
-        )
-
-    async def async_find_installation(
-        self, *, enterprise_id: str | None, team_id: str | None, user_id: str | None = None,
-        is_enterprise_install: bool | None = False,
-    ) -> Installation | None:
-        return await asyncio.to_thread(
-            self.find_installation, enterprise_id=enterprise_id, team_id=team_id, user_id=user_id,
-            is_enterprise_install=is_enterprise_install,
-        )
-
-    async def async_delete_bot(self, *, enterprise_id: str | None, team_id: str | None) -> None:
-        await asyncio.to_thread(self.delete_bot, enterprise_id=enterprise_id, team_id=team_id)
-
-    async def async_delete_installation(
-        self, *, enterprise_id: str | None, team_id: str | None, user_id: str | None = None
-    ) -> None:
-        await asyncio.to_thread(self.delete_installation, enterprise_id=enterprise_id, team_id=team_id, user_id=user_id)
-
-    async def async_delete_all(self, *, enterprise_id: str | None, team_id: str | None) -> None:
-        await self.async_delete_bot(enterprise_id=enterprise_id, team_id=team_id)
-        await self.async_delete_installation(enterprise_id=enterprise_id, team_id=team_id)
-
-
-class AsyncSQLiteStateStore(SQLite3OAuthStateStore):
-    async def async_issue(self, *args: object, **kwargs: object) -> str:
-        return await asyncio.to_thread(self.issue, *args, **kwargs)
-
-    async def async_consume(self, state: str) -> bool:
-        return await asyncio.to_thread(self.consume, state)
-
-
 def install_db_path(settings: Settings) -> Path:
-    """Installations live beside the debate log, in their own file: `<DEBATE_DB>.slack-installs.db`."""
+    """Without Postgres, installations live beside the debate log, in their own file:
+    `<DEBATE_DB>.slack-installs.db`."""
     db = Path(settings.debate_db)
     return db.with_name(db.name + ".slack-installs.db")
 
@@ -85,7 +48,7 @@ def make_private(path: Path) -> None:
     os.chmod(path, 0o600)
 
 
-def oauth_settings(settings: Settings, *, redirect_uri: str | None = None) -> AsyncOAuthSettings:
+def sqlite_stores(settings: Settings) -> tuple[AsyncSQLiteInstallationStore, AsyncSQLiteStateStore]:
     path = install_db_path(settings)
     make_private(path)
     database = str(path)
@@ -93,6 +56,34 @@ def oauth_settings(settings: Settings, *, redirect_uri: str | None = None) -> As
     states = AsyncSQLiteStateStore(database=database, expiration_seconds=STATE_EXPIRY_S)
     installations.init()  # create the tables once, before worker threads race to
     states.init()
+    return installations, states
+
+
+def postgres_stores(settings: Settings, url: str) -> tuple[PostgresInstallationStore, PostgresStateStore]:
+    """The stores on the log's database, their tables created if missing. Raises ConfigError (the URL
+    without its password) when the database cannot be reached."""
+    engine = postgres_engine(url)
+    installations = PostgresInstallationStore(client_id=settings.slack_client_id or "", engine=engine)
+    states = PostgresStateStore(expiration_seconds=STATE_EXPIRY_S, engine=engine)
+    try:
+        create_postgres_tables(engine, installations.metadata, states.metadata)
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        engine.dispose()
+        reason = str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0]
+        raise ConfigError(f"cannot keep Slack installations in the database at {redact_url(url)}: {reason} "
+                          "(check DEBATE_DATABASE_URL)") from None
+    return installations, states
+
+
+def install_stores(settings: Settings) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
+    """Where installations and OAuth states live: DEBATE_DATABASE_URL's Postgres, or a SQLite file."""
+    if settings.debate_database_url:
+        return postgres_stores(settings, settings.debate_database_url)
+    return sqlite_stores(settings)
+
+
+def oauth_settings(settings: Settings, *, redirect_uri: str | None = None) -> AsyncOAuthSettings:
+    installations, states = install_stores(settings)
     return AsyncOAuthSettings(
         client_id=settings.slack_client_id,
         client_secret=settings.slack_client_secret,
