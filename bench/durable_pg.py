@@ -168,7 +168,7 @@ def add_profile(table: Table, level: Level, label: str, statements: list[dict[st
 
 async def run(smoke: bool, *, levels: list[int] | None = None, workers: tuple[int, ...] | None = None,
               within: float | None = None, ack: bool = True, profile: bool = False,
-              statements: bool = False) -> Table:
+              statements: bool = False, keep: bool = False) -> Table:
     statements = statements or profile
     plan, rounds = plan_for(smoke)
     levels = levels if levels is not None else ([5] if smoke else [1, 100, 1000])
@@ -215,7 +215,10 @@ async def run(smoke: bool, *, levels: list[int] | None = None, workers: tuple[in
                     await asyncio.to_thread(server.drop_database, url)
     finally:
         await asyncio.to_thread(server.stop)
-        shutil.rmtree(root, ignore_errors=True)
+        if keep:
+            table.note(f"kept: each process's stdout and stderr under {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
     table.note("wall = created_at → finished_at in the log; critical path = the peer-measured durations of the "
                "debate's sequential calls; each worker runs --concurrency N ÷ workers; CPU per call counts every "
                "model call the peer answered in full in the window, over the front's and workers' CPU")
@@ -235,6 +238,7 @@ if __name__ == "__main__":
                         help="worker process counts, comma-separated (default 1,2,4)")
     parser.add_argument("--within", type=float, help=f"deadline per level in seconds (default {DEADLINE_S:g})")
     parser.add_argument("--no-ack", action="store_true", help="skip the Slack ack measurement")
+    parser.add_argument("--keep", action="store_true", help="keep the processes' output (printed where) to read errors")
     parser.add_argument("--profile", action="store_true",
                         help="per level: queries per debate (pg_stat_statements) and a cProfile of each process")
     parser.add_argument("--statements", action="store_true",
@@ -242,4 +246,5 @@ if __name__ == "__main__":
     args = parser.parse_args()
     exit_cleanly_on_sigterm()
     print(asyncio.run(run(args.smoke, levels=args.levels, workers=args.workers, within=args.within,
-                          ack=not args.no_ack, profile=args.profile, statements=args.statements)).render())
+                          ack=not args.no_ack, profile=args.profile, statements=args.statements,
+                          keep=args.keep)).render())

@@ -40,8 +40,12 @@ from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outco
 from orchestrator.quotas import Quota
 
 T = TypeVar("T")
-POOL_SIZE = 8
+POOL_SIZE = 16
 CONNECT_TIMEOUT_S = 10.0
+# how long one read or write waits for a free connection before the log counts as failed (a debate's
+# write failing stops the debate): a worker running hundreds of debates on a busy host keeps each
+# connection far longer than its queries take, and 10 s failed 1 debate in 6 at 500 per worker
+WAIT_S = 60.0
 
 
 def redact_url(url: str) -> str:
@@ -113,7 +117,7 @@ class PostgresLog:
     async def _run(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         if self._pool is None:
             raise StoreClosedError()
-        async with self._pool.connection() as conn, conn.transaction():
+        async with self._pool.connection(timeout=WAIT_S) as conn, conn.transaction():
             return await fn(conn)
 
     async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
