@@ -5,18 +5,28 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+import discord
 
 from bots.discord import DebateBot, point_discord_at
 from orchestrator.app import Core
 from tests.fakes.discord_api import TOKEN
+
+B = TypeVar("B", bound=discord.Client)
 
 
 @asynccontextmanager
 async def connected(core: Core, **options: Any) -> AsyncIterator[DebateBot]:
     """Start the bot against the peer the core's settings point at; yield once it is ready."""
     point_discord_at(core.settings)
-    bot = DebateBot(core, guild_ready_timeout=0.05, **options)
+    async with running(DebateBot(core, guild_ready_timeout=0.05, **options)) as bot:
+        yield bot
+
+
+@asynccontextmanager
+async def running(bot: B) -> AsyncIterator[B]:
+    """`bot` logged in and connected (its settings already point at the peer), until the block ends."""
     async with bot:
         task = asyncio.create_task(bot.start(TOKEN))
         await asyncio.wait_for(bot.wait_until_ready(), 10)

@@ -13,6 +13,7 @@ from typing import Any
 from bots.discord import DebateBot, ShardedDebateBot, debate_bot, point_discord_at
 from orchestrator.app import Core
 from orchestrator.config import load_settings
+from tests.discord_harness import running
 from tests.fakes.discord_api import CHANNEL_ID, GUILD_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
@@ -39,14 +40,8 @@ async def shard_bot(tmp_path: Path, peer: DiscordPeer, llm: FakeLLMServer, shard
         point_discord_at(core.settings)
         bot = debate_bot(core, guild_ready_timeout=0.05)
         assert isinstance(bot, ShardedDebateBot)
-        async with bot:
-            task = asyncio.create_task(bot.start(TOKEN))
-            await asyncio.wait_for(bot.wait_until_ready(), 10)
-            try:
-                yield bot
-            finally:
-                await bot.close()
-                await asyncio.gather(task, return_exceptions=True)
+        async with running(bot):
+            yield bot
 
 
 async def test_each_shard_renders_only_its_guilds_threads(tmp_path: Path) -> None:

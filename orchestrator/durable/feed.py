@@ -85,7 +85,6 @@ class FrontFeed:
                  poll_seconds: float = POLL_SECONDS) -> None:
         self.client = client
         self.application_version = application_version
-        self.poll_seconds = poll_seconds
         self.reads = StreamReads(client, STREAM, poll_seconds=poll_seconds)  # every debate's reads, batched
 
     @classmethod
