@@ -130,6 +130,9 @@ class Notice(EventBase):
     type: Literal["notice"] = "notice"
     level: Literal["info", "warning"] = "info"
     text: str
+    # a caveat the verdict itself states (its confidence or the judge's family): a thread shows it inside
+    # the verdict message, not as a message of its own queued ahead of the verdict
+    with_verdict: bool = False
 
     @property
     def key(self) -> str:

@@ -150,6 +150,8 @@ class ThreadSink:
         elif isinstance(event, RoundStarted):
             await self._round(event)
         elif isinstance(event, Notice):
+            if event.with_verdict:
+                return  # the verdict message says it: a post of its own would only delay the verdict
             for part, message in enumerate(self.surface.notice(event)):
                 await self._post_once(notice_key(event.level, event.text, part), message)
         elif isinstance(event, Interjected):

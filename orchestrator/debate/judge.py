@@ -74,7 +74,7 @@ async def judge(
     if len(usable) == 1:
         confidence = "low"
         await run.notice("Only one of the two judge passes gave a usable verdict; it could not be cross-checked.",
-                         "warning")
+                         "warning", with_verdict=True)
     elif not split:
         confidence = "high"
     else:
@@ -99,7 +99,7 @@ async def _family_notice(run: DebateRun) -> tuple[str, ...]:
     if shares:
         who = ("debaters " if len(shares) > 1 else "debater ") + " and ".join(shares)
         await run.notice(f"The judge is of the same model family ({fam}) as {who}; a judge may favour its own "
-                         "family.")
+                         "family.", with_verdict=True)
     return shares
 
 
@@ -110,12 +110,13 @@ async def _tiebreak(
     model = run.spec.tiebreak_judge
     if not model:
         await run.notice("The judge's two passes disagreed and no judge of a third model family is configured: "
-                         "the verdict is split, low confidence; both readings are shown.", "warning")
+                         "the verdict is split, low confidence; both readings are shown.", "warning",
+                         with_verdict=True)
         return None
     verdict = await _one_pass(run, model, seats, turns, context, descriptions)
     if verdict is None:
         await run.notice("The judge's two passes disagreed and the tie-break judge gave no usable answer: the "
-                         "verdict is split, low confidence; both readings are shown.", "warning")
+                         "verdict is split, low confidence; both readings are shown.", "warning", with_verdict=True)
     return verdict
 
 

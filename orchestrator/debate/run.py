@@ -257,8 +257,10 @@ class DebateRun:
             return None
         return result.completion.text
 
-    async def notice(self, text: str, level: str = "info") -> None:
-        shown = await self.emit(Notice(debate_id=self.debate_id, level=level, text=text))  # type: ignore[arg-type]
+    async def notice(self, text: str, level: str = "info", *, with_verdict: bool = False) -> None:
+        """A notice for users; `with_verdict`: a caveat the verdict message states too (see `Notice`)."""
+        shown = await self.emit(Notice(debate_id=self.debate_id, level=level, text=text,  # type: ignore[arg-type]
+                                       with_verdict=with_verdict))
         if level == "warning":
             self.warnings.append(shown.text)
 
