@@ -24,7 +24,7 @@ CON_MODEL = "anthropic:kh-con"
 JUDGE_MODEL = "openai:kh-judge"
 STATUS = ("\n\n## Status\nConsensus: one queue for the audit log\nKey trade-offs: durability against cost\n"
           "Recommendation: pilot it in one region\nOpen questions: retention policy\n")
-_BLOCK = re.compile(r"### Round \d+ — Debater ([A-D])[^\n]*\n(.*?)(?=\n### Round |\n>>>|\Z)", re.DOTALL)
+_BLOCK = re.compile(r'^<turn round="\d+" debater="([A-D])"[^\n]*\n(.*?)^</turn>$', re.DOTALL | re.MULTILINE)
 _FILLER = ("the audit log needs ordered durable writes and replay, measured at p99 under a region failover, "
            "with one on-call rotation and a budget that holds for a quarter").split()
 

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.models import EFFORTS, FORMATS, MAX_INTERJECTION_CHARS
+from orchestrator.safety import scrub_user_text
 
 ID_RE = re.compile(r"^[0-9a-f]{4,32}$")
 OPTION_RE = re.compile(r"^(?:--|—|–)([a-z-]+)(?:=(.*))?$", re.IGNORECASE)  # Slack may turn `--` into a dash
@@ -39,7 +40,10 @@ TEAM_HELP = (
 
 
 class CommandError(ValueError):
-    """Bad input; the message is shown to the user as is."""
+    """Bad input; the message is shown to the user as is, less any secret the input it quotes carried."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(scrub_user_text(message))
 
 
 class _Command(BaseModel):

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MIN_ROUNDS
+from orchestrator.safety import use_configured_secrets
 
 
 class ConfigError(Exception):
@@ -192,9 +193,10 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Build Settings or raise ConfigError with one readable line naming the variable and the fix."""
+    """Build Settings or raise ConfigError with one readable line naming the variable and the fix. The
+    configured secrets are scrubbed from user text from then on (orchestrator/safety.py)."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         first = exc.errors()[0]
         if not first["loc"]:  # a rule across variables: its input is every setting, secrets included
@@ -205,6 +207,8 @@ def load_settings(**overrides: object) -> Settings:
         message = str(first["msg"]).removeprefix("Value error, ")
         got = _shown_value(alias or field, first.get("input"))
         raise ConfigError(f"{alias or field}: {message} (got {got}); fix it in the environment or .env") from None
+    use_configured_secrets(settings.secrets())
+    return settings
 
 
 _SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD")

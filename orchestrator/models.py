@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from orchestrator.safety import strip_controls
+from orchestrator.safety import scrub_user_text
 
 Format = Literal["challenge", "consensus", "stances"]
 Effort = Literal["low", "medium", "high", "max"]
@@ -83,7 +83,7 @@ class DebateSpec(Frozen):
     @field_validator("topic")
     @classmethod
     def _topic_fits(cls, value: str) -> str:
-        value = strip_controls(value).strip()  # no NUL, terminal escapes or bidi overrides, stored or posted
+        value = scrub_user_text(value).strip()  # no secrets, NUL, terminal escapes or bidi overrides, stored or posted
         if not value:
             raise ValueError("the topic is empty")
         if len(value) > MAX_TOPIC_CHARS:
@@ -220,7 +220,7 @@ class Interjection(Frozen):
     @field_validator("text", "author")
     @classmethod
     def _clean(cls, value: str) -> str:
-        return strip_controls(value).strip()
+        return scrub_user_text(value).strip()
 
     @field_validator("text")
     @classmethod
@@ -243,6 +243,11 @@ class ChannelDefaults(Frozen):
     rounds: int | None = Field(default=None, ge=MIN_ROUNDS, le=MAX_ROUNDS)
     effort: Effort | None = None
     interjections: bool = True
+
+    @field_validator("proposer", "challenger", "judge")
+    @classmethod
+    def _clean(cls, value: str | None) -> str | None:
+        return scrub_user_text(value).strip() if value else value
 
 
 class Vote(Frozen):

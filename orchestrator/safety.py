@@ -6,6 +6,11 @@ print a key it saw), and a topic can carry bidi overrides that make a message re
 engine applies one `Redactor` to every event where it is emitted (`DebateRun.emit`), before any sink,
 the log included, sees it; nothing downstream redacts again.
 
+User text is scrubbed earlier, on the way in: a person who pastes a key into a topic, a note, the facts of
+a `continue` or a channel setting would otherwise see it posted, stored and sent to every model before any
+event exists. The models at the boundary (DebateSpec, Interjection, ChannelDefaults) pass what they carry
+through `scrub_user_text`, the same redactor holding the configured secrets of this process.
+
 Streamed text is redacted through `Redactor.stream()`: it holds back the tail of the turn that could
 still be the start of a secret (the last unfinished word, `Bearer ` or `api_key = ` waiting for its
 value, the beginning of a configured secret) and releases it once it cannot be, so a key split across
@@ -151,6 +156,21 @@ class StreamRedactor:
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _redact_known_shapes = Redactor()
+_redact_user_text = _redact_known_shapes  # the process's configured secrets join it in `use_configured_secrets`
+
+
+def use_configured_secrets(secrets: Iterable[str]) -> None:
+    """From now on in this process, user text (`scrub_user_text`) loses these secrets too, not only the key
+    shapes. Called once settings are loaded (`load_settings`), before any user text is read."""
+    global _redact_user_text
+    _redact_user_text = Redactor(secrets)
+
+
+def scrub_user_text(text: str) -> str:
+    """What a person typed (a topic, a note, a setting), as it may be stored, shown and put in a prompt:
+    control characters, well-known key shapes and the configured secrets out. The models that carry user
+    text (orchestrator/models.py) apply it as they are built, so every surface is covered by construction."""
+    return _redact_user_text(text)
 
 
 def sanitize_metadata(text: str, limit: int | None = 200, secrets: Iterable[str] = ()) -> str:

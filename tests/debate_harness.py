@@ -105,3 +105,8 @@ def overlapping(records: list[RequestRecord]) -> bool:
     finished = [r.finished_at for r in records]
     assert all(f is not None for f in finished)
     return max(r.started_at for r in records) < min(f for f in finished if f is not None)
+
+
+def quoted(text: str) -> str:
+    """`text` as a prompt quotes a turn's lines (orchestrator/debate/quoting.py): each one after "| "."""
+    return "\n".join("| " + line for line in text.strip().splitlines())

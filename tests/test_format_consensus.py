@@ -23,7 +23,7 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import Store
-from tests.debate_harness import is_model, make_spec, model_and, overlapping, run_debate
+from tests.debate_harness import is_model, make_spec, model_and, overlapping, quoted, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import verdict_json
 
@@ -98,7 +98,7 @@ async def test_stops_at_round_two_on_marker_with_rows_and_events(llm_server: Fak
     assert len(seeds) == 2 and all(QUESTION in r.last_user for r in seeds)
     assert overlapping(seeds)
     round2_a = next(r for r in srv.requests if _ask(r, "model-a", 2))
-    assert seed_b.strip() in round2_a.last_user and seed_a.strip() in round2_a.last_user
+    assert quoted(seed_b) in round2_a.last_user and quoted(seed_a) in round2_a.last_user
 
     # A's status section is complete, B's seed one was not: A is elected and writes the visible summary
     summary = [t for t in result.turns if t.kind == "summary"]

@@ -113,7 +113,8 @@ async def test_end_to_end_anonymous_parallel_and_converging(llm_server: FakeLLMS
 
     # each debater sees its own previous turn and the others', rendered, labelled, never raw JSON
     to_a = next(r for r in rebuttals if r.model == "alpha-7")
-    assert "OPEN-A" in to_a.last_user and "Debater B:\n**Stance:**" in to_a.last_user and "OPEN-C" in to_a.last_user
+    assert "OPEN-A" in to_a.last_user and "OPEN-C" in to_a.last_user
+    assert 'debater="B" role="debater" kind="opening">\n| **Stance:**' in to_a.last_user
     assert '{"stance"' not in to_a.last_user and '"arguments": [' not in to_a.last_user
     for turn in result.turns:
         assert turn.text.startswith("**Stance:**") and "{" not in turn.text

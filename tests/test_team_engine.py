@@ -226,7 +226,8 @@ async def test_a_continuation_gives_a_second_verdict_that_says_it_changed() -> N
         judges = [r for r in srv.requests if continued_judge(r)]
         assert len(judges) == 2 and all(facts in r.prompt_text and "Sign the vendor contract." in r.prompt_text
                                         for r in judges)
-        assert any("Round 1 — Debater" in r.prompt_text and "continuation" in r.prompt_text for r in judges)
+        assert any('<turn round="1" debater=' in r.prompt_text and 'kind="continuation"' in r.prompt_text
+                   for r in judges)
 
     assert result.outcome.status == "completed"
     (continued,) = result.of(DebateContinued)

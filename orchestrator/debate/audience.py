@@ -8,21 +8,19 @@ The engine asks once per round, as one step, so a resumed debate gets the same n
 Every note is untrusted text. `audience_block` renders the notes taken so far as one block that every
 debater's prompt and the judge's end with (orchestrator/prompts/audience.txt): each note labelled with
 its author and round, every line of it quoted, and anything that could close the quote or forge a
-label escaped, so nothing a note says can pass for an instruction or for another part of the prompt.
+label escaped (orchestrator/debate/quoting.py, which quotes the debaters' turns the same way), so nothing
+a note says can pass for an instruction or for another part of the prompt.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from orchestrator.debate.quoting import quote_block
 from orchestrator.log import DebateLog
 from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, Interjection
 from orchestrator.prompts import render
-
-MAX_AUTHOR_CHARS = 80
-QUOTE = "| "
 
 
 class Audience(Protocol):
@@ -44,27 +42,11 @@ class LogAudience:
         return await self.store.take_interjections(debate_id, round, MAX_INTERJECTIONS_PER_ROUND)
 
 
-_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
-_ESCAPED = re.compile("[&<>\"]")
-_SPACE = re.compile(r"\s+")
-
-
-def _escape(text: str) -> str:
-    return _ESCAPED.sub(lambda m: _ESCAPES[m.group()], text)
-
-
-def _author(note: Interjection) -> str:
-    """The display name on one line, escaped for the label's attribute."""
-    name = _SPACE.sub(" ", note.author).strip()[:MAX_AUTHOR_CHARS] or "someone"
-    return _escape(name)
-
-
 def quote_note(note: Interjection) -> str:
-    """One note: its label line, each line of its text quoted and escaped, the closing line."""
+    """One note: its label line (author, round, kind), each line of its text quoted and escaped, the closing line."""
     kind = "new facts given when the debate was continued" if note.kind == "facts" else "audience note"
-    label = f'<audience_note from="{_author(note)}" round="{note.round or "?"}" kind="{kind}">'
-    lines = [QUOTE + _escape(line) for line in note.text.splitlines() or [""]]  # splitlines: every kind of break
-    return "\n".join([label, *lines, "</audience_note>"])
+    return quote_block("audience_note", note.text, **{"from": note.author.strip() or "someone",
+                                                     "round": note.round or "?", "kind": kind})
 
 
 def audience_block(notes: Sequence[Interjection]) -> str:

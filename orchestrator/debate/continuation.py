@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from orchestrator.debate.formats.base import FormatResult, render_turns
+from orchestrator.debate.quoting import quote_block, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, Turn, Verdict
 from orchestrator.prompts import render
@@ -56,8 +57,10 @@ def _verdict_values(run: DebateRun, previous: Verdict) -> dict[str, str]:
         role = run.spec.seat(previous.winner).role
     except KeyError:
         role = "debater"
-    return {"winner": previous.winner, "winner_role": role, "reasoning": previous.reasoning.strip() or "(none given)",
-            "recommendation": previous.recommendation.strip() or "(none given)"}
+    verdict = (f"Winner: Debater {previous.winner} ({role})\n"
+               f"Reasoning: {previous.reasoning.strip() or '(none given)'}\n"
+               f"Recommendation: {previous.recommendation.strip() or '(none given)'}")
+    return {"winner": previous.winner, "verdict": quote_block("verdict", verdict)}
 
 
 async def play(run: DebateRun, previous: Verdict, rounds_done: int) -> FormatResult:
@@ -69,7 +72,7 @@ async def play(run: DebateRun, previous: Verdict, rounds_done: int) -> FormatRes
     values = _verdict_values(run, previous)
     shown_history = bounded_history(history)
     turns = await run.steps.gather(*(
-        run.turn(seat, round_no, KIND, render("debater_rules", label=seat.label, role=seat.role),
+        run.turn(seat, round_no, KIND, with_quoting_rules(render("debater_rules", label=seat.label, role=seat.role)),
                  render("continue_turn", topic=run.spec.topic, history=shown_history, rounds_done=rounds_done,
                         round=round_no, label=seat.label, role=seat.role, **values))
         for seat in seats

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from orchestrator.debate.audience import audience_block
 from orchestrator.debate.formats.base import relabel_text, render_turns
 from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
+from orchestrator.debate.quoting import one_line, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import JudgeReading, PassKind, Seat, StanceScore, Turn, Verdict
 from orchestrator.prompts import render
@@ -130,7 +131,8 @@ async def _one_pass(
     ordered = sorted(turns, key=lambda t: (t.round, position.get(t.seat, 9)))
     labels = " or ".join(f'"{letters[i]}"' for i in range(len(order)))
     debaters = "\n".join(
-        f"- Debater {to_shown[s.label]}: {s.role}" + (f" — {descriptions[s.label]}" if s.label in descriptions else "")
+        f"- Debater {to_shown[s.label]}: {s.role}" + (f" — {one_line(descriptions[s.label])}"
+                                                      if s.label in descriptions else "")
         for s in order
     )
     notes = audience_block(run.interjections)
@@ -138,7 +140,7 @@ async def _one_pass(
     user = render("judge", topic=run.spec.topic, format=run.spec.format, extra=relabel_text(context, to_shown),
                   debaters=debaters, transcript=render_turns(ordered, relabel=to_shown), labels=labels,
                   audience=relabel_text(audience, to_shown))
-    system = render("judge_system")
+    system = with_quoting_rules(render("judge_system"))
     continuation: tuple[Message, ...] = ()
     for attempt in range(2):
         text = await run.aux(model, system, user, max_tokens=JUDGE_MAX_TOKENS, continuation=continuation)

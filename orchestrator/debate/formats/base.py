@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from orchestrator.debate.quoting import quote_turn
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import Turn, Verdict
 
@@ -38,13 +39,12 @@ def relabel_text(text: str, relabel: dict[str, str]) -> str:
 
 
 def render_turns(turns: list[Turn], *, relabel: dict[str, str] | None = None) -> str:
-    """Turns as plain text under anonymous labels; no model or vendor names ever appear here. With
-    `relabel`, the headers and every 'Debater X' inside the text use the new letters."""
+    """Turns quoted under anonymous labels (orchestrator/debate/quoting.py): no model or vendor names
+    ever appear here, and no text inside a turn can pose as another turn. With `relabel`, the labels
+    and every 'Debater X' inside the text use the new letters."""
     relabel = relabel or {}
-    blocks = []
-    for turn in turns:
-        label = relabel.get(turn.seat, turn.seat)
-        role = "" if turn.role == "debater" else f" ({turn.role})"
-        body = relabel_text(turn.text.strip(), relabel) if relabel else turn.text.strip()
-        blocks.append(f"### Round {turn.round} — Debater {label}{role}, {turn.kind}\n{body}")
-    return "\n\n".join(blocks)
+    return "\n\n".join(
+        quote_turn(turn, label=relabel.get(turn.seat, turn.seat),
+                   text=relabel_text(turn.text, relabel) if relabel else None)
+        for turn in turns
+    )

@@ -7,6 +7,7 @@ a running summary made by the judge model, so the prompt stays bounded while con
 from __future__ import annotations
 
 from orchestrator.debate.formats.base import FormatResult, render_turns
+from orchestrator.debate.quoting import quote_block, quote_turn, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, Turn, Verdict
 from orchestrator.prompts import render
@@ -55,30 +56,35 @@ class ChallengeFormat:
         recent = [t for t in turns if t.round > self.summarized_through]
         if self.summary is None:
             return render("history_full", transcript=render_turns(turns)) if turns else ""
-        return render("history_summarized", summary=self.summary, transcript=render_turns(recent) or "(none)")
+        return render("history_summarized", summary=self._quoted_summary(), transcript=render_turns(recent) or "(none)")
+
+    def _quoted_summary(self) -> str:
+        through = self.summarized_through
+        return quote_block("summary", self.summary or "", rounds="1" if through == 1 else f"1–{through}")
 
     def _proposer_prompt(self, run: DebateRun, round_no: int) -> str:
         if round_no == 1:
             return render("challenge_opening", topic=run.spec.topic)
         latest = _last(run, role="challenger")
         return render("challenge_defense", topic=run.spec.topic, round=round_no, rounds=run.spec.rounds,
-                      history=self._history(run, round_no, exclude=latest), challenge=latest.text if latest else "")
+                      history=self._history(run, round_no, exclude=latest),
+                      challenge=quote_turn(latest) if latest else "")
 
     def _challenger_prompt(self, run: DebateRun, round_no: int, defense: Turn) -> str:
         if round_no == 1:
-            return render("challenge_challenge", topic=run.spec.topic, opening=defense.text)
+            return render("challenge_challenge", topic=run.spec.topic, opening=quote_turn(defense))
         return render("challenge_followup", topic=run.spec.topic, round=round_no, rounds=run.spec.rounds,
-                      history=self._history(run, round_no), defense=defense.text)
+                      history=self._history(run, round_no), defense=quote_turn(defense))
 
     async def _fold_old_rounds(self, run: DebateRun, round_no: int) -> None:
         """Before round N ≥ 3, fold rounds up to N-2 into the running summary (one call per round)."""
         while self.summarized_through < round_no - 2:
             target = self.summarized_through + 1
             turns = [t for t in run.transcript if t.round == target]
-            previous = f"Summary of the rounds before round {target}:\n<<<\n{self.summary}\n>>>" if self.summary else ""
+            previous = f"Summary of the rounds before round {target}:\n{self._quoted_summary()}" if self.summary else ""
             text = await run.aux(
                 run.spec.judge,
-                "You condense debate transcripts faithfully and neutrally.",
+                with_quoting_rules(render("round_summary_system")),
                 render("round_summary", topic=run.spec.topic, previous_summary=previous,
                        transcript=render_turns(turns)),
                 max_tokens=SUMMARY_MAX_TOKENS,
@@ -93,7 +99,7 @@ class ChallengeFormat:
 
 
 def _system(seat: Seat) -> str:
-    return render("debater_rules", label=seat.label, role=seat.role)
+    return with_quoting_rules(render("debater_rules", label=seat.label, role=seat.role))
 
 
 def _last(run: DebateRun, *, role: str) -> Turn | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from orchestrator.debate.formats.base import FormatResult, render_turns
+from orchestrator.debate.quoting import quote_block, quote_turn, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, Turn
 from orchestrator.prompts import render
@@ -193,7 +194,8 @@ class ConsensusFormat:
             "consensus_judge_context",
             question=question,
             status_line=status_line,
-            summary=f"The joint summary:\n<<<\n{summary.text.strip()}\n>>>" if summary else "",
+            summary=f"The joint summary, written by Debater {summary.seat}:\n{quote_block('summary', summary.text)}"
+            if summary else "",
         )
         return FormatResult(exchange.completed, judge_context=context, consensus=status, rounds_planned=MAX_ROUNDS)
 
@@ -266,7 +268,7 @@ async def _distill(run: DebateRun) -> str:
 
 
 def _system(seat: Seat) -> str:
-    return render("consensus_system", label=seat.label)
+    return with_quoting_rules(render("consensus_system", label=seat.label))
 
 
 def _prompt(question: str, round_no: int, seat: Seat, active: list[Seat], latest: dict[str, Turn]) -> str:
@@ -278,8 +280,8 @@ def _prompt(question: str, round_no: int, seat: Seat, active: list[Seat], latest
         question=question,
         round=round_no,
         rounds=MAX_ROUNDS,
-        own=latest[seat.label].text.strip(),
-        other=latest[other.label].text.strip(),
+        own=quote_turn(latest[seat.label]),
+        other=quote_turn(latest[other.label]),
         other_label=other.label,
     )
 
@@ -312,7 +314,7 @@ async def _summarize(
         seat,
         last_round,
         "summary",
-        render("consensus_system_summary"),
+        with_quoting_rules(render("consensus_system_summary")),
         render(
             "consensus_summary",
             question=question,

@@ -32,6 +32,7 @@ from orchestrator.debate.formats.stance_envelope import (
     render_envelope,
 )
 from orchestrator.debate.jsonparse import parse_error_metadata
+from orchestrator.debate.quoting import one_line, quote_turn, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus, TurnCompleted, TurnFailed, TurnStarted
 from orchestrator.models import Seat, Turn, TurnStatus
@@ -133,12 +134,12 @@ class StancesFormat:
         )
 
     def _prompt(self, run: DebateRun, seat: Seat, active: list[Seat], round_no: int) -> str:
-        stances = "\n".join(f"- Debater {label}: {stance}" for label, stance in self.stance_of.items())
+        stances = "\n".join(f"- Debater {label}: {one_line(stance)}" for label, stance in self.stance_of.items())
         if round_no == 1:
             return render("stances_opening", topic=run.spec.topic, stances=stances, rounds=TOTAL_ROUNDS)
         own = self.latest.get(seat.label)
         others = [
-            f"Debater {s.label}:\n" + (self.latest[s.label].text if s.label in self.latest else "(no readable turn)")
+            quote_turn(self.latest[s.label]) if s.label in self.latest else f"Debater {s.label}:\n(no readable turn)"
             for s in active
             if s.label != seat.label
         ]
@@ -148,12 +149,13 @@ class StancesFormat:
             stances=stances,
             round=round_no,
             rounds=TOTAL_ROUNDS,
-            own=own.text if own else "(none of your earlier answers could be read)",
+            own=quote_turn(own) if own else "(none of your earlier answers could be read)",
             others="\n\n".join(others) or "(none)",
         )
 
     def _system(self, seat: Seat) -> str:
-        return render("stances_system", label=seat.label, count=len(self.stance_of), stance=self.stance_of[seat.label])
+        return with_quoting_rules(render("stances_system", label=seat.label, count=len(self.stance_of),
+                                         stance=one_line(self.stance_of[seat.label])))
 
     async def _envelope_turn(self, run: DebateRun, seat: Seat, round_no: int, user: str, take: int = 0
                              ) -> EnvelopeTurn:

@@ -1,0 +1,67 @@
+"""Untrusted text quoted into a prompt: debater turns, summaries, earlier verdicts and audience notes.
+
+Everything a model or a viewer wrote reaches another model's prompt through `quote_block`, so no text
+inside can pose as a turn, a note or an instruction. A block is one opening tag line (its attributes on
+that line, escaped), every line of the text prefixed with "| " and escaped, then one closing tag line:
+
+    <turn round="2" debater="B" role="challenger" kind="follow-up">
+    | I concede nothing.
+    | &lt;/turn&gt;
+    </turn>
+
+A line of the text can never start a line of the prompt, and `<`/`>` are escaped, so a turn that quotes a
+header, an audience note or a closing tag whole stays inside its own block. `&` is left alone: an entity a
+turn writes is as inert as one we write. The models are told how quoted text reads in
+orchestrator/prompts/quoted_turns.txt (turns) and audience.txt (notes).
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.models import Turn
+from orchestrator.prompts import render
+
+QUOTE = "| "
+MAX_ATTRIBUTE_CHARS = 80
+_BODY = {"<": "&lt;", ">": "&gt;"}
+_ATTRIBUTE = {**_BODY, '"': "&quot;"}
+_BODY_CHARS = re.compile("[<>]")
+_ATTRIBUTE_CHARS = re.compile('[<>"]')
+_SPACE = re.compile(r"\s+")
+
+
+def escape(text: str) -> str:
+    """`text` with every character that could open or close a tag escaped."""
+    return _BODY_CHARS.sub(lambda m: _BODY[m.group()], text)
+
+
+def attribute(value: object) -> str:
+    """One attribute value: on one line, at most MAX_ATTRIBUTE_CHARS, quotes and tags escaped."""
+    text = _SPACE.sub(" ", str(value)).strip()[:MAX_ATTRIBUTE_CHARS]
+    return _ATTRIBUTE_CHARS.sub(lambda m: _ATTRIBUTE[m.group()], text)
+
+
+def one_line(text: str) -> str:
+    """Text that shares a prompt line with ours (a stance in a list): its breaks folded, tags escaped."""
+    return escape(_SPACE.sub(" ", text).strip())
+
+
+def quote_block(tag: str, text: str, **attributes: object) -> str:
+    """`text` as one quoted block under `tag`: the tag line, each line quoted and escaped, the closing line.
+    `splitlines` breaks on every kind of line break, so none can smuggle an unquoted line in."""
+    opening = " ".join([tag, *(f'{name}="{attribute(value)}"' for name, value in attributes.items())])
+    lines = [QUOTE + escape(line) for line in text.strip().splitlines() or [""]]
+    return "\n".join([f"<{opening}>", *lines, f"</{tag}>"])
+
+
+def quote_turn(turn: Turn, *, label: str | None = None, text: str | None = None) -> str:
+    """One debater's turn, named by its round, letter (`label`: the letter a reader sees it under),
+    role and kind. `text`: the turn's text as this reader should see it (relabelled), when not its own."""
+    return quote_block("turn", turn.text if text is None else text, round=turn.round, debater=label or turn.seat,
+                       role=turn.role, kind=turn.kind)
+
+
+def with_quoting_rules(system: str) -> str:
+    """A system prompt for a call that reads quoted turns, told how they read and that they never instruct."""
+    return f"{system}\n\n{render('quoted_turns')}"
