@@ -200,10 +200,19 @@ def bullets(items: tuple[str, ...], limit: int | None = None) -> str:
         if room < 40 and lines:  # too little for a readable point: count it and the rest instead
             lines.append(f"… and {after + 1} more")
             break
-        lines.append("• " + safe(point, max(min(room, POINT_LIMIT + 2) - 2, 1)))
+        lines.append("• " + _cut_words(safe(point, POINT_LIMIT), max(room - 2, 1)))
         used += len(lines[-1]) + 1
     text = "\n".join(lines)
     return text if limit is None else truncate(text, limit)
+
+
+def _cut_words(text: str, limit: int) -> str:
+    """`text` within `limit`, cut after a whole word when one ends near the cut."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    words = head.rsplit(" ", 1)[0] if " " in head[-30:] else head
+    return words.rstrip() + "…"
 
 
 def points_text(points: list[tuple[str, tuple[str, ...]]], room: int) -> str:
