@@ -2,7 +2,8 @@
 
 - A debate started in a private channel is private in the log from its first write: the peer looks at
   the log the moment the bot answers the interaction and again when it opens the thread, and a read
-  scoped to a public channel of the same guild finds nothing then.
+  scoped to a public channel of the same guild finds nothing then. So is one started in a channel whose
+  privacy the bot cannot work out (a server it has not loaded: no roles to judge by).
 - `/debate` refused outside a text channel says why for each place: a DM, a thread, a voice channel, a
   forum (the command is guild_only, but discord.py still runs it if Discord delivers one from a DM).
 - The verdict shows the judge's agreements, disagreements and unresolved points: whole, as fields of
@@ -36,6 +37,8 @@ THREAD = "730000000000000005"
 VOICE = "730000000000000006"
 FORUM = "730000000000000007"
 DM = "760000000000000001"
+UNLOADED_GUILD = "720000000000000077"  # the bot has not loaded it (not in GUILD_CREATE): no roles, privacy unknown
+UNLOADED_CHANNEL = "730000000000000077"
 USER = "740000000000000201"
 PUBLIC_SCOPE = Scope(platform="discord", workspace=GUILD_ID, channel=CHANNEL_ID, channel_private=False)
 HOSTILE = "@everyone <@123> <@&456> [click](https://evil.example) "
@@ -58,6 +61,7 @@ SHORT_VERDICT = {"winner": "A", "reasoning": "A gave numbers.", "ratings": {}, "
 async def peer() -> AsyncIterator[DiscordPeer]:
     async with DiscordPeer(everyone_permissions=MEMBER_PERMISSIONS) as server:
         server.add_channel(PRIVATE_CHANNEL, "board-room", hidden=True)
+        server.add_channel(UNLOADED_CHANNEL, "general", guild_id=UNLOADED_GUILD)
         server.channels[THREAD] = {
             "id": THREAD, "type": 11, "guild_id": GUILD_ID, "parent_id": CHANNEL_ID, "owner_id": USER,
             "name": "a thread", "last_message_id": None, "message_count": 0, "member_count": 1,
@@ -136,6 +140,7 @@ async def test_a_private_channels_debate_is_private_in_the_log_from_its_first_wr
         peer.on_call = look
         await _run(peer, PRIVATE_CHANNEL, _options("Should we buy Zephyrcorp before the board meets?"))
         await _run(peer, CHANNEL_ID, _options("Should we adopt Kafka for the audit log?"))
+        await _run(peer, UNLOADED_CHANNEL, _options("Should we merge the two guilds?"))
         peer.on_call = None
         await bot.output.rendered()
         (public_debate,) = [h.id for h in await core.store.history(50, PUBLIC_SCOPE)]
@@ -144,7 +149,10 @@ async def test_a_private_channels_debate_is_private_in_the_log_from_its_first_wr
     assert private_moments == [("answered", True), ("thread", True)]
     assert all(not public for _m, channel, _p, public in seen if channel == PRIVATE_CHANNEL)  # nothing to recall
     assert [(m, p) for m, channel, p, _ in seen if channel == CHANNEL_ID] == [("answered", False), ("thread", False)]
-    assert public_debate == debate_of[list(debate_of)[-1]]
+    assert public_debate == debate_of[list(debate_of)[1]]
+    # a channel whose privacy the bot cannot work out counts as private, from the first write too
+    assert [(m, p) for m, channel, p, _ in seen if channel == UNLOADED_CHANNEL] == [("answered", True),
+                                                                                  ("thread", True)]
 
 
 # ---- item 14: a reason for each place
