@@ -25,7 +25,7 @@ from bots.discord import render
 from orchestrator.app import Core
 from orchestrator.config import Settings, load_settings
 from orchestrator.log import Scope, Tally
-from orchestrator.models import Verdict
+from orchestrator.models import JudgeReading, Outcome, Verdict
 from tests.debate_harness import make_spec
 from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, MEMBER_PERMISSIONS, TOKEN, Call, DiscordPeer
@@ -253,11 +253,16 @@ def test_verdict_embeds_keep_every_limit_whatever_the_judge_writes(size: int) ->
     """Every part of a verdict at `size` characters, hostile text in every list: within limits, nothing lost
     silently (a list that does not fit whole says how many points it left out)."""
     text = (HOSTILE * (size // len(HOSTILE) + 1))[:size]
+    readings = tuple(JudgeReading(kind=kind, winner="A", reasoning=text, family="Google")  # type: ignore[arg-type]
+                     for kind in ("seated", "swapped", "tiebreak"))
     verdict = Verdict(winner="A", reasoning=text, recommendation=text, evidence=(text,) * 5, change_note=text,
-                      changed=True, agreements=(text,) * 30, disagreements=(text,) * 30, unresolved=(text,) * 30)
+                      changed=True, split=True, readings=readings, judge_shares_family_with=("A", "B"),
+                      ratings={"evidence": "high", "depth": "low"},
+                      agreements=(text,) * 30, disagreements=(text,) * 30, unresolved=(text,) * 30)
     spec = make_spec("challenge")
     tally = Tally(debate_id=spec.id, counts={"agree": 10**6, "disagree": 10**6}, total=2 * 10**6)
-    embeds = render.verdict_embeds(spec, verdict, None, Tally(debate_id=spec.id))
+    outcome = Outcome(status="completed", rounds_completed=2, rounds_planned=2, warnings=(text,) * 3)
+    embeds = render.verdict_embeds(spec, verdict, outcome, Tally(debate_id=spec.id))
     check_discord(*embeds)
     check_discord(render.with_tally(embeds[0], tally, ("A", "B"), "A"), *embeds[1:])
     shown = json.dumps([e.to_dict() for e in embeds], ensure_ascii=False)

@@ -230,9 +230,21 @@ def points_text(points: list[tuple[str, tuple[str, ...]]], room: int) -> str:
 
 
 def _shrink_description(embed: Embed, overflow: int) -> Embed:
-    """Take `overflow` characters off the description (the recommendation), keeping at least its heading."""
+    """Take `overflow` characters off the embed: off the description (the recommendation) first, keeping
+    its heading, then off the longest fields; the judge's pick and the Votes field are never cut."""
     if overflow > 0 and embed.description:
-        embed.description = truncate(embed.description, max(len(embed.description) - overflow, 40))
+        before = len(embed.description)
+        embed.description = truncate(embed.description, max(before - overflow, 40))
+        overflow -= before - len(embed.description)
+    longest = sorted(enumerate(embed.fields), key=lambda pair: -len(pair[1].value or ""))
+    for index, field in longest:
+        if overflow <= 0:
+            break
+        if field.name in (JUDGE_TEAM_FIELD, "Votes") or not field.value:
+            continue
+        value = truncate(field.value, max(len(field.value) - overflow, 20))
+        overflow -= len(field.value) - len(value)
+        embed.set_field_at(index, name=field.name or "", value=value, inline=bool(field.inline))
     return embed
 
 
