@@ -6,7 +6,7 @@ The rules (README "Security and limits", CONTRACT "Who sees what"):
   when @everyone lacks View Channel there; anything that is not a guild channel (a DM, a channel the
   bot cannot resolve) counts as private, and so does one whose privacy the bot cannot work out. A
   debate's privacy is known before its first write to the log (`chat_spec`). Debates start only in
-  guild text channels; `start_refusal` says why anywhere else (a DM, a thread, a voice channel, a forum).
+  guild text channels; `start_channel` says why anywhere else (a DM, a thread, a voice channel, a forum).
 - Every read from chat passes `scope_of(interaction)`: the guild, and "the channel asked from". For a
   thread that channel is its parent: Discord shows a thread only to those who can view its parent, and
   a debate is logged under the parent (its thread is the `thread` column), so votes and quotes from
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import discord
 
+from bots.commands import CommandError
 from orchestrator.log import DebateRecord, Scope
 
 PLATFORM = "discord"
@@ -57,17 +58,18 @@ CHANNEL_KINDS = {
 }
 
 
-def start_refusal(interaction: discord.Interaction) -> str | None:
-    """Why `/debate` cannot start where it was used, in one sentence; None in a guild text channel."""
+def start_channel(interaction: discord.Interaction) -> discord.TextChannel:
+    """The guild text channel `/debate` was used in; anywhere else a `CommandError` saying why, in one
+    sentence for each kind of place (the command is guild_only, yet a DM's interaction still runs it)."""
     channel = interaction.channel
     if interaction.guild_id is None or isinstance(channel, discord.DMChannel | discord.GroupChannel):
-        return DM_REFUSAL
+        raise CommandError(DM_REFUSAL)
     if isinstance(channel, discord.Thread):
-        return THREAD_REFUSAL
+        raise CommandError(THREAD_REFUSAL)
     if isinstance(channel, discord.TextChannel):
-        return None
+        return channel
     kind = getattr(channel, "type", None)
-    return OTHER_REFUSAL.format(where=CHANNEL_KINDS.get(kind, "this channel"))  # type: ignore[arg-type]
+    raise CommandError(OTHER_REFUSAL.format(where=CHANNEL_KINDS.get(kind, "this channel")))  # type: ignore[arg-type]
 
 
 def scope_of(interaction: discord.Interaction) -> Scope:

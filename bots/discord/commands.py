@@ -18,7 +18,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bots.commands import CommandError, StartDebate, chat_spec, start_request
-from bots.discord.access import OTHER_REFUSAL, is_private, may_stop, scope_of, start_refusal
+from bots.discord.access import is_private, may_stop, scope_of, start_channel
 from bots.discord.buttons import choice_label, root_view, stored_choice
 from bots.discord.output import DiscordOutput
 from bots.discord.render import root_embed, thread_name, with_tally
@@ -97,9 +97,7 @@ class DebateCog(commands.Cog, name="Debates"):
         The interaction's id keys the request: the log claims it once (a gateway that delivers the same
         interaction again, after a restart too, starts nothing), and the debate is enqueued under it, so
         if another debate holds it nothing new starts and what was posted for this one is taken back."""
-        refusal = start_refusal(interaction)
-        if refusal is not None or not isinstance(interaction.channel, discord.TextChannel):
-            raise CommandError(refusal or OTHER_REFUSAL.format(where="this channel"))
+        channel = start_channel(interaction)
         feed, tailer = self.core.feed, self.output.tailer
         if feed is None or tailer is None:
             raise CommandError(NOT_A_FRONT)
@@ -109,7 +107,7 @@ class DebateCog(commands.Cog, name="Debates"):
             return None
         spec, notes = await chat_spec(command, self.core, platform=PLATFORM, channel=str(interaction.channel_id),
                                       requested_by=str(interaction.user.id), workspace=str(interaction.guild_id),
-                                      channel_private=is_private(interaction.channel))
+                                      channel_private=is_private(channel))
         queued, sink = False, None
         try:  # admitted: from here on, a debate that does not start must give its slot back
             response = await interaction.response.send_message(
@@ -122,7 +120,7 @@ class DebateCog(commands.Cog, name="Debates"):
             thread = await self.output.open_thread(message, thread_name(spec.topic))
             spec = spec.model_copy(update={"thread": str(thread.id)})
             await self.core.store.create_debate(spec)  # the thread, in the log before a worker or restart needs it
-            root = interaction.channel.get_partial_message(message.id)
+            root = channel.get_partial_message(message.id)
             sink = await self.output.open_sink(spec, thread, root, notes)
             holder = await feed.enqueue(spec, request)
             queued = True
