@@ -331,14 +331,18 @@ def build_spec(
 
 
 async def chat_spec(
-    command: StartDebate, core: Core, *, platform: str, channel: str, requested_by: str, workspace: str | None = None,
-    channel_private: bool = False,
+    command: StartDebate, core: Core, *, platform: str, channel: str, requested_by: str, channel_private: bool,
+    workspace: str | None = None,
 ) -> tuple[DebateSpec, list[str]]:
     """What every chat surface does before it posts anything: what the user left unset filled from the
     channel's defaults (`/debate config`), the spec held to the chat policy, then admitted under the
     chat quotas (its slot reserved in the log). A refusal is a `CommandError` for the user alone, and
     so is a start while the process is stopping. Once this returns, the surface must start it
-    (`core.feed.enqueue`) or give its slot back (`core.abandon`)."""
+    (`core.feed.enqueue`) or give its slot back (`core.abandon`).
+
+    `channel_private` has no default: admission is the debate's first write to the log, and recall reads
+    that row from then on, so the surface says whether the channel is private before it (a surface that
+    cannot tell says True)."""
     if core.stopping:
         raise CommandError(RESTARTING)
     defaults = await core.store.channel_defaults(platform, workspace, channel)

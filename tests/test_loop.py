@@ -192,7 +192,7 @@ async def test_a_rematch_replays_the_topic_with_other_debaters_and_links_back(co
     other = rematch_request(record, vs="openai:gpt-5-mini,anthropic:claude-sonnet-4-6", format="consensus")
     assert (other.format, other.rounds, other.debaters) == ("consensus", None, ("openai:gpt-5-mini", CLAUDE))
     new, _notes = await chat_spec(other, core, platform="slack", channel=CHANNEL, requested_by="U1",
-                                  workspace=WORKSPACE)
+                                  workspace=WORKSPACE, channel_private=False)
     assert new.rematch_of == spec.id and new.id != spec.id and new.seats[0].model == "openai:gpt-5-mini"
     with pytest.raises(CommandError, match="format"):
         rematch_request(record, vs=None, format="shouting")
@@ -228,7 +228,7 @@ async def test_channel_defaults_are_held_to_the_chat_policy_and_cleared_with_def
 async def test_a_channels_defaults_seat_the_next_debate_started_there(core: Core) -> None:
     async def seats(channel: str, command: StartDebate) -> tuple[list[str], int, str]:
         spec, _ = await chat_spec(command, core, platform="slack", channel=channel, requested_by="U1",
-                                  workspace=WORKSPACE)
+                                  workspace=WORKSPACE, channel_private=False)
         await core.abandon(spec.id, "only seated here")  # its slot back: the quotas allow a few at once
         return [s.model for s in spec.seats], spec.rounds, spec.judge
 

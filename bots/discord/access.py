@@ -4,7 +4,9 @@ The rules (README "Security and limits", CONTRACT "Who sees what"):
 
 - A debate records its guild (`workspace`) and whether its channel is private: a channel is private
   when @everyone lacks View Channel there; anything that is not a guild channel (a DM, a channel the
-  bot cannot resolve) counts as private. Debates start only in guild text channels.
+  bot cannot resolve) counts as private, and so does one whose privacy the bot cannot work out. A
+  debate's privacy is known before its first write to the log (`chat_spec`). Debates start only in
+  guild text channels; `start_channel` says why anywhere else (a DM, a thread, a voice channel, a forum).
 - Every read from chat passes `scope_of(interaction)`: the guild, and "the channel asked from". For a
   thread that channel is its parent: Discord shows a thread only to those who can view its parent, and
   a debate is logged under the parent (its thread is the `thread` column), so votes and quotes from
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import discord
 
+from bots.commands import CommandError
 from orchestrator.log import DebateRecord, Scope
 
 PLATFORM = "discord"
@@ -41,6 +44,32 @@ def is_private(channel: object) -> bool:
         return True
     everyone = channel.guild.default_role
     return everyone is None or not channel.permissions_for(everyone).view_channel
+
+
+DM_REFUSAL = "Start debates in a server's text channel; debates cannot run in direct messages."
+THREAD_REFUSAL = "Start debates in a text channel: threads cannot hold threads of their own."
+OTHER_REFUSAL = "Start debates in a server's text channel; {where} cannot hold a debate's thread."
+CHANNEL_KINDS = {
+    discord.ChannelType.voice: "a voice channel",
+    discord.ChannelType.stage_voice: "a stage channel",
+    discord.ChannelType.forum: "a forum channel",
+    discord.ChannelType.media: "a media channel",
+    discord.ChannelType.category: "a category",
+}
+
+
+def start_channel(interaction: discord.Interaction) -> discord.TextChannel:
+    """The guild text channel `/debate` was used in; anywhere else a `CommandError` saying why, in one
+    sentence for each kind of place (the command is guild_only, yet a DM's interaction still runs it)."""
+    channel = interaction.channel
+    if interaction.guild_id is None or isinstance(channel, discord.DMChannel | discord.GroupChannel):
+        raise CommandError(DM_REFUSAL)
+    if isinstance(channel, discord.Thread):
+        raise CommandError(THREAD_REFUSAL)
+    if isinstance(channel, discord.TextChannel):
+        return channel
+    kind = getattr(channel, "type", None)
+    raise CommandError(OTHER_REFUSAL.format(where=CHANNEL_KINDS.get(kind, "this channel")))  # type: ignore[arg-type]
 
 
 def scope_of(interaction: discord.Interaction) -> Scope:

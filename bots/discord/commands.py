@@ -18,7 +18,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bots.commands import CommandError, StartDebate, chat_spec, start_request
-from bots.discord.access import is_private, may_stop, scope_of
+from bots.discord.access import is_private, may_stop, scope_of, start_channel
 from bots.discord.buttons import choice_label, root_view, stored_choice
 from bots.discord.output import DiscordOutput
 from bots.discord.render import root_embed, thread_name, with_tally
@@ -97,8 +97,7 @@ class DebateCog(commands.Cog, name="Debates"):
         The interaction's id keys the request: the log claims it once (a gateway that delivers the same
         interaction again, after a restart too, starts nothing), and the debate is enqueued under it, so
         if another debate holds it nothing new starts and what was posted for this one is taken back."""
-        if not isinstance(interaction.channel, discord.TextChannel):
-            raise CommandError("Start debates in a text channel: threads cannot hold threads of their own.")
+        channel = start_channel(interaction)
         feed, tailer = self.core.feed, self.output.tailer
         if feed is None or tailer is None:
             raise CommandError(NOT_A_FRONT)
@@ -107,7 +106,8 @@ class DebateCog(commands.Cog, name="Debates"):
             log.info("discord: dropped interaction %s, delivered again", interaction.id)
             return None
         spec, notes = await chat_spec(command, self.core, platform=PLATFORM, channel=str(interaction.channel_id),
-                                      requested_by=str(interaction.user.id), workspace=str(interaction.guild_id))
+                                      requested_by=str(interaction.user.id), workspace=str(interaction.guild_id),
+                                      channel_private=is_private(channel))
         queued, sink = False, None
         try:  # admitted: from here on, a debate that does not start must give its slot back
             response = await interaction.response.send_message(
@@ -118,10 +118,9 @@ class DebateCog(commands.Cog, name="Debates"):
             if not isinstance(message, discord.InteractionMessage):
                 raise CommandError("Discord did not return the message to start the thread on; please try again.")
             thread = await self.output.open_thread(message, thread_name(spec.topic))
-            spec = spec.model_copy(update={"thread": str(thread.id), "workspace": str(interaction.guild_id),
-                                           "channel_private": is_private(interaction.channel)})
+            spec = spec.model_copy(update={"thread": str(thread.id)})
             await self.core.store.create_debate(spec)  # the thread, in the log before a worker or restart needs it
-            root = interaction.channel.get_partial_message(message.id)
+            root = channel.get_partial_message(message.id)
             sink = await self.output.open_sink(spec, thread, root, notes)
             holder = await feed.enqueue(spec, request)
             queued = True
@@ -195,7 +194,8 @@ class DebateCog(commands.Cog, name="Debates"):
             labels = tuple(seat.label for seat in record.seats) if record else ()
             winner = None if record is None else await self._winner_shown(record, str(message.id))
             embed = with_tally(message.embeds[0], tally, labels, winner)
-            await interaction.response.edit_message(embed=embed, allowed_mentions=NO_MENTIONS)
+            # the verdict's other embed (the judge's points, when long) stays as it is
+            await interaction.response.edit_message(embeds=[embed, *message.embeds[1:]], allowed_mentions=NO_MENTIONS)
         else:
             await interaction.response.defer()
         await interaction.followup.send(f"Your vote: **{choice_label(choice)}**. Click another button to change it.",

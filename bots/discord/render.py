@@ -2,7 +2,8 @@
 
 Pure functions from core models to `discord.Embed`; every piece of model or user text passes through
 `neutralize_discord` and `truncate`, so no embed breaks Discord's limits (title 256, description 4,096,
-field 1,024, 6,000 in total).
+field 1,024, 25 fields, 6,000 across a message's embeds). A verdict is one embed, or two when the judge's
+agreements, disagreements and unresolved points do not fit beside the rest (`verdict_embeds`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ VERDICT_COLOUR = 0xEAB308
 FAILED_COLOUR = 0xEF4444
 THREAD_NAME_LIMIT = 100
 EMBED_TOTAL_LIMIT = 6000
+EMBED_FIELD_LIMIT = 25
+FIELD_LIMIT = 1024
+DESCRIPTION_LIMIT = 4096
+VERDICT_BUDGET = EMBED_TOTAL_LIMIT - 100  # across a verdict's embeds: room for its Votes field to grow
+POINTS_FLOOR = 1500  # what the judge's points keep, the recommendation shortened for it, when both are long
+POINTS_TITLE = "🧭 Where the debate stands"
+POINT_LIMIT = 500  # one agreement, disagreement or unresolved point
 JUDGE_TEAM_FIELD = "Judge · Team"
 RATING_NAMES = {
     "disagreement": "Genuine disagreement",
@@ -148,10 +156,95 @@ def verdict_embed(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, t
         embed.add_field(name="Warnings", value=safe("\n".join(outcome.warnings), 1024), inline=False)
     embed.add_field(name="Votes", value=tally_text(tally, tuple(s.label for s in spec.seats)), inline=False)
     embed.set_footer(text=_footer(spec, outcome))
-    # every part fits its own limit, together they may not; leave room for the Votes field to grow
-    overflow = len(embed) - (EMBED_TOTAL_LIMIT - 100)
-    if overflow > 0:
-        embed.description = truncate(embed.description or "", len(embed.description or "") - overflow)
+    # every part fits its own limit, together they may not
+    return _shrink_description(embed, len(embed) - VERDICT_BUDGET)
+
+
+def verdict_embeds(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, tally: Tally) -> list[Embed]:
+    """The verdict with the judge's agreements, disagreements and unresolved points: as fields of its embed
+    when they fit whole, else in a second embed, each list cut at a whole point ("… and 3 more") to fit."""
+    embed = verdict_embed(spec, verdict, outcome, tally)
+    points = [(title, items) for title, items in (("Agreements", verdict.agreements),
+                                                  ("Disagreements", verdict.disagreements),
+                                                  ("Unresolved", verdict.unresolved)) if items]
+    if not points:
+        return [embed]
+    whole = [(title, bullets(items)) for title, items in points]
+    if (all(len(text) <= FIELD_LIMIT for _title, text in whole)
+            and len(embed) + sum(len(title) + len(text) for title, text in whole) <= VERDICT_BUDGET
+            and len(embed.fields) + len(whole) <= EMBED_FIELD_LIMIT):
+        votes = len(embed.fields) - 1  # the Votes field stays last
+        for offset, (title, text) in enumerate(whole):
+            embed.insert_field_at(votes + offset, name=title, value=text, inline=False)
+        return [embed]
+    wanted = min(POINTS_FLOOR, len(points_text(points, DESCRIPTION_LIMIT)))
+    embed = _shrink_description(embed, len(embed) + len(POINTS_TITLE) + wanted - VERDICT_BUDGET)
+    text = points_text(points, min(DESCRIPTION_LIMIT, VERDICT_BUDGET - len(embed) - len(POINTS_TITLE)))
+    if not text:
+        return [embed]
+    return [embed, Embed(title=POINTS_TITLE, colour=Colour(VERDICT_COLOUR), description=text)]
+
+
+def bullets(items: tuple[str, ...], limit: int | None = None) -> str:
+    """One "• point" line per item (each at most POINT_LIMIT), within `limit` if given: the last point that
+    fits is cut with "…", and the points after it are counted ("… and 2 more")."""
+    lines: list[str] = []
+    used = -1  # no line break before the first line
+    for index, item in enumerate(items):
+        point = " ".join(item.split())
+        if limit is None:
+            lines.append("• " + safe(point, POINT_LIMIT))
+            continue
+        after = len(items) - index - 1
+        room = limit - used - 1 - (len(f"\n… and {after} more") if after else 0)
+        if room < 40 and lines:  # too little for a readable point: count it and the rest instead
+            lines.append(f"… and {after + 1} more")
+            break
+        lines.append("• " + _cut_words(safe(point, POINT_LIMIT), max(room - 2, 1)))
+        used += len(lines[-1]) + 1
+    text = "\n".join(lines)
+    return text if limit is None else truncate(text, limit)
+
+
+def _cut_words(text: str, limit: int) -> str:
+    """`text` within `limit`, cut after a whole word when one ends near the cut."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    words = head.rsplit(" ", 1)[0] if " " in head[-30:] else head
+    return words.rstrip() + "…"
+
+
+def points_text(points: list[tuple[str, tuple[str, ...]]], room: int) -> str:
+    """The headed lists within `room` characters, shared fairly: a short list keeps all of its points and
+    what it does not use goes to the longer ones."""
+    headers = {title: f"**{title}**\n" for title, _items in points}
+    available = room - 2 * (len(points) - 1) - sum(len(h) for h in headers.values())  # a blank line between
+    need = {title: len(bullets(items)) for title, items in points}
+    share: dict[str, int] = {}
+    for count, title in enumerate(sorted(need, key=need.__getitem__)):
+        share[title] = min(need[title], max(available, 0) // (len(need) - count))
+        available -= share[title]
+    sections = [headers[title] + bullets(items, share[title]) for title, items in points if share[title] >= 20]
+    return truncate("\n\n".join(sections), room) if sections and room > 0 else ""
+
+
+def _shrink_description(embed: Embed, overflow: int) -> Embed:
+    """Take `overflow` characters off the embed: off the description (the recommendation) first, keeping
+    its heading, then off the longest fields; the judge's pick and the Votes field are never cut."""
+    if overflow > 0 and embed.description:
+        before = len(embed.description)
+        embed.description = truncate(embed.description, max(before - overflow, 40))
+        overflow -= before - len(embed.description)
+    longest = sorted(enumerate(embed.fields), key=lambda pair: -len(pair[1].value or ""))
+    for index, field in longest:
+        if overflow <= 0:
+            break
+        if field.name in (JUDGE_TEAM_FIELD, "Votes") or not field.value:
+            continue
+        value = truncate(field.value, max(len(field.value) - overflow, 20))
+        overflow -= len(field.value) - len(value)
+        embed.set_field_at(index, name=field.name or "", value=value, inline=bool(field.inline))
     return embed
 
 

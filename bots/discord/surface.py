@@ -27,6 +27,7 @@ from bots.discord.render import (
     seat_title,
     turn_header,
     verdict_embed,
+    verdict_embeds,
 )
 from bots.thread import STRICT, Ended, Limits, Paced, Pacer, RootState, Urgency, run_to_completion
 from bots.thread.text import neutralize_discord, split_message
@@ -132,7 +133,7 @@ class DiscordThread:
         return [{"content": chunk} for chunk in split_message(text, CONTENT_LIMIT)]
 
     def verdict(self, spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
-        return {"embed": verdict_embed(spec, verdict, outcome, tally), "view": verdict_view(spec)}
+        return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec)}
 
     def ended(self, outcome: Outcome) -> Message | None:
         return {"embed": ended_embed(outcome)}

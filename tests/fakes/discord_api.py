@@ -12,7 +12,8 @@ overwrite, or one in another guild), `everyone_permissions` is the @everyone rol
 (the default has every bit, Administrator included, so every channel reads as public), an interaction
 can carry the member's resolved `permissions`, come from another channel (`channel_id`), or from a DM
 (`dm=True`: no guild, no member). Each interaction's record keeps every answer the bot sent to it.
-`names` gives a member a server nickname (their display name there).
+`names` gives a member a server nickname (their display name there). `on_call` lets a test look at the
+world (the log, say) at the moment a given REST call arrives, before the bot gets its answer.
 
 Sharding: a client that IDENTIFYs with `shard` [id, count] gets READY with that `shard`, a GUILD_CREATE
 for each guild of that shard only ((guild_id >> 22) % count; `add_guild` declares more guilds than
@@ -29,7 +30,7 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -117,6 +118,7 @@ class DiscordPeer:
     names: dict[str, str] = field(default_factory=dict)  # user id → server nickname
     guilds: dict[str, str] = field(default_factory=lambda: {GUILD_ID: "Debate Club"})  # the bot's guilds: id → name
     shards: list[tuple[int, int] | None] = field(default_factory=list)  # each IDENTIFY's `shard`, in order
+    on_call: Callable[[Call], Awaitable[None]] | None = None  # awaited as each REST call arrives, before its answer
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(900_000_000_000_000_000)
@@ -367,6 +369,8 @@ class DiscordPeer:
         call = Call(request.method, path, dict(request.query), request.headers.get("Authorization"), body,
                     time.monotonic())
         self.calls.append(call)
+        if self.on_call is not None:
+            await self.on_call(call)
         try:
             response = self._limited(call) or await self._route(call)
         except KeyError as exc:
