@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
 from sqlite_utils import Database
 
-from orchestrator.log import DebateLog
+from orchestrator.log import DebateLog, migrate_log
 from orchestrator.log.postgres.schema import migrate
 from orchestrator.log.schema import migrations
 from orchestrator.models import DebateSpec, Interjection, Outcome, Seat, Verdict
@@ -199,3 +200,23 @@ async def test_a_log_from_before_keeps_its_running_debates_slots_with_their_requ
         assert refused("user", raised).running == ("run00001",)
         with pytest.raises(QuotaExceeded):
             await store.admit(spec("U1"), Quota(max_running=9, max_starts_per_user_hour=1), at=at)
+
+
+@pytest.mark.postgres
+async def test_migrate_log_carries_who_holds_each_slot_and_who_asked_each_continuation(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    sqlite, postgres = LogBackend("sqlite", str(tmp_path / "a.db")), LogBackend("postgres", postgres_url)
+    at = T0 + STALE_AFTER_S + 600
+    async with sqlite.open() as store:
+        continued = await finished(store, "U1")
+        await store.begin_continuation(continued, quota=OPEN, requested_by="U5", at=at)
+    copied = await migrate_log(Path(sqlite.target), postgres.target)
+    assert copied.tables["continuations"] == 1
+    async with postgres.open() as store:
+        with pytest.raises(QuotaExceeded) as raised:  # U5's, since the continuation began: not stale
+            await store.admit(spec("U5"), Quota(max_running=9, max_running_per_user=1), at=at + 1)
+        assert refused("user", raised).running == (continued,)
+        with pytest.raises(QuotaExceeded) as raised:
+            await store.admit(spec("U5"), Quota(max_running=9, max_starts_per_user_hour=1), at=at + 1)
+        assert refused("hourly", raised).frees_at == at + HOUR_S
