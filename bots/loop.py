@@ -153,7 +153,7 @@ async def prepare_continuation(core: Core, debate_id: str, facts: str | None,
     try:
         segment = await core.store.begin_continuation(record.id, quota=quota, facts=note,
                                                       requested_by=asker.user if asker is not None else None)
-    except (InterjectionRefused, ContinuationRefused) as exc:
+    except ContinuationRefused as exc:
         raise CommandError(str(exc)) from None
     except QuotaExceeded as exc:
         raise CommandError(exc.user_text()) from None

@@ -76,7 +76,6 @@ def begin_continuation(debate_id: str, quota: Quota | None, requested_by: str | 
     """Check the debate can go on, admit the continuation under `quota` for `requested_by` (None: the
     operator; a None quota counts nothing), store its new facts, and run it again as the next segment
     with its slot held by `requested_by` from `at` — all in one transaction: a refusal changes nothing."""
-    facts_row = rows.interjection_row(facts.model_copy(update={"round": None}), to_iso) if facts is not None else None
 
     def fn(db: Database) -> int:
         found = db.execute("select status, segment, platform, workspace, channel from debates where id = ?",
@@ -89,10 +88,9 @@ def begin_continuation(debate_id: str, quota: Quota | None, requested_by: str | 
         if quota is not None:
             check_room(db, quota, Claim(platform=found[2], workspace=found[3], user=requested_by, channel=found[4]),
                        at)
-        if facts is not None and facts_row is not None:
-            InterjectionRefused.check(facts, status, _waiting(db, debate_id), 1)
-            if not db.execute("select 1 from interjections where id = ?", [facts.id]).fetchone():
-                table(db, "interjections").insert(facts_row)
+        # facts wait on the completed debate, whatever else waits: the continuation's one round takes them first
+        if facts is not None and not db.execute("select 1 from interjections where id = ?", [facts.id]).fetchone():
+            table(db, "interjections").insert(rows.interjection_row(facts.model_copy(update={"round": None}), to_iso))
         db.execute("update debates set status = 'running', finished_at = null, error = null, segment = ?,"
                    " held_by = ?, held_since = ? where id = ?", [segment + 1, requested_by, to_iso(at), debate_id])
         table(db, "continuations").insert({"debate_id": debate_id, "segment": segment + 1,
