@@ -2,11 +2,12 @@
 SQLite file, a real Postgres database): every limit counted for the person who asks, the running slot
 theirs from when the continuation began, a refusal that changes nothing and lists exactly the debates
 that count; atomic across two handles on one log (two fronts); and a log from before, whose running
-debates keep holding their requesters' slots."""
+debates keep holding their requesters' slots; `debate continue` on the host, held to the global cap."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from orchestrator.log.postgres.schema import migrate
 from orchestrator.log.schema import migrations
 from orchestrator.models import DebateSpec, Interjection, Outcome, Seat, Verdict
 from orchestrator.quotas import HOUR_S, STALE_AFTER_S, Quota, QuotaExceeded
+from tests.fakes.llm_server import FakeLLMServer
+from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
+from tests.test_cli import debate, two_providers
 
 SEATS = (Seat(label="A", role="proposer", model="openai:model-a"),
          Seat(label="B", role="challenger", model="anthropic:model-b"))
@@ -220,3 +224,22 @@ async def test_migrate_log_carries_who_holds_each_slot_and_who_asked_each_contin
         with pytest.raises(QuotaExceeded) as raised:
             await store.admit(spec("U5"), Quota(max_running=9, max_starts_per_user_hour=1), at=at + 1)
         assert refused("hourly", raised).frees_at == at + HOUR_S
+
+
+async def test_debate_continue_on_the_host_is_held_to_the_global_cap(tmp_path: Path, log_backend: LogBackend
+                                                                     ) -> None:
+    """`debate continue` in a real subprocess, sharing the log with a front whose chat debate runs."""
+    async with FakeLLMServer() as srv:
+        script_judge(srv)
+        env = two_providers(tmp_path, srv) | log_backend.env | {"DEBATE_MAX_CONCURRENT": "1"}
+        code, out, err = await debate(tmp_path, "run", "Tabs or spaces?", "--rounds", "1", "--json", env=env)
+        assert code == 0, err
+        debate_id = json.loads(out)["id"]
+        async with log_backend.open(runner="serve:elsewhere") as front:
+            await front.admit(spec("U1"), OPEN)
+            srv.requests.clear()
+            code, _, err = await debate(tmp_path, "continue", debate_id, env=env)
+            assert code == 2 and "1 debate is already running" in err and "DEBATE_MAX_CONCURRENT" in err, err
+            assert len(err.strip().splitlines()) == 1 and srv.requests == []
+            record = await front.get_debate(debate_id, turns=False)
+            assert record is not None and (record.status, record.segment) == ("completed", 1)
