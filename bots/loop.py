@@ -6,7 +6,8 @@ and show what comes back; every refusal is a `CommandError` holding one sentence
 - `interject`: an audience note for a running debate, stored in the log as waiting; the engine takes
   up to MAX_INTERJECTIONS_PER_ROUND of them when its next round starts (orchestrator/debate/audience.py).
 - `prepare_continuation` / `start_continuation`: one more round after the verdict, with optional new
-  facts (a note of kind "facts"), as the debate's next segment: the log begins it, a worker runs it
+  facts (a note of kind "facts"), as the debate's next segment, admitted under the quotas like a new
+  debate for the person asking (orchestrator/quotas.py): the log begins it, a worker runs it
   (orchestrator/durable/continuation.py), the front renders it into the same thread.
 - `rematch_request`: the same topic again, with other debaters or another format, started through a
   surface's normal start path as a new debate linked to the first (`DebateSpec.rematch_of`).
@@ -50,9 +51,10 @@ from orchestrator.providers import (
     UnknownProviderError,
     parse_model,
 )
+from orchestrator.quotas import Quota, QuotaExceeded
 
 __all__ = ["Asker", "channel_config", "config_text", "interject", "parse_config", "prepare_continuation",
-           "rematch_request", "set_channel_config", "start_continuation"]
+           "rematch_request", "rematch_shown_beside", "set_channel_config", "start_continuation"]
 
 log = logging.getLogger(__name__)
 
@@ -130,9 +132,10 @@ async def interject(core: Core, debate_id: str, text: str, asker: Asker) -> Inte
 async def prepare_continuation(core: Core, debate_id: str, facts: str | None,
                                asker: Asker | None) -> tuple[DebateRecord, int]:
     """Begin the debate's next segment in the log: checked (completed, with a verdict, continued fewer
-    than MAX_CONTINUATIONS times, the process not stopping), the facts stored as a waiting note, the
-    debate running again; returns its record (as it was) and the new segment's number. `asker` None:
-    the operator (the CLI), who sees every debate."""
+    than MAX_CONTINUATIONS times, the process not stopping), admitted under the same quotas as a new
+    debate for the person asking (who then holds its running slot), the facts stored as a waiting note,
+    the debate running again; returns its record (as it was) and the new segment's number. `asker`
+    None: the operator (the CLI), who sees every debate and is held to the global cap only."""
     if core.stopping:
         raise CommandError(RESTARTING)
     record = await _find(core, debate_id, asker.scope if asker is not None else None)
@@ -145,12 +148,15 @@ async def prepare_continuation(core: Core, debate_id: str, facts: str | None,
         raise CommandError(f"Debate `{record.id}` has been continued {MAX_CONTINUATIONS} times, the most a debate "
                            "can be.")
     note = _note(record.id, facts, asker, "facts") if facts and facts.strip() else None
+    quota = (Quota.operator(core.settings.debate_max_concurrent) if asker is None
+             else Quota.from_settings(core.settings))
     try:
-        if note is not None:
-            await core.store.add_interjection(note, max_waiting=MAX_INTERJECTIONS_PER_ROUND)
-        segment = await core.store.begin_continuation(record.id)
-    except (InterjectionRefused, ContinuationRefused) as exc:
+        segment = await core.store.begin_continuation(record.id, quota=quota, facts=note,
+                                                      requested_by=asker.user if asker is not None else None)
+    except ContinuationRefused as exc:
         raise CommandError(str(exc)) from None
+    except QuotaExceeded as exc:
+        raise CommandError(exc.user_text()) from None
     return record, segment
 
 
@@ -192,6 +198,14 @@ def rematch_request(record: DebateRecord, *, vs: str | None, format: str | None)
         debaters=vs if vs else tuple(seat.model for seat in spec.seats), judge=spec.judge, effort=spec.effort,
     )
     return command.model_copy(update={"rematch_of": record.id})
+
+
+def rematch_shown_beside(rematch: DebateRecord, original: DebateRecord) -> bool:
+    """Whether a notice of `rematch` (its id, models, a link to its thread) may go into `original`'s
+    thread: only when everyone who reads that thread may see the rematch too, so a private channel's
+    debate never shows elsewhere. Asked in the same channel, or in a public one (unknown privacy counts
+    as private)."""
+    return rematch.channel == original.channel or rematch.channel_private is False
 
 
 # ---- channel defaults

@@ -9,14 +9,20 @@ Four limits, each set by one variable:
 - `DEBATE_MAX_RUNNING_PER_CHANNEL`: debates running at once in one channel.
 - `DEBATE_MAX_STARTS_PER_USER_HOUR`: debates one chat user may start in any rolling hour.
 
-The log does the counting and the reservation together (`DebateLog.admit`): one write transaction
-counts, and inserts the debate's row only when every limit has room, so concurrent requests, in one
-process or in several sharing the log, can never both take the last slot. A refusal is a
-`QuotaExceeded`, whose `user_text()` names the limit, its variable, and when it frees up; it is
-shown to the requester alone, and nothing has been posted.
+The log does the counting and the reservation together: one write transaction counts, and takes the
+slot only when every limit has room, so concurrent requests, in one process or in several sharing
+the log, can never both take the last slot. A start (`DebateLog.admit`) inserts the debate's row; a
+`continue` (`DebateLog.begin_continuation`) is admitted the same way, for the person who asked, and
+runs the debate again. A refusal is a `QuotaExceeded`, whose `user_text()` names the limit, its
+variable, and when it frees up; it is shown to the requester alone, and nothing has been posted.
 
-A "running" row older than `STALE_AFTER_S` holds no slot: its process died without a restart to
-sweep it (`DebateLog.mark_interrupted`), and a dead process must not lock everyone out for good.
+A running debate's slot is held by whoever holds it (`debates.held_by`: who started it, or who asked
+for its latest continuation) since when (`held_since`: its start, or its continuation's), not by its
+first requester since its creation. A start in the hourly window is a debate created or a
+continuation asked for (`continuations`). A rematch is a new debate, started (and admitted) like any.
+
+A slot held longer than `STALE_AFTER_S` is free: its process died without a restart to sweep it
+(`DebateLog.mark_interrupted`), and a dead process must not lock everyone out for good.
 """
 
 from __future__ import annotations
@@ -65,13 +71,27 @@ class Quota(BaseModel):
         return cls(max_running=max_running)
 
 
+class Claim(BaseModel):
+    """Who asks for a running slot, and where the debate runs: a start's requester and channel, or a
+    continuation's asker (None: the operator) and its debate's channel."""
+
+    model_config = ConfigDict(frozen=True)
+
+    platform: str | None
+    workspace: str | None
+    user: str | None
+    channel: str | None
+
+
 class QuotaExceeded(Exception):
     """A start refused by one limit; nothing was logged or posted. `str()` is the text for the user."""
 
     def __init__(self, limit: Limit, allowed: int, *, at: float | None = None, frees_at: float | None = None,
-                 running: tuple[str, ...] = ()) -> None:
+                 running: tuple[str, ...] = (), count: int | None = None) -> None:
         self.limit = limit
         self.allowed = allowed
+        # how many count toward the limit: more than `allowed` when it was lowered while they ran
+        self.count = count if count is not None else max(allowed, len(running))
         self.at = at if at is not None else time.time()
         self.frees_at = frees_at  # the hourly limit: when the oldest start in the window leaves it
         self.running = running  # the user limit: the requester's own running debates, to stop one
@@ -80,17 +100,28 @@ class QuotaExceeded(Exception):
     def user_text(self) -> str:
         n = self.allowed
         debates = f"{n} debate{'s' if n != 1 else ''}"
+        held = f"{self.count} debate{'s' if self.count != 1 else ''}"
+        over = self.count > n  # the limit was lowered while these ran
         if self.limit == "user":
             ids = ", ".join(f"`{d}`" for d in self.running)
             yours = f" ({ids})" if ids else ""
+            if over:
+                return (f"You already have {held} running{yours}; the most one person may run at once here is {n} "
+                        "(DEBATE_MAX_RUNNING_PER_USER). You can start another once fewer than that run, or stop one.")
             return (f"You already have {debates} running{yours}, the most one person may run at once here "
                     "(DEBATE_MAX_RUNNING_PER_USER). You can start another as soon as one finishes, or stop one.")
         if self.limit == "hourly":
             return (f"You have started {debates} in the past hour, the most one person may start per hour here "
                     f"(DEBATE_MAX_STARTS_PER_USER_HOUR). {self.when_free()}")
         if self.limit == "channel":
+            if over:
+                return (f"This channel already has {held} running; the most one channel may run at once is {n} "
+                        "(DEBATE_MAX_RUNNING_PER_CHANNEL). A new one can start here once fewer than that run.")
             return (f"This channel already has {debates} running, the most one channel may run at once "
                     "(DEBATE_MAX_RUNNING_PER_CHANNEL). A new one can start here as soon as one finishes.")
+        if over:
+            return (f"{held} are already running; the most this bot runs at once is {n} (DEBATE_MAX_CONCURRENT). "
+                    "Try again once fewer than that run.")
         return (f"{debates} {'are' if n != 1 else 'is'} already running, the most this bot runs at once "
                 "(DEBATE_MAX_CONCURRENT). Try again as soon as one finishes.")
 

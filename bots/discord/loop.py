@@ -34,6 +34,7 @@ from bots.loop import (
     config_text,
     interject,
     rematch_request,
+    rematch_shown_beside,
     set_channel_config,
     start_continuation,
 )
@@ -172,11 +173,12 @@ class LoopCog(commands.Cog, name="Team in the loop"):
 
     async def _link_rematch(self, original: DebateRecord, new_id: str, interaction: discord.Interaction) -> None:
         """A short reply in the original debate's thread naming its rematch, where this bot can post there
-        (a Discord debate of this server); a failure is logged, not shown."""
+        (a Discord debate of this server) and the rematch is at least as visible as the original
+        (`rematch_shown_beside`); a failure is logged, not shown."""
         if original.platform != PLATFORM or not original.thread or original.workspace != str(interaction.guild_id):
             return
         rematch = await self.core.store.get_debate(new_id, turns=False)
-        if rematch is None:
+        if rematch is None or not rematch_shown_beside(rematch, original):
             return
         models = " vs ".join(f"`{safe(seat.model, 80)}`" for seat in rematch.seats)
         where = f" — <#{rematch.thread}>" if rematch.thread else ""

@@ -84,9 +84,15 @@ class DebateLog(Protocol):
         gets the same answer) and waiting ones up to `limit` in all, now marked with `round`."""
         ...
 
-    async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
+    async def begin_continuation(self, debate_id: str, *, at: float | None = None, quota: Quota | None = None,
+                                 requested_by: str | None = None, facts: Interjection | None = None) -> int:
         """A completed debate with a verdict goes on: it is running again and its segment count grows;
-        returns the new segment's number (2, 3, …). Raises ContinuationRefused with the reason."""
+        returns the new segment's number (2, 3, …). Raises ContinuationRefused with the reason.
+
+        Admitted like a start, in the same transaction: under `quota` (None counts nothing) for
+        `requested_by` (None: the operator), who then holds its running slot from `at`; it counts as one of
+        their starts this hour. Raises QuotaExceeded naming the limit. `facts`, the new facts given with it,
+        are stored only when it begins."""
         ...
 
     async def set_channel_defaults(

@@ -241,6 +241,24 @@ def m009_thread_renderer(db: Database) -> None:
     )
 
 
+@migrations()
+def m010_running_slots(db: Database) -> None:
+    """Who holds each running debate's slot and since when (`held_by`, `held_since`), and who asked for
+    each continuation: a `continue` is admitted like a start, for the person who asked, its slot
+    counted from when it began (orchestrator/quotas.py). Existing debates are held by their requester
+    since their creation, as admission counted them before."""
+    debates = _table(db, "debates")
+    debates.add_column("held_by", str)
+    debates.add_column("held_since", str)
+    db.execute("update debates set held_by = requested_by, held_since = created_at")
+    _table(db, "continuations").create(
+        {"debate_id": str, "segment": int, "requested_by": str, "at": str},
+        pk=("debate_id", "segment"),
+        not_null={"at"},
+    )
+    _table(db, "continuations").create_index(["requested_by", "at"])
+
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

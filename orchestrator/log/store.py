@@ -140,10 +140,12 @@ class Store:
         """The notes for `round`, oldest first: those it took already, topped up with waiting ones to `limit`."""
         return await self._write(team.take_interjections(debate_id, round, limit))
 
-    async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
-        """A completed debate with a verdict runs again as segment 2, 3, …; returns that number.
-        ContinuationRefused (with the reason) otherwise."""
-        return await self._write(team.begin_continuation(debate_id))
+    async def begin_continuation(self, debate_id: str, *, at: float | None = None, quota: Quota | None = None,
+                                 requested_by: str | None = None, facts: Interjection | None = None) -> int:
+        """A completed debate with a verdict runs again as segment 2, 3, …, admitted under `quota` for
+        `requested_by`; returns that number. ContinuationRefused or QuotaExceeded (with the reason) otherwise."""
+        return await self._write(team.begin_continuation(debate_id, quota, requested_by, facts,
+                                                         at if at is not None else now()))
 
     async def set_channel_defaults(
         self, platform: str, workspace: str | None, channel: str, defaults: ChannelDefaults, *, by: str | None = None

@@ -2,7 +2,8 @@
 
 Like writes.py, each function builds its rows up front and returns the `fn(db)` the database thread
 runs inside one IMMEDIATE transaction, so a check and the write it allows cannot be split by another
-writer (thread or process). A note waits (`round` NULL) until a round takes it; taking marks it with
+writer (thread or process); a continuation is admitted under the quotas inside its own (writes.py
+`check_room`). A note waits (`round` NULL) until a round takes it; taking marks it with
 that round, so a step that runs again after a restart gets the same notes back.
 """
 
@@ -15,7 +16,9 @@ from sqlite_utils import Database
 from orchestrator.log import rows
 from orchestrator.log.reads import dict_rows, interjection_rows, table
 from orchestrator.log.records import ContinuationRefused, DebateNotFoundError, InterjectionRefused, from_iso, to_iso
+from orchestrator.log.writes import check_room
 from orchestrator.models import ChannelDefaults, Interjection
+from orchestrator.quotas import Claim, Quota
 
 
 def _status(db: Database, debate_id: str) -> tuple[str, int]:
@@ -68,13 +71,30 @@ def interjections(debate_id: str) -> Callable[[Database], list[Interjection]]:
     return lambda db: [rows.interjection(r, from_iso) for r in interjection_rows(db, debate_id)]
 
 
-def begin_continuation(debate_id: str) -> Callable[[Database], int]:
+def begin_continuation(debate_id: str, quota: Quota | None, requested_by: str | None, facts: Interjection | None,
+                       at: float) -> Callable[[Database], int]:
+    """Check the debate can go on, admit the continuation under `quota` for `requested_by` (None: the
+    operator; a None quota counts nothing), store its new facts, and run it again as the next segment
+    with its slot held by `requested_by` from `at` — all in one transaction: a refusal changes nothing."""
+
     def fn(db: Database) -> int:
-        status, segment = _status(db, debate_id)
+        found = db.execute("select status, segment, platform, workspace, channel from debates where id = ?",
+                           [debate_id]).fetchone()
+        if found is None:
+            raise DebateNotFoundError(debate_id)
+        status, segment = found[0], found[1] or 1
         has_verdict = db.execute("select 1 from verdicts where debate_id = ?", [debate_id]).fetchone() is not None
         ContinuationRefused.check(debate_id, status, has_verdict, segment)
-        db.execute("update debates set status = 'running', finished_at = null, error = null, segment = ?"
-                   " where id = ?", [segment + 1, debate_id])
+        if quota is not None:
+            check_room(db, quota, Claim(platform=found[2], workspace=found[3], user=requested_by, channel=found[4]),
+                       at)
+        # facts wait on the completed debate, whatever else waits: the continuation's one round takes them first
+        if facts is not None and not db.execute("select 1 from interjections where id = ?", [facts.id]).fetchone():
+            table(db, "interjections").insert(rows.interjection_row(facts.model_copy(update={"round": None}), to_iso))
+        db.execute("update debates set status = 'running', finished_at = null, error = null, segment = ?,"
+                   " held_by = ?, held_since = ? where id = ?", [segment + 1, requested_by, to_iso(at), debate_id])
+        table(db, "continuations").insert({"debate_id": debate_id, "segment": segment + 1,
+                                           "requested_by": requested_by, "at": to_iso(at)}, replace=True)
         return segment + 1
 
     return fn

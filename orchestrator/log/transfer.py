@@ -2,9 +2,10 @@
 
 Row by row, table by table (debates first, so every foreign key finds its debate), with every id
 kept: debate ids, turn and notice ids, votes per user, platform message ids, the tenancy columns,
-every numbered verdict, audience notes (with the round each reached), segments, rematch links and
-each channel's defaults. Each row is an upsert on its key, so running the copy again updates what is
-there and adds what is new; nothing is deleted in the target. The target is brought to the current schema first; the
+every numbered verdict, audience notes (with the round each reached), segments, rematch links,
+each channel's defaults, and who holds each running slot and asked for each continuation. Each
+row is an upsert on its key, so running the copy again updates what is there and adds what is
+new; nothing is deleted in the target. The target is brought to the current schema first; the
 source is only read, and must be on the current schema (`debate serve` once upgrades it). Values
 cross in one neutral form: times as UTC datetimes, flags as booleans. Request keys (a day of
 retried-delivery ids) and the fronts' leases on workspaces (`thread_renderers`, which front renders
@@ -38,8 +39,9 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("notices", ("id",), "id"),
     ("interjections", ("id",), "at, id"),
     ("channel_settings", ("platform", "workspace", "channel"), "platform, workspace, channel"),
+    ("continuations", ("debate_id", "segment"), "debate_id, segment"),
 )
-TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at"}
+TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at", "held_since"}
 FLAG_COLUMNS = {"channel_private", "split", "final"}
 POSTGRES_ONLY = {"seq", "topic_tsv", "text_tsv", "recommendation_tsv"}  # generated there, never copied
 

@@ -18,7 +18,7 @@ from orchestrator.log.reads import require_debate, scope_sql, table, tally, toke
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally, from_iso, to_iso
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
-from orchestrator.quotas import Quota, QuotaExceeded
+from orchestrator.quotas import Claim, Quota, QuotaExceeded
 
 
 def _debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -44,6 +44,8 @@ def _debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[
         "warnings": "[]",
         "spec": spec.model_dump_json(),
         "rematch_of": spec.rematch_of,
+        "held_by": spec.requested_by,
+        "held_since": to_iso(at),
     }
     seats = [
         {"debate_id": spec.id, "label": s.label, "role": s.role, "provider": s.provider, "model": s.model,
@@ -79,42 +81,55 @@ def admit(spec: DebateSpec, quota: Quota, at: float, runner: str | None) -> Call
     one IMMEDIATE transaction the database thread runs this in, so no other writer (thread or process)
     can count in between. Raises QuotaExceeded naming the first limit without room; a repeat is a no-op."""
     row, seats = _debate_rows(spec, at, runner)
-    live = "status = 'running' and created_at >= :live_since"
-    args = {"live_since": to_iso(at - quota.stale_after_s), "platform": spec.platform,
-            "workspace": spec.workspace, "user": spec.requested_by, "channel": spec.channel,
-            "window_start": to_iso(at - quota.window_s)}
-    same_user = "platform = :platform and workspace is :workspace and requested_by = :user"
+    claim = Claim(platform=spec.platform, workspace=spec.workspace, user=spec.requested_by, channel=spec.channel)
 
     def fn(db: Database) -> None:
         debates = table(db, "debates")
         if debates.count_where("id = ?", [spec.id]):
             return
-        if quota.max_running_per_user is not None and spec.requested_by is not None:
-            mine = [r[0] for r in db.execute(
-                f"select id from debates where {live} and {same_user} order by created_at", args).fetchall()]
-            if len(mine) >= quota.max_running_per_user:
-                raise QuotaExceeded("user", quota.max_running_per_user, at=at, running=tuple(mine))
-        if quota.max_starts_per_user_hour is not None and spec.requested_by is not None:
-            starts = [from_iso(r[0]) or 0.0 for r in db.execute(
-                f"select created_at from debates where {same_user} and created_at >= :window_start"
-                " order by created_at", args).fetchall()]
-            allowed = quota.max_starts_per_user_hour
-            if len(starts) >= allowed:  # room again once all but allowed - 1 of them have left the window
-                frees_at = starts[len(starts) - allowed] + quota.window_s
-                raise QuotaExceeded("hourly", allowed, at=at, frees_at=frees_at)
-        if quota.max_running_per_channel is not None and spec.channel is not None:
-            (count,) = db.execute(
-                f"select count(*) from debates where {live} and platform = :platform and workspace is :workspace"
-                " and channel = :channel", args).fetchone()
-            if count >= quota.max_running_per_channel:
-                raise QuotaExceeded("channel", quota.max_running_per_channel, at=at)
-        (count,) = db.execute(f"select count(*) from debates where {live}", args).fetchone()
-        if count >= quota.max_running:
-            raise QuotaExceeded("global", quota.max_running, at=at)
+        check_room(db, quota, claim, at)
         debates.insert(row)
         table(db, "seats").insert_all(seats)
 
     return fn
+
+
+def check_room(db: Database, quota: Quota, claim: Claim, at: float) -> None:
+    """Raise QuotaExceeded naming the first of `quota`'s limits without room for `claim` (a start or a
+    continuation); the caller's transaction holds the database, so nothing can take the room after.
+
+    A running debate holds its slot for whoever holds it (`held_by`: who started it, or who continued
+    it last) since when (`held_since`), not for its requester since its creation; a start in the
+    hourly window is a debate created or a continuation asked for."""
+    live = "status = 'running' and held_since >= :live_since"
+    args = {"live_since": to_iso(at - quota.stale_after_s), "platform": claim.platform,
+            "workspace": claim.workspace, "user": claim.user, "channel": claim.channel,
+            "window_start": to_iso(at - quota.window_s)}
+    here = "platform = :platform and workspace is :workspace"
+    if quota.max_running_per_user is not None and claim.user is not None:
+        mine = [r[0] for r in db.execute(
+            f"select id from debates where {live} and {here} and held_by = :user order by held_since, id",
+            args).fetchall()]
+        if len(mine) >= quota.max_running_per_user:
+            raise QuotaExceeded("user", quota.max_running_per_user, at=at, running=tuple(mine))
+    if quota.max_starts_per_user_hour is not None and claim.user is not None:
+        starts = [from_iso(r[0]) or 0.0 for r in db.execute(
+            f"select created_at from debates where {here} and requested_by = :user and created_at >= :window_start"
+            " union all select c.at from continuations c join debates d on d.id = c.debate_id"
+            " where d.platform = :platform and d.workspace is :workspace and c.requested_by = :user"
+            " and c.at >= :window_start order by 1", args).fetchall()]
+        allowed = quota.max_starts_per_user_hour
+        if len(starts) >= allowed:  # room again once all but allowed - 1 of them have left the window
+            frees_at = starts[len(starts) - allowed] + quota.window_s
+            raise QuotaExceeded("hourly", allowed, at=at, frees_at=frees_at)
+    if quota.max_running_per_channel is not None and claim.channel is not None:
+        (count,) = db.execute(f"select count(*) from debates where {live} and {here} and channel = :channel",
+                              args).fetchone()
+        if count >= quota.max_running_per_channel:
+            raise QuotaExceeded("channel", quota.max_running_per_channel, at=at, count=count)
+    (count,) = db.execute(f"select count(*) from debates where {live}", args).fetchone()
+    if count >= quota.max_running:
+        raise QuotaExceeded("global", quota.max_running, at=at, count=count)
 
 
 def add_turn(turn: Turn) -> Callable[[Database], int]:

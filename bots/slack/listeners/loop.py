@@ -21,6 +21,7 @@ from bots.loop import (
     config_text,
     interject,
     rematch_request,
+    rematch_shown_beside,
     set_channel_config,
     start_continuation,
 )
@@ -88,13 +89,14 @@ async def rematch_command(command: Rematch, inv: Invocation) -> None:
 
 async def link_rematch(original: DebateRecord, new_id: str, inv: Invocation) -> None:
     """A short reply in the original debate's thread naming its rematch, where this bot can post there
-    (a Slack debate of this workspace whose thread it reaches); a refusal is logged, not shown."""
+    (a Slack debate of this workspace whose thread it reaches) and the rematch is at least as visible as
+    the original (`rematch_shown_beside`); a refusal is logged, not shown."""
     if original.platform != PLATFORM or not original.channel or not original.thread:
         return
     if original.workspace is not None and original.workspace != inv.team_id:
         return
     rematch = await inv.runtime.core.store.get_debate(new_id, turns=False)
-    if rematch is None:
+    if rematch is None or not rematch_shown_beside(rematch, original):
         return
     link = await permalink(inv.client, rematch.channel, rematch.thread)
     models = " vs ".join(f"`{safe(seat.model, 80)}`" for seat in rematch.seats)

@@ -225,6 +225,23 @@ alter table turns alter column text_tsv set storage main;
 update turns set text = text;
 """
 
+# who holds each running debate's slot and since when, and who asked for each continuation: a `continue`
+# is admitted like a start, for the person who asked (orchestrator/quotas.py); existing debates are held
+# by their requester since their creation, as admission counted them before
+_RUNNING_SLOTS = """
+alter table debates add column held_by text;
+alter table debates add column held_since timestamptz;
+update debates set held_by = requested_by, held_since = created_at;
+create table continuations (
+    debate_id text not null references debates (id) on delete cascade,
+    segment integer not null,
+    requested_by text,
+    at timestamptz not null,
+    primary key (debate_id, segment)
+);
+create index continuations_requester on continuations (requested_by, at);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_text_search", _TEXT_SEARCH),
     ("m002_core_tables", _CORE_TABLES),
@@ -233,6 +250,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m005_team_in_the_loop", _TEAM_IN_THE_LOOP),
     ("m006_thread_renderer", _THREAD_RENDERER),
     ("m007_turn_vectors_inline", _TURN_VECTORS_INLINE),
+    ("m008_running_slots", _RUNNING_SLOTS),
 )
 
 

@@ -176,8 +176,10 @@ class PostgresLog:
         if workspaces:
             await self._write(lambda c: renderers.release_workspaces(c, renderer, platform, list(workspaces)))
 
-    async def begin_continuation(self, debate_id: str, *, at: float | None = None) -> int:
-        return await self._write(lambda c: team.begin_continuation(c, debate_id))
+    async def begin_continuation(self, debate_id: str, *, at: float | None = None, quota: Quota | None = None,
+                                 requested_by: str | None = None, facts: Interjection | None = None) -> int:
+        when = at if at is not None else now()
+        return await self._write(lambda c: team.begin_continuation(c, debate_id, quota, requested_by, facts, when))
 
     async def set_channel_defaults(
         self, platform: str, workspace: str | None, channel: str, defaults: ChannelDefaults, *, by: str | None = None

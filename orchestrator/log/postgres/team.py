@@ -2,16 +2,18 @@
 
 The twins of ../team.py, each inside the one transaction its caller opened. A write that checks
 before it writes locks the debate's row first (`for no key update`), so two processes cannot both
-find room in a note queue, or both begin the same continuation.
+find room in a note queue, or both begin the same continuation; a continuation admitted under the
+quotas takes the admission lock first, as a start does (writes.py), so the two never deadlock.
 """
 
 from __future__ import annotations
 
 from orchestrator.log import rows as shared_rows
 from orchestrator.log.postgres.reads import Conn, from_time, interjection_rows, lock_debate, rows, to_time, values
-from orchestrator.log.postgres.writes import insert
+from orchestrator.log.postgres.writes import ADMISSION_LOCK, check_room, insert
 from orchestrator.log.records import ContinuationRefused, InterjectionRefused
 from orchestrator.models import ChannelDefaults, Interjection
+from orchestrator.quotas import Claim, Quota
 
 
 async def _waiting(conn: Conn, debate_id: str) -> int:
@@ -50,14 +52,32 @@ async def interjections(conn: Conn, debate_id: str) -> list[Interjection]:
     return [shared_rows.interjection(r, from_time) for r in await interjection_rows(conn, debate_id)]
 
 
-async def begin_continuation(conn: Conn, debate_id: str) -> int:
+async def begin_continuation(conn: Conn, debate_id: str, quota: Quota | None, requested_by: str | None,
+                             facts: Interjection | None, at: float) -> int:
+    """As ../team.py `begin_continuation`: checked, admitted (under the admission lock, taken before the
+    debate's row as `admit` takes it), its facts stored, run again with its slot held by `requested_by`."""
+    if quota is not None:
+        await conn.execute("select pg_advisory_xact_lock(%s)", [ADMISSION_LOCK])
     status = await lock_debate(conn, debate_id)
-    (segment,) = await values(conn, "select segment from debates where id = %s", [debate_id])
+    (debate,) = await rows(conn, "select segment, platform, workspace, channel from debates where id = %s",
+                           [debate_id])
+    segment = debate["segment"] or 1
     has_verdict = bool(await values(conn, "select 1 from verdicts where debate_id = %s limit 1", [debate_id]))
-    ContinuationRefused.check(debate_id, status, has_verdict, segment or 1)
-    await conn.execute("update debates set status = 'running', finished_at = null, error = null, segment = %s"
-                       " where id = %s", [(segment or 1) + 1, debate_id])
-    return (segment or 1) + 1
+    ContinuationRefused.check(debate_id, status, has_verdict, segment)
+    if quota is not None:
+        await check_room(conn, quota, Claim(platform=debate["platform"], workspace=debate["workspace"],
+                                            user=requested_by, channel=debate["channel"]), at)
+    if facts is not None:  # facts wait on the completed debate, whatever else waits (../team.py)
+        await insert(conn, "interjections", shared_rows.interjection_row(facts.model_copy(update={"round": None}),
+                                                                         to_time), "on conflict do nothing")
+    await conn.execute("update debates set status = 'running', finished_at = null, error = null, segment = %s,"
+                       " held_by = %s, held_since = %s where id = %s",
+                       [segment + 1, requested_by, to_time(at), debate_id])
+    await insert(conn, "continuations", {"debate_id": debate_id, "segment": segment + 1,
+                                         "requested_by": requested_by, "at": to_time(at)},
+                 "on conflict (debate_id, segment) do update set requested_by = excluded.requested_by,"
+                 " at = excluded.at")
+    return segment + 1
 
 
 async def set_channel_defaults(conn: Conn, platform: str, workspace: str | None, channel: str,

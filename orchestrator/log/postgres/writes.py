@@ -4,8 +4,8 @@ The twins of ../writes.py with the same idempotence (a debate, a turn by round, 
 notice by level and text, a verdict by number and an ending each have one row; the team's writes
 are in team.py). A debate's writes lock its row first (`for no key update`), so two processes
 repeating one write cannot both insert it; votes and message ids are upserts on their keys.
-Admission takes one advisory lock: the global cap spans every workspace, so every admission, from
-any process, counts and inserts one at a time.
+Admission takes one advisory lock: the global cap spans every workspace, so every admission (a
+start or a continuation, postgres/team.py), from any process, counts and takes its slot one at a time.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from orchestrator.log.postgres.reads import Conn, lock_debate, scope_sql, tally,
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
-from orchestrator.quotas import Quota, QuotaExceeded
+from orchestrator.quotas import Claim, Quota, QuotaExceeded
 
 ADMISSION_LOCK = 0x6465_6261_7465_6164  # any fixed bigint, held for one admission's transaction
 
@@ -47,7 +47,7 @@ def debate_rows(spec: DebateSpec, at: float, runner: str | None) -> tuple[dict[s
         "channel_private": spec.channel_private, "thread": spec.thread, "requested_by": spec.requested_by,
         "runner": runner, "rounds_planned": spec.rounds, "rounds_completed": 0, "effort": spec.effort,
         "judge": spec.judge, "input_tokens": 0, "output_tokens": 0, "warnings": "[]", "spec": spec.model_dump_json(),
-        "rematch_of": spec.rematch_of,
+        "rematch_of": spec.rematch_of, "held_by": spec.requested_by, "held_since": to_time(at),
     }
     seats = [{"debate_id": spec.id, "label": s.label, "role": s.role, "provider": s.provider, "model": s.model,
               "position": position} for position, s in enumerate(spec.seats)]
@@ -80,32 +80,42 @@ async def admit(conn: Conn, spec: DebateSpec, quota: Quota, at: float, runner: s
     await conn.execute("select pg_advisory_xact_lock(%s)", [ADMISSION_LOCK])
     if await values(conn, "select 1 from debates where id = %s", [spec.id]):
         return
-    live = "status = 'running' and created_at >= %(live_since)s"
-    args = {"live_since": to_time(at - quota.stale_after_s), "platform": spec.platform, "workspace": spec.workspace,
-            "user": spec.requested_by, "channel": spec.channel, "window_start": to_time(at - quota.window_s)}
-    same_user = ("platform = %(platform)s and workspace is not distinct from %(workspace)s"
-                 " and requested_by = %(user)s")
-    if quota.max_running_per_user is not None and spec.requested_by is not None:
-        mine = await values(conn, f"select id from debates where {live} and {same_user} order by created_at", args)
+    claim = Claim(platform=spec.platform, workspace=spec.workspace, user=spec.requested_by, channel=spec.channel)
+    await check_room(conn, quota, claim, at)
+    await _insert_debate(conn, *debate_rows(spec, at, runner))
+
+
+async def check_room(conn: Conn, quota: Quota, claim: Claim, at: float) -> None:
+    """Raise QuotaExceeded naming the first of `quota`'s limits without room for `claim` (a start or a
+    continuation), as ../writes.py `check_room` does; the caller holds the admission lock."""
+    live = "status = 'running' and held_since >= %(live_since)s"
+    args = {"live_since": to_time(at - quota.stale_after_s), "platform": claim.platform,
+            "workspace": claim.workspace, "user": claim.user, "channel": claim.channel,
+            "window_start": to_time(at - quota.window_s)}
+    here = "platform = %(platform)s and workspace is not distinct from %(workspace)s"
+    if quota.max_running_per_user is not None and claim.user is not None:
+        mine = await values(conn, f"select id from debates where {live} and {here} and held_by = %(user)s"
+                                  " order by held_since, id", args)
         if len(mine) >= quota.max_running_per_user:
             raise QuotaExceeded("user", quota.max_running_per_user, at=at, running=tuple(mine))
-    if quota.max_starts_per_user_hour is not None and spec.requested_by is not None:
+    if quota.max_starts_per_user_hour is not None and claim.user is not None:
         starts = [t.timestamp() for t in await values(
-            conn, f"select created_at from debates where {same_user} and created_at >= %(window_start)s"
-                  " order by created_at", args)]
+            conn, f"select created_at from debates where {here} and requested_by = %(user)s"
+                  " and created_at >= %(window_start)s"
+                  " union all select c.at from continuations c join debates d on d.id = c.debate_id"
+                  " where d.platform = %(platform)s and d.workspace is not distinct from %(workspace)s"
+                  " and c.requested_by = %(user)s and c.at >= %(window_start)s order by 1", args)]
         allowed = quota.max_starts_per_user_hour
         if len(starts) >= allowed:  # room again once all but allowed - 1 of them have left the window
             raise QuotaExceeded("hourly", allowed, at=at, frees_at=starts[len(starts) - allowed] + quota.window_s)
-    if quota.max_running_per_channel is not None and spec.channel is not None:
-        (count,) = await values(conn, f"select count(*) from debates where {live} and platform = %(platform)s"
-                                      " and workspace is not distinct from %(workspace)s and channel = %(channel)s",
-                                args)
+    if quota.max_running_per_channel is not None and claim.channel is not None:
+        (count,) = await values(conn, f"select count(*) from debates where {live} and {here}"
+                                      " and channel = %(channel)s", args)
         if count >= quota.max_running_per_channel:
-            raise QuotaExceeded("channel", quota.max_running_per_channel, at=at)
+            raise QuotaExceeded("channel", quota.max_running_per_channel, at=at, count=count)
     (count,) = await values(conn, f"select count(*) from debates where {live}", args)
     if count >= quota.max_running:
-        raise QuotaExceeded("global", quota.max_running, at=at)
-    await _insert_debate(conn, *debate_rows(spec, at, runner))
+        raise QuotaExceeded("global", quota.max_running, at=at, count=count)
 
 
 async def add_turn(conn: Conn, turn: Turn) -> int:
