@@ -11,9 +11,9 @@ from itertools import pairwise
 from pathlib import Path
 
 from bots.slack.blocks import turn_header
+from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import slack_limits
 from bots.thread import Pacer, Urgency, turn_key
-from bots.thread.text import neutralize_slack
 from orchestrator.events import TurnStarted
 from orchestrator.log import DebateRecord, Store
 from orchestrator.models import Turn
@@ -37,7 +37,8 @@ async def shown_turns_match_the_log(store: Store, peer: SlackAPIPeer, debate_id:
     for turn in record.turns:
         ts = await store.get_message(debate_id, turn_key(turn.round, turn.seat, turn.kind, 0))
         assert ts is not None, turn
-        assert peer.message(record.channel, ts).text == f"{header_of(debate_id, turn)}\n{neutralize_slack(turn.text)}"
+        shown = peer.message(record.channel, ts).markdown
+        assert shown == f"{header_of(debate_id, turn)}\n{neutralize_markdown(turn.text)}"
     return len(record.turns)
 
 
@@ -47,7 +48,7 @@ def first_posts(peer: SlackAPIPeer, records: list[DebateRecord]) -> dict[TurnKey
     found: dict[TurnKey, tuple[int, Call]] = {}
     for index, call in enumerate(peer.calls):
         if call.ok and call.method == "chat.postMessage" and "thread_ts" in call.params:
-            text = str(call.params["text"])
+            text = call.markdown
             key = headers.get((call.params["thread_ts"], text[:text.find("\n") + 1]))
             if key is not None and key not in found:
                 found[key] = (index, call)
@@ -115,8 +116,8 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
     turns = {(r.id, t.round, t.seat, t.kind): t for r in records for t in r.turns}
     assert firsts.keys() == turns.keys()
     for key, (_, call) in firsts.items():
-        body = str(call.params["text"]).split("\n", 1)[1].removesuffix(" ▍")
-        assert body and neutralize_slack(turns[key].text).startswith(body), (key, body)
+        body = call.markdown.split("\n", 1)[1].removesuffix(" ▍")
+        assert body and neutralize_markdown(turns[key].text).startswith(body), (key, body)
 
     # first text shows roughly in the order turns started, whatever else waits: a turn that started
     # later overtakes only the few whose first text was still being collected or was about to be posted.

@@ -1,8 +1,13 @@
 """Slack's surface for `bots.thread`: post and edit one message, Slack's limits, and how a debate looks.
 
 Messages are `(text, blocks)`; the blocks come from `bots.slack.blocks`, which makes every piece of
-model or user text safe. A debate's root is a channel message and its thread is the replies under it
-(`thread_ts`), so both live in one channel: posts are spaced per channel (about 1 per second) and
+model or user text safe. A turn's message is its Markdown in a `markdown` block (Slack renders it)
+with a plain-text `text` for notifications; a part holds at most `STREAM_LIMIT` characters, far under
+the 12,000 a message's markdown blocks may hold, because a streamed part is sent again whole at every
+chat.update and Slack expands one markdown block into several (messages have been refused with
+msg_blocks_too_long under the documented limit).
+A debate's root is a channel message and its thread is the replies under it (`thread_ts`), so both
+live in one channel: posts are spaced per channel (about 1 per second) and
 chat.update draws from one budget per workspace (Tier 3, about 50 a minute). Where edits are that
 scarce, a turn's first post waits for its first text (`first_post_grace`), round progress shows on the
 root only, and a debate that ends without a verdict says so on the root, not in the thread.
@@ -15,8 +20,9 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack import blocks
+from bots.slack.markdown import neutralize_markdown
 from bots.thread import Ended, Limits, RootState, Urgency
-from bots.thread.text import neutralize_slack, truncate
+from bots.thread.text import truncate
 from orchestrator.events import Notice, RoundStarted, TurnStarted
 from orchestrator.log import Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
@@ -91,14 +97,14 @@ class SlackThread:
         return blocks.turn_header(event)
 
     def neutralize(self, text: str) -> str:
-        return neutralize_slack(text)
+        return neutralize_markdown(text)
 
     def turn(self, seat: Seat, chunk: str) -> Message:
-        return chunk, None
+        return blocks.turn_message(chunk)
 
     def turn_ending(self, turn: Turn) -> str | None:
-        if turn.status == "failed":
-            return f"{turn.text}\n\n:x: _This turn failed: {turn.error or 'no answer'}_".strip()
+        if turn.status == "failed":  # the live thread neutralizes it: the error is shown as text
+            return f"{turn.text}\n\n❌ _This turn failed: {turn.error or 'no answer'}_".strip()
         if turn.status == "empty" or not turn.text.strip():
             return "_(no answer)_"
         return None

@@ -33,6 +33,7 @@ SECTION_LIMIT = 3000
 HEADER_LIMIT = 150
 BUTTON_LIMIT = 75
 BLOCKS_LIMIT = 50
+MARKDOWN_LIMIT = 12_000  # across every markdown block of one message
 VIEW_TITLE_LIMIT = 24  # a modal's title, submit and close labels
 MODAL_BLOCKS_LIMIT = 100
 ChannelKind = Literal["public", "private", "im", "mpim", "unreachable"]
@@ -58,6 +59,13 @@ class Call:
     def ok(self) -> bool:
         return self.status == 200 and self.error is None
 
+    @property
+    def markdown(self) -> str:
+        """The text of the markdown blocks this call sent, joined (a stream's markdown_text too)."""
+        blocks = self.params.get("blocks") or []
+        sent = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "markdown"]
+        return "\n".join(sent) or str(self.params.get("markdown_text") or "")
+
 
 @dataclass
 class Message:
@@ -67,6 +75,11 @@ class Message:
     blocks: list[dict[str, Any]] | None
     thread_ts: str | None
     edits: int = 0
+
+    @property
+    def markdown(self) -> str:
+        """The text of the message's markdown blocks, joined: what Slack renders as standard Markdown."""
+        return "\n".join(b["text"] for b in self.blocks or [] if b.get("type") == "markdown")
 
 
 @dataclass
@@ -100,11 +113,19 @@ class _Bucket:
         return False
 
 
-def _block_problem(blocks: list[dict[str, Any]]) -> str | None:
+def _block_problem(blocks: list[dict[str, Any]], *, markdown: bool = True) -> str | None:
+    """What Slack would refuse in `blocks`; `markdown`: whether the surface takes markdown blocks (messages
+    apps post or update do; views and ephemeral messages do not)."""
     if len(blocks) > BLOCKS_LIMIT:
         return f"more than {BLOCKS_LIMIT} blocks"
     for block in blocks:
         kind = block.get("type")
+        if kind == "markdown":
+            if not markdown:
+                return "markdown blocks are not supported here"
+            if not isinstance(block.get("text"), str) or not block["text"]:
+                return "a markdown block needs text"
+            continue
         text = (block.get("text") or {}).get("text", "")
         if kind == "section" and len(text) > SECTION_LIMIT:
             return f"section text over {SECTION_LIMIT}"
@@ -143,7 +164,7 @@ def _view_problem(view: dict[str, Any]) -> str | None:
                 return "an input block needs a block_id and its element an action_id"
             if int(element.get("max_length", 3000)) > 3000:
                 return "a plain-text input holds at most 3000 characters"
-    return _block_problem([b for b in blocks if b.get("type") != "input"])
+    return _block_problem([b for b in blocks if b.get("type") != "input"], markdown=False)
 
 
 class SlackAPIPeer:
@@ -330,12 +351,14 @@ class SlackAPIPeer:
         await self._record(call)
         return web.json_response(body)
 
-    def _content_problem(self, params: dict[str, Any]) -> str | None:
+    def _content_problem(self, params: dict[str, Any], *, markdown: bool = True) -> str | None:
         if len(str(params.get("text") or "")) > TEXT_LIMIT:
             return "msg_too_long"
         blocks = params.get("blocks")
-        if blocks and _block_problem(blocks):
+        if blocks and _block_problem(blocks, markdown=markdown):
             return "invalid_blocks"
+        if blocks and sum(len(b["text"]) for b in blocks if b.get("type") == "markdown") > MARKDOWN_LIMIT:
+            return "msg_blocks_too_long"
         if not params.get("text") and not blocks:
             return "no_text"
         return None
@@ -380,7 +403,7 @@ class SlackAPIPeer:
         return {"ok": True, "channel": key[0], "ts": key[1]}
 
     def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
-        if problem := self._content_problem(params):
+        if problem := self._content_problem(params, markdown=False):
             return {"ok": False, "error": problem}
         return {"ok": True, "message_ts": self._next_ts()}
 
@@ -393,7 +416,7 @@ class SlackAPIPeer:
 
     def _m_views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
         view = params.get("view") or {}
-        if problem := _block_problem(view.get("blocks", [])):
+        if problem := _block_problem(view.get("blocks", []), markdown=False):
             return {"ok": False, "error": "invalid_arguments", "detail": problem}
         self.views[str(params.get("user_id"))] = view
         return {"ok": True, "view": view}
