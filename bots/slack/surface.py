@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack import blocks
 from bots.slack.markdown import neutralize_markdown
 from bots.thread import Ended, Limits, RootState, Urgency
+from bots.thread.pacing import StreamLimits
+from bots.thread.streams import StreamRefused
 from bots.thread.text import truncate
 from orchestrator.events import Notice, RoundStarted, TurnStarted
 from orchestrator.log import Tally
@@ -41,14 +44,22 @@ UPDATE_ORDER = {Urgency.OPEN: -30.0, Urgency.USER: -30.0, Urgency.TEXT: 0.0, Urg
                 Urgency.STATUS: 30.0}
 
 
+def slack_streams(window: float = 60.0) -> StreamLimits:
+    """Slack's native streams, a little under the published limits: chat.startStream and chat.stopStream
+    are Tier 2 (about 20 a minute per workspace; a stream takes one of each), chat.appendStream Tier 4
+    (about 100); Slack closes a stream after about 5 minutes, so ours stop at 4.5 (`window` scales all)."""
+    return StreamLimits(calls=18, window=window, appends=90, max_age=270.0 * window / 60.0)
+
+
 def slack_limits(post_interval: float = 1.05, updates: int = 45, window: float = 60.0, edit_interval: float = 1.0,
                  active_horizon: float = 5.0, first_post_grace: float | None = None,
-                 placeholder_after: float = 8.0) -> Limits:
+                 placeholder_after: float = 8.0, streams: StreamLimits | None = None) -> Limits:
     """Slack's limits, a little under the published ones for clock jitter: one post per `post_interval`
     per channel, `updates` chat.update per `window` per workspace. A turn's first post waits
     `first_post_grace` after its first text (default: half a post interval, which a channel's next
-    post often waits anyway)."""
-    return Limits(
+    post often waits anyway). `streams` (`slack_streams()`): turns may be native streams, as the
+    start budget allows."""
+    return Limits(streams=streams,
         channel_writes=1, channel_window=post_interval, edit_interval=edit_interval, edits=updates,
         edit_window=window, write_order=POST_ORDER, edit_order=UPDATE_ORDER, active_horizon=active_horizon,
         first_post_grace=post_interval / 2 if first_post_grace is None else first_post_grace,
@@ -84,6 +95,24 @@ class SlackThread:
         if message_blocks is not None:
             kwargs["blocks"] = message_blocks
         await self.client.chat_update(**kwargs)
+
+    async def start_stream(self, text: str, recipient: tuple[str, str]) -> str:
+        """chat.startStream in the thread, for the debate's requester (channel streams need the
+        recipient's user and team); any refusal is a `StreamRefused`."""
+        user, team = recipient
+        try:
+            response = await self.client.chat_startStream(channel=self.root_channel, thread_ts=self.root_ts or "",
+                                                          markdown_text=text, recipient_user_id=user,
+                                                          recipient_team_id=team)
+        except SlackApiError as exc:
+            raise StreamRefused(str(exc.response.get("error") or exc)) from exc
+        return str(response["ts"])
+
+    async def append_stream(self, message_id: str, text: str) -> None:
+        await self.client.chat_appendStream(channel=self.root_channel, ts=message_id, markdown_text=text)
+
+    async def stop_stream(self, message_id: str) -> None:
+        await self.client.chat_stopStream(channel=self.root_channel, ts=message_id)
 
     def root(self, spec: DebateSpec, state: RootState) -> Message:
         if isinstance(state, Ended):

@@ -6,7 +6,11 @@
 It speaks the methods debate-bot uses (form, JSON and query bodies alike), serves response_url
 posts at `/response/<key>`, a Socket Mode websocket at `/socket` (returned by apps.connections.open),
 and can answer 429 with Retry-After, either on demand (`rate_limit`) or by enforcing Slack's own
-limits (`enforce`: chat.postMessage per channel, chat.update per workspace), scaled for fast tests.
+limits (`enforce`: chat.postMessage per channel, chat.update per workspace, chat.startStream and
+chat.stopStream (Tier 2) and chat.appendStream (Tier 4)), scaled for fast tests. Messages take
+`markdown` blocks (12,000 characters across a message; none in views or ephemeral messages); native
+streams need a thread and, outside a DM, the recipient's user and team, close after `stream_ttl`
+(`message_not_in_streaming_state`), and can be refused outright (`refuse_streams`).
 Channels and users are what tests declare (`declare_channel`, `declare_user`): conversations.info
 answers an undeclared channel as a public one and users.info an undeclared user as a plain member with
 no names. Modals: views.open takes a trigger id once and records the modal (`opened`), checked against
@@ -75,6 +79,8 @@ class Message:
     blocks: list[dict[str, Any]] | None
     thread_ts: str | None
     edits: int = 0
+    streaming_since: float | None = None  # chat.startStream made it and no stop came yet
+    appends: int = 0
 
     @property
     def markdown(self) -> str:
@@ -91,6 +97,9 @@ class Limits:
     updates: int | None = None
     window: float = 60.0
     retry_after: int = 0
+    stream_calls: int | None = None  # chat.startStream + chat.stopStream per window (Tier 2)
+    stream_appends: int | None = None  # chat.appendStream per window (Tier 4)
+    stream_ttl: float = 300.0  # Slack closes a stream after this many seconds
 
 
 @dataclass
@@ -182,6 +191,9 @@ class SlackAPIPeer:
         self._forced: dict[str, deque[int]] = {}
         self._last_post: dict[str, float] = {}
         self._bucket: _Bucket | None = None
+        self._stream_bucket: _Bucket | None = None
+        self._append_bucket: _Bucket | None = None
+        self.streams_refused: str | None = None  # an error every chat.startStream answers (`refuse_streams`)
         self._counter = 0
         self._changed = asyncio.Condition()
         self._sockets: list[web.WebSocketResponse] = []
@@ -232,7 +244,11 @@ class SlackAPIPeer:
 
     def enforce(self, limits: Limits) -> None:
         self.limits = limits
-        self._bucket = None
+        self._bucket = self._stream_bucket = self._append_bucket = None
+
+    def refuse_streams(self, error: str | None = "feature_not_enabled") -> None:
+        """Answer every chat.startStream with `error` (None: accept them again)."""
+        self.streams_refused = error
 
     def of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -332,6 +348,16 @@ class SlackAPIPeer:
                 self._bucket = _Bucket(limits.updates, limits.window)
             if not self._bucket.take():
                 return limits.retry_after
+        if method in ("chat.startStream", "chat.stopStream") and limits.stream_calls:
+            if self._stream_bucket is None:
+                self._stream_bucket = _Bucket(limits.stream_calls, limits.window)
+            if not self._stream_bucket.take():
+                return limits.retry_after
+        if method == "chat.appendStream" and limits.stream_appends:
+            if self._append_bucket is None:
+                self._append_bucket = _Bucket(limits.stream_appends, limits.window)
+            if not self._append_bucket.take():
+                return limits.retry_after
         return None
 
     async def _api(self, request: web.Request) -> web.Response:
@@ -387,6 +413,9 @@ class SlackAPIPeer:
         key = (str(params.get("channel")), str(params.get("ts")))
         if key not in self.messages:
             return {"ok": False, "error": "message_not_found"}
+        streaming = self.messages[key].streaming_since
+        if streaming is not None and time.monotonic() - streaming <= self.limits.stream_ttl:
+            return {"ok": False, "error": "cant_update_message"}  # a stream is written through its own calls
         if problem := self._content_problem(params):
             return {"ok": False, "error": problem}
         message = self.messages[key]
@@ -395,6 +424,55 @@ class SlackAPIPeer:
             message.blocks = params["blocks"]
         message.edits += 1
         return {"ok": True, "channel": key[0], "ts": key[1], "text": message.text}
+
+    def _m_chat_startStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.streams_refused:
+            return {"ok": False, "error": self.streams_refused}
+        channel, thread_ts = str(params.get("channel") or ""), params.get("thread_ts")
+        if not channel or not thread_ts:
+            return {"ok": False, "error": "invalid_arguments"}
+        if not channel.startswith("D") and not (params.get("recipient_user_id") and params.get("recipient_team_id")):
+            return {"ok": False, "error": "missing_recipient_team_id" if params.get("recipient_user_id")
+                    else "missing_recipient_user_id"}
+        text = str(params.get("markdown_text") or "")
+        if len(text) > MARKDOWN_LIMIT:
+            return {"ok": False, "error": "msg_too_long"}
+        ts = self._next_ts()
+        self.messages[(channel, ts)] = Message(channel, ts, "", [{"type": "markdown", "text": text}], str(thread_ts),
+                                               streaming_since=time.monotonic())
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _streaming(self, params: dict[str, Any]) -> Message | dict[str, Any]:
+        message = self.messages.get((str(params.get("channel")), str(params.get("ts"))))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        if message.streaming_since is None or time.monotonic() - message.streaming_since > self.limits.stream_ttl:
+            message.streaming_since = None
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        return message
+
+    def _m_chat_appendStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._streaming(params)
+        if isinstance(message, dict):
+            return message
+        assert message.blocks is not None
+        text = message.blocks[0]["text"] + str(params.get("markdown_text") or "")
+        if len(text) > MARKDOWN_LIMIT:
+            return {"ok": False, "error": "msg_too_long"}
+        message.blocks[0]["text"] = text
+        message.appends += 1
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
+
+    def _m_chat_stopStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._streaming(params)
+        if isinstance(message, dict):
+            return message
+        assert message.blocks is not None
+        message.blocks[0]["text"] += str(params.get("markdown_text") or "")
+        if params.get("blocks"):
+            message.blocks += list(params["blocks"])
+        message.streaming_since = None
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
 
     def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
         key = (str(params.get("channel")), str(params.get("ts")))
