@@ -33,7 +33,7 @@ def fences_balanced(text: str) -> bool:
 
 
 async def test_a_debate_streams_into_a_thread_and_takes_votes_and_quotes(tmp_path: Path) -> None:
-    limits = slack_limits(post_interval=0.05, updates=600, window=60.0, edit_interval=1.0)
+    limits = slack_limits(post_interval=0.05, updates=600, window=60.0, edit_interval=1.0, streams=False)
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm, "B", recommendation=RECOMMENDATION + " " + PINGS)
         llm.add_rule(Reply(text=LONG_TURN, tokens_per_s=500), match="gpt-5")

@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack import blocks as slack_blocks
 from bots.slack.markdown import MARKDOWN_LIMIT, neutralize_markdown, plain_text, to_mrkdwn
-from bots.slack.surface import STREAM_LIMIT
+from bots.slack.surface import STREAM_LIMIT, slack_limits
 from bots.thread import turn_key
 from bots.thread.text import outside_code, split_message
 from orchestrator.models import DebateSpec, Seat, Verdict
@@ -63,7 +63,8 @@ async def test_a_turn_arrives_as_markdown_blocks_split_whole_and_inert(tmp_path:
         llm.add_rule(Reply(text=CORPUS, tokens_per_s=4000), match="claude-sonnet-4-6")
         llm.add_rule(Reply(text="Monthly is safer."), match="gpt-5")
         settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url)
-        async with SlackBot(settings) as bot:
+        # posted and updated, so each message has its notification text (a native stream has none)
+        async with SlackBot(settings, slack_limits(streams=False)) as bot:
             await bot.command("Weekly or monthly releases? --rounds 1", peer, channel="C7")
             await bot.settle()
             (summary,) = await bot.core.store.history(1)

@@ -21,7 +21,7 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Call, Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 
-FAST = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
+FAST = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05, streams=False)
 TurnKey = tuple[str, int, str, str]  # debate id, round, seat, kind
 
 
@@ -88,7 +88,8 @@ async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
 async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path: Path) -> None:
     # Slack's limits, 30 times faster: 1 post per 0.033 s per channel, 50 chat.update per 2 s per workspace
     peer_limits = Limits(post_interval=1 / 30, updates=50, window=2.0, retry_after=0)
-    ours = slack_limits(post_interval=0.04, updates=45, window=2.0, edit_interval=0.1, active_horizon=0.5)
+    ours = slack_limits(post_interval=0.04, updates=45, window=2.0, edit_interval=0.1, active_horizon=0.5,
+                        streams=False)  # posts and updates only: tests/test_slack_streams.py has the streams
     async with SlackAPIPeer(peer_limits) as peer, FakeLLMServer() as llm:
         script_judge(llm)
         llm.default = Reply(text="Point, counterpoint, evidence. " * 12, tokens_per_s=120)

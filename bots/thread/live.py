@@ -339,6 +339,8 @@ class LiveTurns:
             if shown is not None:
                 live.shown[index] = shown
                 return
+        elif self.streams is not None and live.shown[index] is None:  # posted before a restart: maybe a stream
+            await self.streams.release(live.message_ids[index])
         sent: str | None = None
 
         def render() -> Any:

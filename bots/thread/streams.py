@@ -131,6 +131,17 @@ class Streams:
         except Exception:  # the platform closes a stream itself after a while: the text stays either way
             log.warning("stream %s could not be stopped", message_id, exc_info=True)
 
+    async def release(self, message_id: str) -> None:
+        """Stop whatever stream an earlier renderer (before a restart) may have left open on a message this
+        one is about to update; a message that is no stream answers with an error, ignored."""
+        if message_id in self._streams:
+            return
+        self._streams[message_id] = _Stream("", 0.0, open=False)
+        try:
+            await run_to_completion(self.surface.stop_stream(message_id))
+        except Exception:  # not a stream, or closed already: an update works on it
+            log.debug("message %s had no open stream", message_id, exc_info=True)
+
     def _max_age(self) -> float:
         limits = self.pacer.limits.streams
         return limits.max_age if limits is not None else 0.0

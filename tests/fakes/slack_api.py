@@ -58,6 +58,7 @@ class Call:
     at: float
     status: int = 200
     error: str | None = None
+    result: dict[str, Any] = field(default_factory=dict)  # the answer's body (chat.startStream's `ts`)
 
     @property
     def ok(self) -> bool:
@@ -374,6 +375,7 @@ class SlackAPIPeer:
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         body = handler(params) if handler else {"ok": False, "error": "unknown_method"}
         call.error = None if body.get("ok") else body.get("error")
+        call.result = body
         await self._record(call)
         return web.json_response(body)
 
