@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bots.slack.surface import slack_limits
+from bots.thread import Pacer, Pacers
+from bots.thread.pacing import StreamLimits
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
+from tests.fakes.slack_api import Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 from tests.test_slack_pacing import shown_turns_match_the_log
 
@@ -66,3 +68,30 @@ async def test_a_refused_stream_falls_back_to_posts_and_updates_for_the_workspac
                   and c.markdown.startswith(("**A · proposer**", "**B · challenger**"))]
     assert len(turn_posts) == 4, "every turn posted instead"
     assert [c for c in peer.of("chat.update") if "thread_ts" not in c.params and "Evidence" in c.markdown]
+
+
+async def test_a_stream_is_stopped_before_slack_closes_it_and_its_message_goes_on_by_updates(tmp_path: Path) -> None:
+    limits = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05,
+                          streams=StreamLimits(calls=18, window=1.0, appends=90, max_age=0.3))
+    async with SlackAPIPeer(Limits(stream_ttl=0.6)) as peer, FakeLLMServer() as llm:
+        script_judge(llm)
+        llm.default = Reply(text=TURN, tokens_per_s=80)  # about 3 s of text: past both ages
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url)
+        async with SlackBot(settings, limits) as bot:
+            await bot.command("Cache at the edge? --rounds 1", peer, channel="C3")
+            await bot.settle()
+            (summary,) = await bot.core.store.history(1)
+            assert await shown_turns_match_the_log(bot.core.store, peer, summary.id) == 2
+    assert not [c for c in peer.calls if c.error == "message_not_in_streaming_state"]
+    stopped = {c.params["ts"] for c in peer.of("chat.stopStream") if c.ok}
+    updated = {c.params["ts"] for c in peer.of("chat.update") if c.ok}
+    assert len(stopped) == 2 and stopped <= updated, "each turn's stream stopped young, then updated"
+
+
+async def test_the_start_budget_is_per_workspace_and_holds_a_stop_for_every_start() -> None:
+    pacers = Pacers(slack_limits(streams=StreamLimits(calls=5, window=60.0)))
+    team = pacers.for_workspace("T1")
+    assert [team.start_stream() for _ in range(3)] == [True, True, False], "a start and its stop: 2 of 5 each"
+    assert pacers.for_workspace("T2").start_stream(), "another workspace has its own budget"
+    team.refuse_streams("not_allowed")
+    assert not Pacer(team.limits).streams_refused and team.streams_refused == "not_allowed"
