@@ -43,7 +43,8 @@ What a surface must provide:
    and the rendering of a debate into its own message type: `root(spec, Running | Ended)`,
    `round(event)` (or None), `turn_header(event)`, `neutralize(text)`, `turn(seat, chunk)`,
    `turn_ending(turn)`, `notice(event)`, `verdict(spec, verdict, tally, outcome)`, `ended(outcome)`
-   (or None).
+   (or None). Optionally native streams (`start_stream`, `append_stream`, `stop_stream`: see
+   `streams.StreamSurface`), used when its `Limits` carry `StreamLimits`.
 3. **Glue at the call sites**: post (or receive) the root message, then
    `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)`, `core.feed.enqueue(spec, request_key)`
    and `tailer.follow(spec.id, sink)`; at front start, `tailer.start()`, the tailer built with a

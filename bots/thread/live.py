@@ -17,7 +17,9 @@ With `first_post_grace` None a turn's message is posted as a placeholder when th
 With a number the first post waits for the turn's first text instead, so it is the post that shows the
 text: where edits are scarcer than posts (Slack), a turn's first words then never wait for an edit.
 Every post and edit is rendered only when the pacer lets it go (`Paced`), so a call that waited long
-carries the newest text, and a turn that ended meanwhile needs no further edit.
+carries the newest text, and a turn that ended meanwhile needs no further edit. Where the surface has
+native streams and the pacer a start for one, a part is a stream instead of a post (`bots.thread.streams`:
+appended to as it grows, stopped when it ends or stops growing as a prefix, then edited as usual).
 """
 
 from __future__ import annotations
