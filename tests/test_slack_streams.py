@@ -8,6 +8,7 @@ from pathlib import Path
 from bots.slack.surface import slack_limits
 from bots.thread import Pacer, Pacers
 from bots.thread.pacing import StreamLimits
+from bots.thread.streams import settled
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
@@ -95,3 +96,10 @@ async def test_the_start_budget_is_per_workspace_and_holds_a_stop_for_every_star
     assert pacers.for_workspace("T2").start_stream(), "another workspace has its own budget"
     team.refuse_streams("not_allowed")
     assert not Pacer(team.limits).streams_refused and team.streams_refused == "not_allowed"
+
+
+def test_a_stream_takes_only_text_that_will_not_change() -> None:
+    assert settled("the p99 fell fr") == "the p99 fell "
+    assert settled("see [the run](https://x.exa") == "see "
+    assert settled("see [the run") == "see "
+    assert settled("as in [1], the cache hit rate ro") == "as in [1], the cache hit rate "

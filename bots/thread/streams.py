@@ -47,10 +47,14 @@ class _Stream:
 
 
 def settled(chunk: str) -> str:
-    """The part of a growing chunk that will not change: up to its last space, before an open `[`."""
+    """The part of a growing chunk that will not change: up to its last space, and before a `[` that may
+    still become a link (no `]` yet, or `](` with no `)` yet; a complete link was made text already)."""
     bracket = chunk.rfind("[")
-    if bracket != -1 and ")" not in chunk[bracket:]:
-        chunk = chunk[:bracket]
+    if bracket != -1:
+        tail = chunk[bracket:]
+        close = tail.find("]")
+        if close == -1 or (tail[close + 1:close + 2] in ("", "(") and ")" not in tail[close:]):
+            chunk = chunk[:bracket]
     space = max(chunk.rfind(" "), chunk.rfind("\n"))
     return chunk[: space + 1]
 
