@@ -26,13 +26,14 @@ from typing import Any
 
 from bench.common import CHALLENGER, JUDGE, PROPOSER, Table, bench_settings, percentile
 from bench.llm_peer import PeerProcess, PeerStats, ReplyPlan
+from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import slack_limits
 from bots.thread import turn_key
-from bots.thread.text import neutralize_discord, neutralize_slack
+from bots.thread.text import neutralize_discord
 from orchestrator.app import Core
 from orchestrator.log import DebateRecord, Store
 from tests.fakes.discord_api import TOKEN, DiscordPeer
-from tests.fakes.slack_api import SIGNING_SECRET, Limits, SlackAPIPeer, SlackBot, slash_body
+from tests.fakes.slack_api import SIGNING_SECRET, Call, Limits, SlackAPIPeer, SlackBot, slash_body
 
 NAME = "pacing"
 TARGET_DELAY_S = 1.0
@@ -99,12 +100,32 @@ async def _wait(done: Callable[[], Awaitable[bool]], within: float) -> bool:
     return False
 
 
-async def bench_slack(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dict[str, Any]:
+SLACK_WRITES = ("chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream")
+
+
+def _shown_over_time(calls: list[Call]) -> dict[str, list[tuple[float, str]]]:
+    """Each message's markdown after every write that changed it: posts and updates send it whole, a
+    stream's start and appends add to it."""
+    shown: dict[str, list[tuple[float, str]]] = {}
+    for call in calls:
+        if not call.ok or call.method not in SLACK_WRITES:
+            continue
+        ts = str(call.params.get("ts") or call.result.get("ts") or "")
+        before = shown[ts][-1][1] if shown.get(ts) else ""
+        text = before + call.markdown if call.method in ("chat.appendStream", "chat.stopStream") else call.markdown
+        shown.setdefault(ts, []).append((call.at, text))
+    return shown
+
+
+async def bench_slack(n: int, scale: float, plan: ReplyPlan, tmp: Path, *, streams: bool = False) -> dict[str, Any]:
+    """`streams`: turns as Slack's native streams where the Tier 2 start budget has room (else posts and
+    updates), against a peer enforcing that budget (20 a minute) and Tier 4 appends (100 a minute)."""
     limits = slack_limits(post_interval=1.05 / scale, updates=45, window=60.0 / scale, edit_interval=1.0 / scale,
-                          active_horizon=5.0 / scale)
-    async with PeerProcess(plan) as llm, SlackAPIPeer(Limits(post_interval=1.0 / scale, updates=50,
-                                                              window=60.0 / scale)) as slack:
-        settings = bench_settings(tmp / "slack.db", llm.openai_base_url, llm.anthropic_base_url,
+                          active_horizon=5.0 / scale, streams=streams)
+    peer_limits = Limits(post_interval=1.0 / scale, updates=50, window=60.0 / scale, stream_calls=20,
+                         stream_appends=100, stream_ttl=300.0 / scale)
+    async with PeerProcess(plan) as llm, SlackAPIPeer(peer_limits) as slack:
+        settings = bench_settings(tmp / f"slack-{int(streams)}.db", llm.openai_base_url, llm.anthropic_base_url,
                                   SLACK_BOT_TOKEN="xoxb-bench-token", SLACK_SIGNING_SECRET=SIGNING_SECRET,
                                   SLACK_API_BASE_URL=slack.base_url)
         async with SlackBot(settings, limits=limits) as bot:
@@ -118,29 +139,30 @@ async def bench_slack(n: int, scale: float, plan: ReplyPlan, tmp: Path) -> dict[
             keys = {r.id: await _messages(bot.core.store, r.id) for r in records}
         stats = await llm.stop()
     first_token = _first_token_times(stats, plan.latency_s)
-    ok_calls = [c for c in slack.calls if c.ok and c.method in ("chat.postMessage", "chat.update")]
-    lost, delays, turns = 0, [], 0
+    shown_at = _shown_over_time(slack.calls)
+    lost, delays, turns, turn_writes = 0, [], 0, 0
     for record in records:
-        root_ts = keys[record.id].get("root")
         for turn in record.turns:
             turns += 1
-            want = _words(neutralize_slack(turn.text))
+            want = _words(neutralize_markdown(turn.text))
             ts_list = _turn_messages(keys[record.id], turn)
-            shown = _words(" ".join(slack.messages[("C1", ts)].text for ts in ts_list
+            shown = _words(" ".join(slack.messages[("C1", ts)].markdown for ts in ts_list
                                     if ("C1", ts) in slack.messages))
             if not want or want not in shown:
                 lost += 1
-            probe = _first_words(neutralize_slack(turn.text))
-            seen = [c.at for c in ok_calls if probe in str(c.params.get("text", "")) and (
-                c.params.get("ts") in ts_list
-                or (c.method == "chat.postMessage" and c.params.get("thread_ts") == root_ts))]
+            turn_writes += sum(len(shown_at.get(ts, ())) for ts in ts_list)
+            probe = _first_words(neutralize_markdown(turn.text))
+            seen = [at for ts in ts_list for at, text in shown_at.get(ts, ()) if probe in text]
             started = first_token.get((_tag(record), turn.model.split(":", 1)[1]))
             if seen and started is not None:
                 delays.append(min(seen) - started)
+    methods = [c.method for c in slack.calls if c.ok]
     return {"debates": len(records), "completed": sum(r.status == "completed" for r in records),
             "finished": finished, "turns": turns, "lost": lost, "delays": delays,
             "429": sum(1 for c in slack.calls if c.status == 429),
-            "writes": sum(1 for c in slack.calls if c.method in ("chat.postMessage", "chat.update"))}
+            "writes": sum(1 for c in slack.calls if c.method in SLACK_WRITES),
+            "turn_writes": turn_writes, "streams": methods.count("chat.startStream"),
+            "refused": sum(1 for c in slack.calls if c.method == "chat.startStream" and not c.ok)}
 
 
 async def _all_done(core: Core, n: int) -> bool:
@@ -234,21 +256,43 @@ def _rows(table: Table, platform: str, result: dict[str, Any], n: int, scale: fl
     table.check(f"{platform}: first token → first visible text p99 (platform s)", p99, ".1f", TARGET_DELAY_S, " s")
 
 
-async def run(smoke: bool) -> Table:
+LABELS = {"slack": "slack (post + update)", "slack-streams": "slack (native streams)"}
+
+
+def _stream_rows(table: Table, platform: str, result: dict[str, Any]) -> None:
+    if result["turns"] and "turn_writes" in result:
+        table.add(f"{platform}: writes per turn (its own messages)", f"{result['turn_writes'] / result['turns']:.1f}")
+    if "streams" in result:
+        table.add(f"{platform}: turns shown as native streams", f"{result['streams']} of {result['turns']}")
+
+
+async def run(smoke: bool, platforms: tuple[str, ...] = ("slack", "slack-streams", "discord")) -> Table:
     n, scale = (4, 10.0) if smoke else (20, 4.0)
     # An LLM at about 1 s to first token and 50 tokens/s, 100-word turns, run `scale`× faster.
     plan = ReplyPlan(latency_s=1.0 / scale, tokens_per_s=50.0 * scale, debater_words=100, judge_words=100)
     table = Table(f"pacing — {n} debates (1 round) at once into one Slack channel / one Discord channel, "
                   f"peers enforcing the limits, time ×{scale:g}")
     with tempfile.TemporaryDirectory(prefix="bench-pacing-") as tmp:
-        slack = await bench_slack(n, scale, plan, Path(tmp))
-        _rows(table, "slack", slack, n, scale)
-        discord = await bench_discord(n, scale, plan, Path(tmp))
-        _rows(table, "discord", discord, n, scale)
+        for platform in platforms:
+            if platform == "discord":
+                result = await bench_discord(n, scale, plan, Path(tmp))
+            else:
+                result = await bench_slack(n, scale, plan, Path(tmp), streams=platform == "slack-streams")
+            label = LABELS.get(platform, platform)
+            _rows(table, label, result, n, scale)
+            _stream_rows(table, label, result)
     table.note("Discord: each debate streams into its own thread (threads are channels: 5 writes / 5 s each); "
                "the 20 root-message status edits share the parent channel")
+    table.note("Slack native streams: a turn streams when the workspace's Tier 2 budget (chat.startStream + "
+               "chat.stopStream, 20 a minute) has a start and a stop free at once, else it is posted and updated")
     return table
 
 
 if __name__ == "__main__":
-    print(asyncio.run(run(False)).render())
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.pacing")
+    parser.add_argument("--only", action="append", choices=("slack", "slack-streams", "discord"))
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    print(asyncio.run(run(args.smoke, tuple(args.only or ("slack", "slack-streams", "discord")))).render())

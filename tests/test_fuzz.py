@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from bots.commands import CommandError, StartDebate, parse_command, start_request
 from bots.discord import render as discord_render
 from bots.slack import blocks as slack_blocks
-from bots.thread.text import neutralize_discord, neutralize_slack, split_message
+from bots.slack.markdown import MARKDOWN_LIMIT, neutralize_markdown
+from bots.thread.text import neutralize_discord, neutralize_slack, outside_code, split_message
 from orchestrator.events import Notice, TurnStarted
 from orchestrator.log import Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, StanceScore, Verdict
@@ -61,12 +62,23 @@ def check_slack_text(text: str) -> None:
     assert not CONTROLS.search(text)
 
 
+def check_slack_markdown(text: str) -> None:
+    """A markdown block's text: no ping anywhere, no link outside code (inside it one renders as text)."""
+    assert not SLACK_PING.search(text), text[:200]
+    prose = outside_code(text, lambda part: part, lambda _code: " ")
+    assert "](" not in prose and not re.search(r"<(?:https?|mailto):", prose)
+    assert not CONTROLS.search(text)
+
+
 def check_slack(text: str, blocks: list[dict[str, Any]]) -> None:
     check_slack_text(text)
     assert len(blocks) <= 50
+    assert sum(len(b["text"]) for b in blocks if b["type"] == "markdown") <= MARKDOWN_LIMIT
     for block in blocks:
         kind = block["type"]
-        if kind == "section":
+        if kind == "markdown":
+            check_slack_markdown(block["text"])
+        elif kind == "section":
             assert len(block["text"]["text"]) <= 3000
             check_slack_text(block["text"]["text"])
             for field in block.get("fields", []):
@@ -172,6 +184,7 @@ def exercise(text: str) -> None:
     check_discord_text(discord_render.thread_name(text), 100)
 
     for neutralize, limit, check in ((neutralize_slack, 3500, check_slack_text),
+                                     (neutralize_markdown, 3500, check_slack_markdown),
                                      (neutralize_discord, 2000, lambda t: check_discord_text(t, 2000)),
                                      (neutralize_discord, 4000, lambda t: check_discord_text(t, 4000))):
         chunks = split_message(f"*A · proposer*\n{neutralize(text)}", limit)

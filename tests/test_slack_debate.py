@@ -33,7 +33,7 @@ def fences_balanced(text: str) -> bool:
 
 
 async def test_a_debate_streams_into_a_thread_and_takes_votes_and_quotes(tmp_path: Path) -> None:
-    limits = slack_limits(post_interval=0.05, updates=600, window=60.0, edit_interval=1.0)
+    limits = slack_limits(post_interval=0.05, updates=600, window=60.0, edit_interval=1.0, streams=False)
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm, "B", recommendation=RECOMMENDATION + " " + PINGS)
         llm.add_rule(Reply(text=LONG_TURN, tokens_per_s=500), match="gpt-5")
@@ -63,10 +63,10 @@ async def test_a_debate_streams_into_a_thread_and_takes_votes_and_quotes(tmp_pat
             # every turn threaded under the root, then the verdict
             thread = peer.thread("C9", root.ts)
             assert not any("Round 1 of 1" in m.text for m in thread)
-            long_turn = [m for m in thread if "Benchmarks matter" in m.text or "weigh(item_" in m.text]
+            long_turn = [m for m in thread if "Benchmarks matter" in m.markdown or "weigh(item_" in m.markdown]
             assert len(long_turn) >= 2, "a 4,000+ character turn continues in a second reply"
-            assert all(len(m.text) <= STREAM_LIMIT and fences_balanced(m.text) for m in long_turn)
-            assert long_turn[1].text.startswith("```python"), "the code block reopens in the next reply"
+            assert all(len(m.markdown) <= STREAM_LIMIT and fences_balanced(m.markdown) for m in long_turn)
+            assert long_turn[1].markdown.startswith("```python"), "the code block reopens in the next reply"
             verdict = next(m for m in thread if m.blocks and any(b["type"] == "actions" for b in m.blocks))
             assert "Winner:* B" in json.dumps(verdict.blocks) and "Tokens:" in json.dumps(verdict.blocks)
 
@@ -84,7 +84,7 @@ async def test_a_debate_streams_into_a_thread_and_takes_votes_and_quotes(tmp_pat
                 sent = json.dumps(call.params, ensure_ascii=False).replace("\\u200b", "\u200b")
                 for needle in FORBIDDEN:
                     assert needle not in sent, (call.method, needle)
-            assert "&lt;!channel&gt;" in json.dumps([m.text for m in thread])
+            assert "&lt;!channel&gt;" in json.dumps([m.markdown for m in thread])
 
             # votes: one per person, changeable, tally edited into the verdict
             for user, choice in (("U1", "agree"), ("U1", "side:B"), ("U2", "agree")):
@@ -102,7 +102,7 @@ async def test_a_debate_streams_into_a_thread_and_takes_votes_and_quotes(tmp_pat
             verdict_now = peer.message("C9", verdict.ts)
             await bot.interact(action_payload(verdict_now, "quote_recommendation", summary.id,
                                               response_url=peer.response_url()))
-            turn = next(m for m in thread if m.text.startswith("*B · challenger*"))
+            turn = next(m for m in thread if m.markdown.startswith("**B · challenger**"))
             await bot.interact(shortcut_payload(turn, "quote_recommendation", response_url=peer.response_url()))
             await bot.command(f"quote {summary.id}", peer, channel="C9")
             await bot.settle()

@@ -11,9 +11,9 @@ from itertools import pairwise
 from pathlib import Path
 
 from bots.slack.blocks import turn_header
+from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import slack_limits
 from bots.thread import Pacer, Urgency, turn_key
-from bots.thread.text import neutralize_slack
 from orchestrator.events import TurnStarted
 from orchestrator.log import DebateRecord, Store
 from orchestrator.models import Turn
@@ -21,7 +21,7 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Call, Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 
-FAST = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
+FAST = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05, streams=False)
 TurnKey = tuple[str, int, str, str]  # debate id, round, seat, kind
 
 
@@ -37,7 +37,8 @@ async def shown_turns_match_the_log(store: Store, peer: SlackAPIPeer, debate_id:
     for turn in record.turns:
         ts = await store.get_message(debate_id, turn_key(turn.round, turn.seat, turn.kind, 0))
         assert ts is not None, turn
-        assert peer.message(record.channel, ts).text == f"{header_of(debate_id, turn)}\n{neutralize_slack(turn.text)}"
+        shown = peer.message(record.channel, ts).markdown
+        assert shown == f"{header_of(debate_id, turn)}\n{neutralize_markdown(turn.text)}"
     return len(record.turns)
 
 
@@ -47,7 +48,7 @@ def first_posts(peer: SlackAPIPeer, records: list[DebateRecord]) -> dict[TurnKey
     found: dict[TurnKey, tuple[int, Call]] = {}
     for index, call in enumerate(peer.calls):
         if call.ok and call.method == "chat.postMessage" and "thread_ts" in call.params:
-            text = str(call.params["text"])
+            text = call.markdown
             key = headers.get((call.params["thread_ts"], text[:text.find("\n") + 1]))
             if key is not None and key not in found:
                 found[key] = (index, call)
@@ -87,7 +88,8 @@ async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
 async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path: Path) -> None:
     # Slack's limits, 30 times faster: 1 post per 0.033 s per channel, 50 chat.update per 2 s per workspace
     peer_limits = Limits(post_interval=1 / 30, updates=50, window=2.0, retry_after=0)
-    ours = slack_limits(post_interval=0.04, updates=45, window=2.0, edit_interval=0.1, active_horizon=0.5)
+    ours = slack_limits(post_interval=0.04, updates=45, window=2.0, edit_interval=0.1, active_horizon=0.5,
+                        streams=False)  # posts and updates only: tests/test_slack_streams.py has the streams
     async with SlackAPIPeer(peer_limits) as peer, FakeLLMServer() as llm:
         script_judge(llm)
         llm.default = Reply(text="Point, counterpoint, evidence. " * 12, tokens_per_s=120)
@@ -115,8 +117,8 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
     turns = {(r.id, t.round, t.seat, t.kind): t for r in records for t in r.turns}
     assert firsts.keys() == turns.keys()
     for key, (_, call) in firsts.items():
-        body = str(call.params["text"]).split("\n", 1)[1].removesuffix(" ▍")
-        assert body and neutralize_slack(turns[key].text).startswith(body), (key, body)
+        body = call.markdown.split("\n", 1)[1].removesuffix(" ▍")
+        assert body and neutralize_markdown(turns[key].text).startswith(body), (key, body)
 
     # first text shows roughly in the order turns started, whatever else waits: a turn that started
     # later overtakes only the few whose first text was still being collected or was about to be posted.

@@ -20,11 +20,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.discord.surface import DiscordThread, discord_limits
 from bots.slack.blocks import turn_header as slack_header
+from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import SlackThread, slack_limits
 from bots.thread import ROOT, VERDICT, Pacer, ThreadSink, turn_key
 from bots.thread.keys import notice_key
 from bots.thread.tail import FrontTailer
-from bots.thread.text import neutralize_slack
 from orchestrator.app import Core
 from orchestrator.config import load_settings
 from orchestrator.events import (
@@ -108,7 +108,7 @@ async def _slack_root(client: AsyncWebClient, spec: DebateSpec) -> str:
 
 
 def _slack_turn(spec: DebateSpec, seat: Seat, text: str) -> str:
-    return f"{slack_header(_started(spec, seat))}\n{neutralize_slack(text)}"
+    return f"{slack_header(_started(spec, seat))}\n{neutralize_markdown(text)}"
 
 
 async def assert_slack_thread_once(peer: SlackAPIPeer, store: Store, spec: DebateSpec, root_ts: str) -> None:
@@ -123,12 +123,12 @@ async def assert_slack_thread_once(peer: SlackAPIPeer, store: Store, spec: Debat
     posts = [c for c in peer.of("chat.postMessage") if c.ok and c.params.get("thread_ts") == root_ts]
     assert len(posts) == len(thread) == 4, [m.text for m in thread]
     assert {m.ts for m in thread} == {m.message_id for k, m in recorded.items() if k != ROOT}
-    assert peer.message(CHANNEL, recorded[turn_key(1, "A", "opening", 0)].message_id).text == _slack_turn(spec, a,
-                                                                                                           A_TEXT)
+    assert peer.message(CHANNEL, recorded[turn_key(1, "A", "opening", 0)].message_id).markdown == \
+        _slack_turn(spec, a, A_TEXT)
     b_ts = recorded[turn_key(1, "B", "opening", 0)].message_id
-    assert peer.message(CHANNEL, b_ts).text == _slack_turn(spec, b, B_TEXT)
+    assert peer.message(CHANNEL, b_ts).markdown == _slack_turn(spec, b, B_TEXT)
     # the restarted turn was streamed again from its start, into the same message
-    shown_b = [str(c.params["text"]) for c in peer.of("chat.update") if c.params.get("ts") == b_ts]
+    shown_b = [c.markdown for c in peer.of("chat.update") if c.params.get("ts") == b_ts]
     assert not [text for text in shown_b if B_DROPPED in text and "Rebuttal" in text]
     assert peer.message(CHANNEL, recorded[notice_key("info", NOTICE, 0)].message_id).text.endswith(NOTICE)
     verdict = peer.message(CHANNEL, recorded[VERDICT].message_id)

@@ -1,5 +1,9 @@
 """Block Kit and mrkdwn for a debate's messages: root, turn headers, progress, verdict, quote.
 
+Model prose (turns, notices, the verdict's reasoning and recommendation) goes in `markdown` blocks as
+the model wrote it (`bots.slack.markdown`), with a plain-text `text` for notifications; the rest
+(headers, labels, buttons, context lines) stays Block Kit and mrkdwn.
+
 The root carries an Interject button while the debate runs (and says which debate it replays, for a
 rematch); the verdict carries the vote, quote and Continue buttons, and a continuation's verdict says
 whether the winner changed and why. Every piece of user or model text passes through `safe()`
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bots.slack.markdown import fit_markdown, markdown_block, neutralize_markdown, plain_text, safe_mrkdwn
 from bots.thread.text import neutralize_slack, truncate
 from orchestrator.events import Notice, RoundStarted, TurnStarted
 from orchestrator.log import Tally
@@ -21,6 +26,7 @@ Block = dict[str, Any]
 SECTION_LIMIT = 3000
 BUTTON_LIMIT = 75
 CONTEXT_LIMIT = 1900
+TEXT_FALLBACK_LIMIT = 3000  # a message's `text` beside its blocks: what a notification shows
 VOTE_ACTION = "debate_vote"
 QUOTE_ACTION = "quote_recommendation"
 INTERJECT_ACTION = "debate_interject"
@@ -30,8 +36,19 @@ STATUS_ICON = {"running": ":hourglass_flowing_sand:", "completed": ":white_check
 
 
 def safe(text: str, limit: int = SECTION_LIMIT) -> str:
-    """Model or user text, made harmless and short enough for `limit`."""
+    """Model or user text, made harmless and short enough for `limit`, for mrkdwn shown as written."""
     return truncate(neutralize_slack(text), limit)
+
+
+def prose(text: str, limit: int) -> str:
+    """Model prose for a `markdown` block: its Markdown kept, made inert, cut to `limit`."""
+    return truncate(neutralize_markdown(text), limit)
+
+
+def label(text: str, limit: int) -> str:
+    """A name (a seat, a model) inside our own Markdown: inert, and with no backtick that could open a
+    code span across the pieces around it."""
+    return prose(text.replace("`", "'"), limit)
 
 
 def section(text: str, block_id: str | None = None) -> Block:
@@ -112,8 +129,14 @@ def final_root(spec: DebateSpec, outcome: Outcome, verdict: Verdict | None = Non
 
 
 def turn_header(event: TurnStarted) -> str:
-    return (f"*{safe(event.seat, 20)} · {safe(event.role, 20)}* — {safe(event.kind, 40)}, round {event.round}"
-            f" · `{safe(event.model, 80)}`")
+    """A turn's first line, in standard Markdown (its messages are markdown blocks)."""
+    return (f"**{label(event.seat, 20)} · {label(event.role, 20)}** — {label(event.kind, 40)}, "
+            f"round {event.round} · `{label(event.model, 80)}`")
+
+
+def turn_message(chunk: str) -> tuple[str, list[Block]]:
+    """One message of a turn: `chunk` (inert Markdown) in a markdown block, plain text for notifications."""
+    return truncate(plain_text(chunk), TEXT_FALLBACK_LIMIT), [markdown_block(chunk)]
 
 
 def round_status(event: RoundStarted) -> str:
@@ -123,20 +146,21 @@ def round_status(event: RoundStarted) -> str:
 
 
 def notice_line(event: Notice) -> tuple[str, list[Block]]:
-    icon = ":warning:" if event.level == "warning" else ":information_source:"
-    text = f"{icon} {safe(event.text, CONTEXT_LIMIT - 20)}"
-    return text, [context(text)]
+    """A warning or note (an audience note too), as its Markdown in a markdown block."""
+    icon = "⚠️" if event.level == "warning" else "ℹ️"  # emoji, not shortcodes: markdown text
+    text = f"{icon} {prose(event.text, SECTION_LIMIT)}"
+    return truncate(plain_text(text), TEXT_FALLBACK_LIMIT), [markdown_block(text)]
 
 
 def _rating_label(key: str) -> str:
     return key.replace("_", " ").replace("-", " ").capitalize()
 
 
-def _bullets(title: str, items: tuple[str, ...], limit: int = 900) -> str | None:
+def _md_bullets(title: str, items: tuple[str, ...], limit: int = 900) -> str | None:
     if not items:
         return None
-    body = "\n".join(f"• {safe(item, 300)}" for item in items[:8])
-    return truncate(f"*{title}*\n{body}", limit)
+    body = "\n".join(f"- {prose(item, 300)}" for item in items[:8])
+    return truncate(f"**{title}**\n{body}", limit)
 
 
 def winner_text(spec: DebateSpec, verdict: Verdict) -> str:
@@ -201,41 +225,41 @@ def verdict_message(
         blocks.append(context(f"{icon} {safe(confidence, CONTEXT_LIMIT - 20)}"))
     if verdict.family_note():
         blocks.append(context(f":information_source: {safe(verdict.family_note(), CONTEXT_LIMIT - 30)}"))
-    evidence = _bullets("Decisive evidence", verdict.evidence, 2000)
+    evidence = _md_bullets("Decisive evidence", verdict.evidence, 2000)
     if evidence:
-        blocks.append(section(evidence))
+        blocks.append(markdown_block(evidence))
     if verdict.split:
         for reading in verdict.readings:
-            blocks.append(section(f"*{safe(reading.title, 80)}: {safe(reading.winner, 10)} wins*\n"
-                                  f"{safe(reading.reasoning, 1200)}"))
+            blocks.append(markdown_block(f"**{prose(reading.title, 80)}: {prose(reading.winner, 10)} wins**\n"
+                                         f"{prose(reading.reasoning, 1200)}"))
     if verdict.consensus:
-        blocks.append(section(f"*Consensus:* {verdict.consensus}"))
+        blocks.append(section(f"*Consensus:* {safe(verdict.consensus, 100)}"))
     if verdict.recommendation:
-        blocks.append(section(f"*Recommendation*\n{safe(verdict.recommendation, 2800)}"))
+        blocks.append(markdown_block(f"**Recommendation**\n{prose(verdict.recommendation, 2800)}"))
     if verdict.reasoning and not (verdict.split and verdict.readings):  # a split shows every pass's reasoning
-        blocks.append(section(f"*Reasoning*\n{safe(verdict.reasoning, 2800)}"))
+        blocks.append(markdown_block(f"**Reasoning**\n{prose(verdict.reasoning, 2800)}"))
     if verdict.ratings:
         fields = [{"type": "mrkdwn", "text": f"*{safe(_rating_label(k), 100)}*\n{safe(str(v), 20)}"}
                   for k, v in list(verdict.ratings.items())[:10]]
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "*Debate quality*"}, "fields": fields})
     for title, items in (("Agreements", verdict.agreements), ("Disagreements", verdict.disagreements),
                          ("Unresolved", verdict.unresolved)):
-        text = _bullets(title, items)
+        text = _md_bullets(title, items)
         if text:
-            blocks.append(section(text))
+            blocks.append(markdown_block(text))
     for score in verdict.scores[:4]:
         blocks.append(context(f"*{safe(score.seat, 10)}* {score.score:g} — {safe(score.stance, 300)}"))
     if tokens is not None:
         blocks.append(context(f"Tokens: {tokens[0]:,} in · {tokens[1]:,} out · debate `{spec.id}`"))
     blocks.append(context(tally_text(spec, tally), debate_block_id(spec.id, "tally")))
     blocks.append(vote_buttons(spec))
-    text = f"Verdict: {winner} wins. {safe(verdict.recommendation, 2000)}"
-    return truncate(text, 3000), blocks[:50]
+    text = plain_text(f"Verdict: {winner} wins. {prose(verdict.recommendation, 2000)}")
+    return truncate(text, TEXT_FALLBACK_LIMIT), fit_markdown(blocks[:50])
 
 
 def quote_text(spec: DebateSpec, verdict: Verdict, link: str | None) -> str:
     """The recommendation as a quote, for the channel, with where it came from."""
-    body = safe(verdict.recommendation or verdict.reasoning or "(no recommendation)", 3000)
+    body = safe_mrkdwn(verdict.recommendation or verdict.reasoning or "(no recommendation)", 3000)
     quoted = "\n".join(f"> {line}" if line else ">" for line in body.splitlines())
     where = f"<{link}|the debate thread>" if link else f"debate `{spec.id}`"
     return truncate(f"{quoted}\n— recommendation from {where} on _{safe(spec.topic, 300)}_", 3900)

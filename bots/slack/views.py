@@ -1,5 +1,8 @@
 """Recall as Slack text and the App Home view: models, history, search results, one debate's summary
-(with every verdict of a continued debate, its audience notes and its rematches side by side)."""
+(with every verdict of a continued debate, its audience notes and its rematches side by side).
+
+These are mrkdwn surfaces (ephemeral answers, App Home: no markdown blocks there), so a model's
+recommendation goes through the one Markdown → mrkdwn converter (`bots.slack.markdown.safe_mrkdwn`)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bots.slack.blocks import STATUS_ICON, Block, change_line, context, safe, section, tally_text, winner_text
+from bots.slack.markdown import safe_mrkdwn
 from bots.thread.text import truncate
 from orchestrator.log import DebateRecord, DebateSummary, SearchHit, Tally
 from orchestrator.policy import ChatPolicy
@@ -18,6 +22,10 @@ SHOW_LIMIT = 3900
 
 def _when(at: float) -> str:
     return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip() and line.strip() != "```")
 
 
 def _link(text: str, url: str | None) -> str:
@@ -81,7 +89,7 @@ def _verdict_lines(record: DebateRecord) -> list[str]:
         verdict = verdicts[0]
         lines = [f"*Winner:* {winner_text(spec, verdict)}" + (" — :warning: split verdict" if verdict.split else "")]
         if verdict.recommendation:
-            lines.append(f"*Recommendation:* {safe(verdict.recommendation, 1500)}")
+            lines.append(f"*Recommendation:* {safe_mrkdwn(verdict.recommendation, 1500)}")
         return lines
     lines = [f"*Verdicts* ({len(verdicts)}: continued {len(verdicts) - 1} time{'s' if len(verdicts) != 2 else ''})"]
     for number, verdict in enumerate(verdicts, 1):
@@ -89,7 +97,7 @@ def _verdict_lines(record: DebateRecord) -> list[str]:
         if verdict.changed is not None:
             line += " — " + change_line(verdict)
         if verdict.recommendation:
-            line += f"\n    _{safe(verdict.recommendation, 600 if number == len(verdicts) else 300)}_"
+            line += "\n" + safe_mrkdwn(verdict.recommendation, 600 if number == len(verdicts) else 300)
         lines.append(line)
     return lines
 
@@ -104,7 +112,7 @@ def _side_by_side(record: DebateRecord) -> list[str]:
         seats = " vs ".join(f"`{safe(m, 80)}`" for m in models) or "?"
         won = f"winner {safe(winner, 10)}" + (f" (`{safe(winner_model, 80)}`)" if winner_model else "") \
             if winner else status
-        rec = f" — _{safe(recommendation, 200)}_" if recommendation else ""
+        rec = f" — {_one_line(safe_mrkdwn(recommendation, 200))}" if recommendation else ""
         return f"• `{debate_id}` · {fmt} · {seats} — {won}{rec}"
 
     first = record.verdict
@@ -162,7 +170,7 @@ def home_view(items: list[tuple[DebateSummary, Tally | None]], links: dict[str, 
         blocks.append(section(summary_line(summary, links.get(summary.id))))
         details = []
         if summary.recommendation:
-            details.append(f"_{safe(summary.recommendation, 400)}_")
+            details.append(safe_mrkdwn(summary.recommendation, 400))
         if tally is not None and tally.total:
             counts = ", ".join(f"{k.removeprefix('side:')} {v}" for k, v in sorted(tally.counts.items()))
             details.append(f":ballot_box_with_ballot: {counts}")

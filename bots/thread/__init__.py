@@ -8,7 +8,11 @@ Where each behaviour lives:
 - `coalesce.py` latest text wins: `Paced` renders every write when the pacer lets it go; `Latest` keeps
                 one message at the newest state set on it; `run_to_completion` for writes that started.
 - `pacing.py`   one pacing model (`Limits`, `Pacer`, `Urgency`) to which each platform gives its limits.
-- `text.py`     splitting to a platform's limit without breaking code blocks; neutralizing mentions.
+- `streams.py`  `Streams`: a turn's messages as the platform's own streams (Slack), where the pacer's
+                start budget has room; a surface offers them by having `start_stream`/`append_stream`/
+                `stop_stream` (`StreamSurface`).
+- `text.py`     splitting to a platform's limit without cutting a table or a fenced code block (every
+                platform's), and neutralizing mentions.
 - `restart.py`  `Reach`: how a restarted front reaches a live debate's thread from what the log has.
 - `keys.py`     the one scheme of message keys: `root`, `turn:{round}:{seat}:{kind}:{part}`, `verdict`,
                 `notice:{hash}:{part}`, `round:{round}`, `ended`, `interjection:{id}:{part}` (an audience
@@ -39,7 +43,8 @@ What a surface must provide:
    and the rendering of a debate into its own message type: `root(spec, Running | Ended)`,
    `round(event)` (or None), `turn_header(event)`, `neutralize(text)`, `turn(seat, chunk)`,
    `turn_ending(turn)`, `notice(event)`, `verdict(spec, verdict, tally, outcome)`, `ended(outcome)`
-   (or None).
+   (or None). Optionally native streams (`start_stream`, `append_stream`, `stop_stream`: see
+   `streams.StreamSurface`), used when its `Limits` carry `StreamLimits`.
 3. **Glue at the call sites**: post (or receive) the root message, then
    `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)`, `core.feed.enqueue(spec, request_key)`
    and `tailer.follow(spec.id, sink)`; at front start, `tailer.start()`, the tailer built with a

@@ -17,7 +17,9 @@ With `first_post_grace` None a turn's message is posted as a placeholder when th
 With a number the first post waits for the turn's first text instead, so it is the post that shows the
 text: where edits are scarcer than posts (Slack), a turn's first words then never wait for an edit.
 Every post and edit is rendered only when the pacer lets it go (`Paced`), so a call that waited long
-carries the newest text, and a turn that ended meanwhile needs no further edit.
+carries the newest text, and a turn that ended meanwhile needs no further edit. Where the surface has
+native streams and the pacer a start for one, a part is a stream instead of a post (`bots.thread.streams`:
+appended to as it grows, stopped when it ends or stops growing as a prefix, then edited as usual).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from bots.thread.coalesce import Paced
 from bots.thread.keys import turn_key
 from bots.thread.pacing import Urgency
+from bots.thread.streams import Streams, StreamSurface
 from bots.thread.text import split_message
 from orchestrator.events import TextDelta, TurnStarted
 from orchestrator.log import MessageRecord
@@ -110,6 +113,9 @@ class LiveTurns:
         self._turns: dict[TurnKey, _LiveTurn] = {}
         self._done: set[TurnKey] = set()  # finished here, or final in the log: never shown again
         self._ending: set[asyncio.Task[None]] = set()  # ended turns whose last edits are still to come
+        recipient = (spec.requested_by, spec.workspace) if spec.requested_by and spec.workspace else None
+        self.streams = Streams(out, self.surface, recipient) if (
+            out.pacer.limits.streams is not None and isinstance(self.surface, StreamSurface) and recipient) else None
 
     def _existing(self, key: TurnKey) -> list[MessageRecord]:
         """The turn's recorded messages, parts 0, 1, … in order, up to the first part missing."""
@@ -212,9 +218,9 @@ class LiveTurns:
         if not task.cancelled() and task.exception() is not None:
             log.warning("live: the final text of a turn could not be shown", exc_info=task.exception())
 
-    def _render(self, live: _LiveTurn) -> list[str]:
+    def _render(self, live: _LiveTurn, *, cursor: bool = True) -> list[str]:
         body = self.surface.neutralize(live.text) if live.text else self.placeholder
-        if not live.final and live.text:
+        if cursor and not live.final and live.text:  # a native stream shows its own
             body += " ▍"
         return split_message(f"{live.header}\n{body}", self.surface.stream_limit)
 
@@ -229,7 +235,9 @@ class LiveTurns:
         last = loop.time()
         while not live.final:
             await live.changed.wait()
-            wait = self.out.pacer.min_edit_interval() - (loop.time() - last)
+            streamed = self.streams is not None and all(self.streams.is_open(m) for m in live.message_ids)
+            interval = self.out.pacer.limits.edit_interval if streamed else self.out.pacer.min_edit_interval()
+            wait = interval - (loop.time() - last)
             if wait > 0:
                 await self._pause(live, wait)  # pacing: coalesce every delta that arrives meanwhile
             if live.final:
@@ -241,6 +249,9 @@ class LiveTurns:
                 log.warning("live edit failed; will retry", exc_info=True)
             last = loop.time()
         await self._sync(live)
+        if self.streams is not None:
+            for message_id in live.message_ids:
+                await self.streams.stop(message_id)
         if self.on_final is not None:
             for index, message_id in enumerate(live.message_ids):
                 await self.on_final(message_key(live.key, index), message_id)
@@ -293,7 +304,20 @@ class LiveTurns:
                 if live.shown[index] != self.placeholder:
                     await self._edit(live, index)
 
+    def _stream_chunk(self, live: _LiveTurn, index: int) -> str | None:
+        chunks = self._render(live, cursor=False)
+        return chunks[index] if index < len(chunks) else self.placeholder if live.final else None
+
     async def _post(self, live: _LiveTurn, index: int) -> None:
+        if self.streams is not None:
+            async def record_stream(message_id: str, text: str) -> None:
+                live.message_ids.append(message_id)
+                live.shown.append(text)
+                await self.on_posted(message_key(live.key, index), message_id)
+
+            if await self.streams.post(lambda: self._stream_chunk(live, index) or self.placeholder,
+                                       record_stream) is not None:
+                return
         sent = ""
 
         def render() -> Any:
@@ -310,6 +334,15 @@ class LiveTurns:
         await self.out.post(render, Urgency.TEXT, record=record)
 
     async def _edit(self, live: _LiveTurn, index: int) -> None:
+        if self.streams is not None and self.streams.is_open(live.message_ids[index]):
+            done = live.final or index < len(self._render(live)) - 1  # a part the turn has moved past is done
+            shown = await self.streams.update(live.message_ids[index], lambda: self._stream_chunk(live, index),
+                                              final=done)
+            if shown is not None:
+                live.shown[index] = shown
+                return
+        elif self.streams is not None and live.shown[index] is None:  # posted before a restart: maybe a stream
+            await self.streams.release(live.message_ids[index])
         sent: str | None = None
 
         def render() -> Any:

@@ -20,6 +20,12 @@ channel, `edit_order` for the edit budget). Small handicaps (Slack) only tilt th
 starves; handicaps far apart (Discord, `STRICT`) make a strict priority, then arrival order. In the edit
 budget, streamed text (`Urgency.TEXT`) queues by when its message last changed, so the message that has
 shown nothing new for longest is edited first.
+
+A platform with native streams of its own (Slack's chat.startStream / appendStream / stopStream) adds
+`StreamLimits`: a turn's message is then a stream when the workspace's start budget (Tier 2: a start and
+its stop, both taken when it starts) has room right now, else it is posted and updated as before;
+appends draw on a budget of their own (Tier 4), so streamed turns leave the scarce update budget to the
+rest. The first refusal of a stream switches that workspace (this pacer) to posts and updates for good.
 """
 
 from __future__ import annotations
@@ -27,12 +33,27 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """Native streams: `calls` starts and stops per `window` per workspace (a stream takes one of each),
+    `appends` per `window`, and how old a stream may grow before it is stopped (`max_age`: under the
+    platform's own close) and its message goes on by updates."""
+
+    calls: int = 18
+    window: float = 60.0
+    appends: int = 90
+    max_age: float = 270.0
 
 
 class Urgency(IntEnum):
@@ -71,6 +92,7 @@ class Limits:
     # cheaper than edits, a turn's first words then never wait for an edit).
     first_post_grace: float | None = None
     placeholder_after: float | None = None  # with a grace: a turn still without text shows a placeholder
+    streams: StreamLimits | None = None  # the platform's native streams, where a turn may use them
 
     @property
     def channel_period(self) -> float:
@@ -208,6 +230,14 @@ class EditBudget(_Queue):
         self.tokens = min(self.capacity, self.tokens + 1)
         self.pump()
 
+    def take(self, count: int) -> bool:
+        """Spend `count` now if they are there and nobody waits; never waits."""
+        self._refill()
+        if self.waiting or self.tokens < count:
+            return False
+        self.tokens -= count
+        return True
+
 
 class Pacer:
     """Every write one workspace (Slack) or one bot (Discord) makes, paced to `limits`."""
@@ -218,6 +248,11 @@ class Pacer:
         self._edits = EditBudget(limits.edits, limits.edit_window) if limits.edits else None
         self._last_edit: dict[str, float] = {}  # message key -> when its last edit was granted or answered
         self._shown: dict[str, float] = {}  # message key -> when it last changed (posted or edited)
+        streams = limits.streams
+        self._stream_calls = EditBudget(streams.calls, streams.window) if streams else None
+        self._appends = EditBudget(streams.appends, streams.window) if streams else None
+        self._last_append: dict[str, float] = {}  # stream message key -> when its last append was answered
+        self.streams_refused: str | None = None  # why this workspace's streams are off (the first refusal)
 
     @staticmethod
     def _now() -> float:
@@ -288,6 +323,37 @@ class Pacer:
                 budget.done()
             # the next edit waits `edit_interval` from the answer, so jitter never bunches two together
             self._last_edit[key] = self._shown[key] = self._now()
+
+    def start_stream(self) -> bool:
+        """Whether a turn's next message may be a native stream: streams on here, and a start and its stop
+        free in the budget right now (both are taken: a stream started can always be stopped)."""
+        budget = self._stream_calls
+        return budget is not None and self.streams_refused is None and budget.take(2)
+
+    def refuse_streams(self, reason: str) -> None:
+        """The platform refused a stream: this workspace posts and updates from now on."""
+        if self.streams_refused is None:
+            log.warning("native streams refused (%s): this workspace's turns are posted and updated", reason)
+            self.streams_refused = reason
+
+    @asynccontextmanager
+    async def appending(self, channel: str, message_id: str) -> AsyncIterator[None]:
+        """Hold what one append to a stream needs: its message's `edit_interval`, then the append budget."""
+        key = f"{channel}:{message_id}"
+        last = self._last_append.get(key)
+        if last is not None and (wait := last + self.limits.edit_interval - self._now()) > 0:
+            await asyncio.sleep(wait)
+        if self._appends is not None:
+            await self._appends.wait(self._shown.get(key, self._now()))
+        self._last_append[key] = self._shown[key] = self._now()
+        try:
+            yield
+        finally:
+            self._last_append[key] = self._shown[key] = self._now()
+            if len(self._last_append) > 256:  # streams end: forget the ones long quiet
+                horizon = self._now() - SHOWN_MEMORY * self.limits.edit_window
+                for old in [k for k, at in self._last_append.items() if at < horizon]:
+                    del self._last_append[old]
 
     def streaming(self) -> int:
         """How many messages were edited within the last `active_horizon` seconds."""

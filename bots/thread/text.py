@@ -3,11 +3,62 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
 from orchestrator.safety import strip_controls
 
 _FENCE = re.compile(r"^\s*```([\w+#.-]{0,30})")  # a language name, never a whole line of junk
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)+\|?\s*$|^\s*\|\s*:?-+:?\s*\|\s*$")
 ZWSP = "\u200b"
+CLOSE_ROOM = 4  # "\n```": what closing a fence at the end of a chunk adds
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of lines that splitting keeps together when it can: a fenced code block, a table, or prose."""
+
+    kind: Literal["text", "fence", "table"]
+    text: str
+    language: str = ""  # a fence's
+    closed: bool = True  # a fence's: False while a streamed turn is still inside it
+
+
+def segments(text: str) -> list[Segment]:
+    """`text` as its fenced code blocks, tables (a header row, a `|---|` rule, rows) and the prose between."""
+    lines = text.splitlines(keepends=True)
+    found: list[Segment] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            found.append(Segment("text", "".join(prose)))
+            prose.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE.match(line)
+        if fence:
+            end = next((j for j in range(i + 1, len(lines)) if _closes_fence(lines[j])), None)
+            flush()
+            stop = len(lines) if end is None else end + 1
+            found.append(Segment("fence", "".join(lines[i:stop]), fence.group(1), end is not None))
+            i = stop
+            continue
+        if "|" in line and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
+            stop = i + 2
+            while stop < len(lines) and "|" in lines[stop] and lines[stop].strip():
+                stop += 1
+            flush()
+            found.append(Segment("table", "".join(lines[i:stop])))
+            i = stop
+            continue
+        prose.append(line)
+        i += 1
+    flush()
+    return found
 
 
 def _cut_point(text: str, limit: int) -> int:
@@ -20,43 +71,103 @@ def _cut_point(text: str, limit: int) -> int:
     return limit
 
 
+def table_as_code(table: str) -> str:
+    """A table too big for one message, as a code block: its rows stay aligned and each part still reads."""
+    return "```\n" + table.rstrip("\n") + "\n```\n"
+
+
+def _fence_parts(block: Segment, limit: int, first: int) -> list[str]:
+    """A fence too long for one chunk, cut at lines into parts each closed and reopened (same language);
+    the first part holds at most `first` characters, the others `limit`."""
+    opener = f"```{block.language}\n" if len(block.language) < limit // 8 else "```\n"
+    body = block.text.split("\n", 1)[1] if "\n" in block.text else ""
+    closer = ""
+    if block.closed:
+        body, _, closer = body.rstrip("\n").rpartition("\n")
+        body += "\n"
+        closer += "\n" if block.text.endswith("\n") else ""
+    parts: list[str] = []
+    rest = block.text.split("\n", 1)[0] + "\n" + body  # the first part keeps the fence line as written
+    room = first
+    while len(rest) + len(closer) > room:
+        cut = _cut_point(rest, room - CLOSE_ROOM)
+        parts.append(rest[:cut].rstrip("\n") + "\n```")
+        rest, room = opener + rest[cut:], limit
+    parts.append(rest + closer)
+    return parts
+
+
 def split_message(text: str, limit: int) -> list[str]:
-    """Split into chunks of at most `limit` characters; an open ``` block is closed at the end of a
-    chunk and reopened (same language) at the start of the next, so each chunk renders on its own."""
+    """Split into chunks of at most `limit` characters, whole blocks first: a table or a fenced code block
+    that fits in one chunk is never cut (it starts the next chunk instead); a fence longer than a chunk is
+    closed at the end of each part and reopened (same language) in the next, so each renders on its own;
+    a table longer than a chunk becomes a code block, split the same way. Prose is cut at a paragraph,
+    a line, a sentence or a space. Shared by every platform's threads (Slack markdown, Discord)."""
     if limit < 20:
         raise ValueError("limit too small to split sensibly")
     chunks: list[str] = []
-    rest = text
-    reopen = ""
-    while rest or not chunks:
-        budget = limit - len(reopen) - 4  # room to close a fence: "\n```"
-        if len(reopen) + len(rest) <= limit:
-            chunk = reopen + rest
-            rest = ""
+    current = ""
+    for block in segments(text):
+        piece = block.text
+        if len(current) + len(piece) <= limit:
+            current += piece
+            continue
+        if block.kind == "text":
+            while len(current) + len(piece) > limit:
+                room = limit - len(current)
+                if room < limit // 4 and current:  # too little room left for a useful cut
+                    chunks.append(current)
+                    current = ""
+                    continue
+                cut = _cut_point(piece, room)
+                chunks.append(current + piece[:cut])
+                current, piece = "", piece[cut:]
+            current += piece
+            continue
+        if len(piece) <= limit:  # whole in the next chunk rather than cut
+            chunks.append(current)
+            current = piece
+            continue
+        if block.kind == "table":
+            code = table_as_code(piece)
+            block = Segment("fence", code if piece.endswith("\n") else code.rstrip("\n"))
+        if limit - len(current) < limit // 4:  # cut anyway: start it here unless too little room is left
+            chunks.append(current)
+            current = ""
+        *whole, last = _fence_parts(block, limit, limit - len(current))
+        if whole:
+            chunks.append(current + whole[0])
+            chunks.extend(whole[1:])
+            current = last
         else:
-            cut = _cut_point(rest, budget)
-            chunk = reopen + rest[:cut]
-            rest = rest[cut:]
-        language = _open_fence_language(chunk)
-        if language is not None and rest:
-            chunk = chunk.rstrip("\n") + "\n```"
-            reopen = f"```{language}\n"
-        else:
-            reopen = ""
-        chunks.append(chunk)
-        if not rest:
-            break
+            current += last
+    if current or not chunks:
+        chunks.append(current)
     return chunks
 
 
-def _open_fence_language(text: str) -> str | None:
-    """The language of a ``` block left open at the end of `text`, or None when all are closed."""
-    language: str | None = None
-    for line in text.splitlines():
-        match = _FENCE.match(line)
-        if match:
-            language = match.group(1) if language is None else None
-    return language
+def _closes_fence(line: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= 3 and set(stripped) == {"`"}
+
+
+_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+
+
+def outside_code(text: str, transform: Callable[[str], str], code: Callable[[str], str] = str) -> str:
+    """`text` with `transform` applied to everything but fenced code blocks and inline code spans, and
+    `code` to those."""
+    out: list[str] = []
+    for segment in segments(text):
+        if segment.kind == "fence":
+            out.append(code(segment.text))
+            continue
+        at = 0
+        for match in _INLINE_CODE.finditer(segment.text):
+            out += [transform(segment.text[at:match.start()]), code(match.group(0))]
+            at = match.end()
+        out.append(transform(segment.text[at:]))
+    return "".join(out)
 
 
 _SLACK_BARE = re.compile(r"@(channel|here|everyone)", re.IGNORECASE)  # even inside words: a cut may free one

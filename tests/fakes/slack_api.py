@@ -6,7 +6,11 @@
 It speaks the methods debate-bot uses (form, JSON and query bodies alike), serves response_url
 posts at `/response/<key>`, a Socket Mode websocket at `/socket` (returned by apps.connections.open),
 and can answer 429 with Retry-After, either on demand (`rate_limit`) or by enforcing Slack's own
-limits (`enforce`: chat.postMessage per channel, chat.update per workspace), scaled for fast tests.
+limits (`enforce`: chat.postMessage per channel, chat.update per workspace, chat.startStream and
+chat.stopStream (Tier 2) and chat.appendStream (Tier 4)), scaled for fast tests. Messages take
+`markdown` blocks (12,000 characters across a message; none in views or ephemeral messages); native
+streams need a thread and, outside a DM, the recipient's user and team, close after `stream_ttl`
+(`message_not_in_streaming_state`), and can be refused outright (`refuse_streams`).
 Channels and users are what tests declare (`declare_channel`, `declare_user`): conversations.info
 answers an undeclared channel as a public one and users.info an undeclared user as a plain member with
 no names. Modals: views.open takes a trigger id once and records the modal (`opened`), checked against
@@ -33,6 +37,7 @@ SECTION_LIMIT = 3000
 HEADER_LIMIT = 150
 BUTTON_LIMIT = 75
 BLOCKS_LIMIT = 50
+MARKDOWN_LIMIT = 12_000  # across every markdown block of one message
 VIEW_TITLE_LIMIT = 24  # a modal's title, submit and close labels
 MODAL_BLOCKS_LIMIT = 100
 ChannelKind = Literal["public", "private", "im", "mpim", "unreachable"]
@@ -53,10 +58,18 @@ class Call:
     at: float
     status: int = 200
     error: str | None = None
+    result: dict[str, Any] = field(default_factory=dict)  # the answer's body (chat.startStream's `ts`)
 
     @property
     def ok(self) -> bool:
         return self.status == 200 and self.error is None
+
+    @property
+    def markdown(self) -> str:
+        """The text of the markdown blocks this call sent, joined (a stream's markdown_text too)."""
+        blocks = self.params.get("blocks") or []
+        sent = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "markdown"]
+        return "\n".join(sent) or str(self.params.get("markdown_text") or "")
 
 
 @dataclass
@@ -67,6 +80,13 @@ class Message:
     blocks: list[dict[str, Any]] | None
     thread_ts: str | None
     edits: int = 0
+    streaming_since: float | None = None  # chat.startStream made it and no stop came yet
+    appends: int = 0
+
+    @property
+    def markdown(self) -> str:
+        """The text of the message's markdown blocks, joined: what Slack renders as standard Markdown."""
+        return "\n".join(b["text"] for b in self.blocks or [] if b.get("type") == "markdown")
 
 
 @dataclass
@@ -78,6 +98,9 @@ class Limits:
     updates: int | None = None
     window: float = 60.0
     retry_after: int = 0
+    stream_calls: int | None = None  # chat.startStream + chat.stopStream per window (Tier 2)
+    stream_appends: int | None = None  # chat.appendStream per window (Tier 4)
+    stream_ttl: float = 300.0  # Slack closes a stream after this many seconds
 
 
 @dataclass
@@ -100,11 +123,19 @@ class _Bucket:
         return False
 
 
-def _block_problem(blocks: list[dict[str, Any]]) -> str | None:
+def _block_problem(blocks: list[dict[str, Any]], *, markdown: bool = True) -> str | None:
+    """What Slack would refuse in `blocks`; `markdown`: whether the surface takes markdown blocks (messages
+    apps post or update do; views and ephemeral messages do not)."""
     if len(blocks) > BLOCKS_LIMIT:
         return f"more than {BLOCKS_LIMIT} blocks"
     for block in blocks:
         kind = block.get("type")
+        if kind == "markdown":
+            if not markdown:
+                return "markdown blocks are not supported here"
+            if not isinstance(block.get("text"), str) or not block["text"]:
+                return "a markdown block needs text"
+            continue
         text = (block.get("text") or {}).get("text", "")
         if kind == "section" and len(text) > SECTION_LIMIT:
             return f"section text over {SECTION_LIMIT}"
@@ -143,7 +174,7 @@ def _view_problem(view: dict[str, Any]) -> str | None:
                 return "an input block needs a block_id and its element an action_id"
             if int(element.get("max_length", 3000)) > 3000:
                 return "a plain-text input holds at most 3000 characters"
-    return _block_problem([b for b in blocks if b.get("type") != "input"])
+    return _block_problem([b for b in blocks if b.get("type") != "input"], markdown=False)
 
 
 class SlackAPIPeer:
@@ -161,6 +192,9 @@ class SlackAPIPeer:
         self._forced: dict[str, deque[int]] = {}
         self._last_post: dict[str, float] = {}
         self._bucket: _Bucket | None = None
+        self._stream_bucket: _Bucket | None = None
+        self._append_bucket: _Bucket | None = None
+        self.streams_refused: str | None = None  # an error every chat.startStream answers (`refuse_streams`)
         self._counter = 0
         self._changed = asyncio.Condition()
         self._sockets: list[web.WebSocketResponse] = []
@@ -211,7 +245,11 @@ class SlackAPIPeer:
 
     def enforce(self, limits: Limits) -> None:
         self.limits = limits
-        self._bucket = None
+        self._bucket = self._stream_bucket = self._append_bucket = None
+
+    def refuse_streams(self, error: str | None = "feature_not_enabled") -> None:
+        """Answer every chat.startStream with `error` (None: accept them again)."""
+        self.streams_refused = error
 
     def of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -311,6 +349,16 @@ class SlackAPIPeer:
                 self._bucket = _Bucket(limits.updates, limits.window)
             if not self._bucket.take():
                 return limits.retry_after
+        if method in ("chat.startStream", "chat.stopStream") and limits.stream_calls:
+            if self._stream_bucket is None:
+                self._stream_bucket = _Bucket(limits.stream_calls, limits.window)
+            if not self._stream_bucket.take():
+                return limits.retry_after
+        if method == "chat.appendStream" and limits.stream_appends:
+            if self._append_bucket is None:
+                self._append_bucket = _Bucket(limits.stream_appends, limits.window)
+            if not self._append_bucket.take():
+                return limits.retry_after
         return None
 
     async def _api(self, request: web.Request) -> web.Response:
@@ -327,15 +375,18 @@ class SlackAPIPeer:
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         body = handler(params) if handler else {"ok": False, "error": "unknown_method"}
         call.error = None if body.get("ok") else body.get("error")
+        call.result = body
         await self._record(call)
         return web.json_response(body)
 
-    def _content_problem(self, params: dict[str, Any]) -> str | None:
+    def _content_problem(self, params: dict[str, Any], *, markdown: bool = True) -> str | None:
         if len(str(params.get("text") or "")) > TEXT_LIMIT:
             return "msg_too_long"
         blocks = params.get("blocks")
-        if blocks and _block_problem(blocks):
+        if blocks and _block_problem(blocks, markdown=markdown):
             return "invalid_blocks"
+        if blocks and sum(len(b["text"]) for b in blocks if b.get("type") == "markdown") > MARKDOWN_LIMIT:
+            return "msg_blocks_too_long"
         if not params.get("text") and not blocks:
             return "no_text"
         return None
@@ -364,6 +415,9 @@ class SlackAPIPeer:
         key = (str(params.get("channel")), str(params.get("ts")))
         if key not in self.messages:
             return {"ok": False, "error": "message_not_found"}
+        streaming = self.messages[key].streaming_since
+        if streaming is not None and time.monotonic() - streaming <= self.limits.stream_ttl:
+            return {"ok": False, "error": "cant_update_message"}  # a stream is written through its own calls
         if problem := self._content_problem(params):
             return {"ok": False, "error": problem}
         message = self.messages[key]
@@ -373,6 +427,55 @@ class SlackAPIPeer:
         message.edits += 1
         return {"ok": True, "channel": key[0], "ts": key[1], "text": message.text}
 
+    def _m_chat_startStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.streams_refused:
+            return {"ok": False, "error": self.streams_refused}
+        channel, thread_ts = str(params.get("channel") or ""), params.get("thread_ts")
+        if not channel or not thread_ts:
+            return {"ok": False, "error": "invalid_arguments"}
+        if not channel.startswith("D") and not (params.get("recipient_user_id") and params.get("recipient_team_id")):
+            return {"ok": False, "error": "missing_recipient_team_id" if params.get("recipient_user_id")
+                    else "missing_recipient_user_id"}
+        text = str(params.get("markdown_text") or "")
+        if len(text) > MARKDOWN_LIMIT:
+            return {"ok": False, "error": "msg_too_long"}
+        ts = self._next_ts()
+        self.messages[(channel, ts)] = Message(channel, ts, "", [{"type": "markdown", "text": text}], str(thread_ts),
+                                               streaming_since=time.monotonic())
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _streaming(self, params: dict[str, Any]) -> Message | dict[str, Any]:
+        message = self.messages.get((str(params.get("channel")), str(params.get("ts"))))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        if message.streaming_since is None or time.monotonic() - message.streaming_since > self.limits.stream_ttl:
+            message.streaming_since = None
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        return message
+
+    def _m_chat_appendStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._streaming(params)
+        if isinstance(message, dict):
+            return message
+        assert message.blocks is not None
+        text = message.blocks[0]["text"] + str(params.get("markdown_text") or "")
+        if len(text) > MARKDOWN_LIMIT:
+            return {"ok": False, "error": "msg_too_long"}
+        message.blocks[0]["text"] = text
+        message.appends += 1
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
+
+    def _m_chat_stopStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._streaming(params)
+        if isinstance(message, dict):
+            return message
+        assert message.blocks is not None
+        message.blocks[0]["text"] += str(params.get("markdown_text") or "")
+        if params.get("blocks"):
+            message.blocks += list(params["blocks"])
+        message.streaming_since = None
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
+
     def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
         key = (str(params.get("channel")), str(params.get("ts")))
         if self.messages.pop(key, None) is None:
@@ -380,7 +483,7 @@ class SlackAPIPeer:
         return {"ok": True, "channel": key[0], "ts": key[1]}
 
     def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
-        if problem := self._content_problem(params):
+        if problem := self._content_problem(params, markdown=False):
             return {"ok": False, "error": problem}
         return {"ok": True, "message_ts": self._next_ts()}
 
@@ -393,7 +496,7 @@ class SlackAPIPeer:
 
     def _m_views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
         view = params.get("view") or {}
-        if problem := _block_problem(view.get("blocks", [])):
+        if problem := _block_problem(view.get("blocks", []), markdown=False):
             return {"ok": False, "error": "invalid_arguments", "detail": problem}
         self.views[str(params.get("user_id"))] = view
         return {"ok": True, "view": view}
