@@ -8,10 +8,15 @@ from pathlib import Path
 
 from bots.slack.surface import slack_limits
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
+from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 
 CAVEATS = ("favour its own", "could not be cross-checked", "passes disagreed")
+
+
+def shown(message: Message) -> str:
+    """What a message shows: its text and its blocks (a streamed turn has only blocks)."""
+    return message.text + json.dumps(message.blocks or [])
 
 
 async def test_the_verdict_follows_the_last_turn_and_carries_its_caveats(tmp_path: Path) -> None:
@@ -36,13 +41,12 @@ async def test_the_verdict_follows_the_last_turn_and_carries_its_caveats(tmp_pat
             thread = peer.thread("C9", record.thread or "")
             verdict_at = next(i for i, m in enumerate(thread)
                               if m.blocks and any(b["type"] == "actions" for b in m.blocks))
-            before = [m for m in thread[:verdict_at] if not m.text.startswith("*")]  # not a turn
-            assert not any(c in m.text for m in before for c in CAVEATS), [m.text for m in before]
-            assert not any(c in m.text for m in thread[verdict_at + 1:] for c in CAVEATS)
+            shown_before = [shown(m) for m in thread[:verdict_at]]
+            assert not any(c in text for text in shown_before for c in CAVEATS), shown_before
             assert verdict_at == len(thread) - 1, "the verdict is the thread's last message"
-            turns = [m for m in thread if "Proposer:" in m.text or "Challenger:" in m.text]
+            turns = [m for m in thread if "Proposer:" in shown(m) or "Challenger:" in shown(m)]
             assert thread[verdict_at - 1] in turns, "nothing stands between the last turn and the verdict"
 
-            shown = json.dumps(thread[verdict_at].blocks)
-            assert f"same model family as debater {shares}" in shown
-            assert "Split" in shown and "low confidence" in shown
+            verdict = shown(thread[verdict_at])
+            assert f"same model family as debater {shares}" in verdict
+            assert "Split" in verdict and "low confidence" in verdict

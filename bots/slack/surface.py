@@ -109,6 +109,10 @@ class SlackThread:
                                                           recipient_team_id=team)
         except SlackApiError as exc:
             raise StreamRefused(str(exc.response.get("error") or exc)) from exc
+        except Exception as exc:  # a Slack-compatible server without streams may answer anything: not a stream
+            raise StreamRefused(type(exc).__name__) from exc
+        if not response.get("ts"):
+            raise StreamRefused("no ts in chat.startStream's answer")
         return str(response["ts"])
 
     async def append_stream(self, message_id: str, text: str) -> None:
