@@ -10,14 +10,14 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bots.cli.running import EXIT_OK, EXIT_USAGE, UsageError, run_command
+from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
 from bots.cli.terminal import Style, render_history, render_hits, render_record
 from bots.commands import CommandError, StartDebate, start_request
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings, load_settings
 from orchestrator.debate.seating import SETUP_HINT
-from orchestrator.log import to_json, to_markdown
+from orchestrator.log import StoreError, to_json, to_markdown
 from orchestrator.models import EFFORTS, FORMATS
 from orchestrator.providers import ProviderRegistry
 
@@ -203,7 +203,7 @@ async def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _migrate_log(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.log import StoreError, migrate_log
+    from orchestrator.log import migrate_log
 
     source = settings.debate_database_url or settings.debate_db
     try:
@@ -246,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, UsageError) as exc:
         print(f"debate: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StoreError as exc:  # the log could not be opened or written: one line, no traceback
+        print(f"debate: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("debate: interrupted", file=sys.stderr)
         return 130
