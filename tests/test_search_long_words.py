@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bots.slack.listeners.command import SOMETHING_WENT_WRONG
 from orchestrator.log import DebateLog
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.log_backends import LogBackend
 from tests.test_cli import clean_env, debate
 from tests.test_store import make_spec
@@ -62,3 +65,34 @@ async def test_debate_search_answers_a_long_run(log_backend: LogBackend, tmp_pat
     for query in LONG_RUNS.values():
         code, out, err = await debate(tmp_path, "search", query, env=clean_env(tmp_path) | log_backend.env)
         assert (code, out.strip(), err) == (0, "No matches.", "")
+
+
+async def test_slack_search_for_a_long_run_gets_a_reply(log_backend: LogBackend, tmp_path: Path) -> None:
+    """`/debate search` through bolt's dispatch, on either log: the asker is answered, whatever the query."""
+    async with FakeLLMServer() as llm, SlackAPIPeer() as peer:
+        storage = {"DEBATE_DATABASE_URL": log_backend.target} if log_backend.name == "postgres" else {}
+        settings = slack_settings(str(tmp_path / "slack.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  **storage)
+        async with SlackBot(settings) as bot:
+            for query in LONG_RUNS.values():
+                status, _ = await bot.command(f"search {query}", peer)
+                assert status == 200
+            await bot.settle()
+    answers = [c.params.get("text", "") for c in peer.of("response_url")]
+    assert len(answers) == len(LONG_RUNS) and all(a.startswith("Nothing found for") for a in answers), answers
+
+
+async def test_slack_answers_a_command_that_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever goes wrong inside a command, the asker gets one line saying so."""
+    async with FakeLLMServer() as llm, SlackAPIPeer() as peer:
+        settings = slack_settings(str(tmp_path / "slack.db"), peer, llm.openai_base_url, llm.anthropic_base_url)
+        async with SlackBot(settings) as bot:
+
+            async def broken(*args: object, **kwargs: object) -> list[object]:
+                raise RuntimeError("the index is gone")
+
+            monkeypatch.setattr(bot.core.store, "search", broken)
+            status, _ = await bot.command("search cats", peer)
+            await bot.settle()
+    assert status == 200
+    assert [c.params.get("text") for c in peer.of("response_url")] == [SOMETHING_WENT_WRONG]
