@@ -4,21 +4,35 @@ traceback in the log; the bot stays healthy. Through our HTTP route and bolt's r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote_plus, urlencode
 
+import aiohttp
 import pytest
 
 from bots.slack.blocks import CONTINUE_ACTION, INTERJECT_ACTION, QUOTE_ACTION, VOTE_ACTION
 from bots.slack.modals import CONTINUE_VIEW, INTERJECT_VIEW
 from bots.slack.surface import slack_limits
 from tests.fakes.llm_server import FakeLLMServer
-from tests.fakes.slack_api import SlackAPIPeer, SlackBot, interactive_body, slack_settings, slash_body
+from tests.fakes.slack_api import (
+    SIGNING_SECRET,
+    SlackAPIPeer,
+    SlackBot,
+    interactive_body,
+    sign,
+    slack_settings,
+    slash_body,
+)
 from tests.llm_scripts import script_judge
+from tests.test_cli import clean_env
+from tests.test_serve import free_port, health_until
 
 RESPONSE_URL = "http://127.0.0.1:9/response/none"  # the peer's, once it runs (see `against`)
 USER, TEAM, CHANNEL = {"id": "U1", "team_id": "T1"}, {"id": "T1", "domain": "peer"}, {"id": "C1", "name": "general"}
@@ -169,3 +183,47 @@ async def test_every_hostile_request_is_a_200_or_a_400_and_no_traceback(
     status, _ = await bot.command("help", peer)  # still answering
     await bot.settle()
     assert status == 200 and peer.of("response_url")
+
+
+async def test_serve_and_worker_take_every_hostile_request_without_a_traceback(tmp_path: Path) -> None:
+    """The same table against a real `debate serve --front-only` (Slack HTTP mode) and a `debate worker`
+    beside it: every answer 200 or 400, both stay healthy, neither prints a traceback."""
+    front_port, worker_port = free_port(), free_port()
+    async with FakeLLMServer() as llm, SlackAPIPeer() as peer:
+        env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL=llm.openai_base_url,
+                        ANTHROPIC_API_KEY="sk-ant-test-key-123456", ANTHROPIC_BASE_URL=llm.anthropic_base_url,
+                        SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SIGNING_SECRET,
+                        SLACK_API_BASE_URL=peer.base_url)
+        procs = [await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bots.cli", *args, cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            for args in (("serve", "--front-only", "--host", "127.0.0.1", "--port", str(front_port)),
+                         ("worker", "--name", "w1", "--host", "127.0.0.1", "--port", str(worker_port)))]
+        front, worker = procs
+        try:
+            await health_until(f"http://127.0.0.1:{front_port}/healthz", front, 200)
+            await health_until(f"http://127.0.0.1:{worker_port}/healthz", worker, 200)
+            answers: dict[str, int] = {}
+            async with aiohttp.ClientSession() as http:
+                for name, body in HOSTILE.items():
+                    sent = against(peer, body)
+                    headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SIGNING_SECRET, sent)}
+                    async with http.post(f"http://127.0.0.1:{front_port}/slack/events", data=sent.encode(),
+                                         headers=headers) as response:
+                        answers[name] = response.status
+                help_body = slash_body("help", response_url=peer.response_url())
+                async with http.post(f"http://127.0.0.1:{front_port}/slack/events", data=help_body.encode(),
+                                     headers={"Content-Type": "application/x-www-form-urlencoded",
+                                              **sign(SIGNING_SECRET, help_body)}) as response:
+                    assert response.status == 200
+            await peer.wait_for(lambda p: p.of("response_url"), within=30)  # still answering
+            for port, proc in ((front_port, front), (worker_port, worker)):
+                assert (await health_until(f"http://127.0.0.1:{port}/healthz", proc, 200))["ok"] is True
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.send_signal(signal.SIGTERM)
+            outputs = [await asyncio.wait_for(proc.communicate(), 60) for proc in procs]
+    assert {name: status for name, status in answers.items() if status not in (200, 400)} == {}
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0 and "Traceback" not in err.decode(), err.decode()[-3000:]
