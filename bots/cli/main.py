@@ -81,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="this worker's stable name (default: the host's); it resumes its own debates")
     worker.add_argument("--concurrency", type=int, metavar="N", help="debates at once (default DEBATE_MAX_CONCURRENT)")
     worker.add_argument("--host", default="0.0.0.0", help="where GET /healthz listens (default 0.0.0.0)")
-    worker.add_argument("--port", type=int, default=3001, help="the /healthz port (default 3001; 0 picks a free one)")
+    worker.add_argument("--port", type=int, help="the /healthz port (default 3001, or the next free one "
+                        "when another worker holds it; 0 picks any free one)")
 
     history = command("history", help="recent debates")
     history.add_argument("--limit", type=int, default=20)
