@@ -3,6 +3,7 @@ as a timeout. A real `debate run` subprocess, the real SDKs, a port where nothin
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from orchestrator.providers import provider_spec
 from orchestrator.providers.anthropic_api import AnthropicProvider
 from orchestrator.providers.base import ProviderError, ProviderTimeout
+from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.test_cli import clean_env, debate
 from tests.test_providers_anthropic import call
 
@@ -44,3 +46,16 @@ async def test_both_sdks_say_refused_not_timed_out() -> None:
     await provider.aclose()
     assert not isinstance(info.value, ProviderTimeout)
     assert str(info.value).endswith(f"could not connect to {base} (connection refused): is the server running?")
+
+
+async def test_the_slack_thread_says_the_server_is_not_running(tmp_path: Path) -> None:
+    """The same words reach the debate's thread: through bolt's dispatch, the Slack peer, the real SDKs."""
+    base = f"http://127.0.0.1:{closed_port()}"
+    async with SlackAPIPeer() as peer:
+        settings = slack_settings(str(tmp_path / "d.db"), peer, f"{base}/v1", base)
+        async with SlackBot(settings) as bot:
+            status, _ = await bot.command("Should we self-host our models?", peer)
+            await bot.settle()
+    posted = " ".join(f"{m.text} {json.dumps(m.blocks or [])}" for m in peer.messages.values())
+    assert status == 200
+    assert "could not connect to http://127.0.0.1:" in posted and "is the server running?" in posted, posted[-2000:]
