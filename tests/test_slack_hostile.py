@@ -114,6 +114,7 @@ HOSTILE: dict[str, str] = {
     "shortcut without channel": interactive_body(shortcut(channel=...)),
     "shortcut without user": interactive_body(shortcut(user=...)),
     "shortcut without message": interactive_body(shortcut(message=...)),
+    "global shortcut of ours": interactive_body(shortcut(type="shortcut", channel=..., message=..., message_ts=...)),
     "view without state": interactive_body(submission(INTERJECT_VIEW, view={"callback_id": INTERJECT_VIEW})),
     "view without user": interactive_body(submission(CONTINUE_VIEW, user=...)),
     "view metadata not JSON": interactive_body(submission(INTERJECT_VIEW, view={

@@ -107,7 +107,7 @@ def shape_problem(body: object) -> str | None:
                 return "no actions"
             if _ours(actions[0].get("action_id")):
                 _Click.model_validate(body)
-        elif kind == "message_action" and body.get("callback_id") == QUOTE_ACTION:
+        elif kind in ("message_action", "shortcut") and body.get("callback_id") == QUOTE_ACTION:
             _Shortcut.model_validate(body)
         elif kind in ("view_submission", "view_closed"):
             view = body.get("view")
