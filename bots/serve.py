@@ -25,6 +25,7 @@ from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
 
 WORKER_PORT = 3001  # beside a front's default 3000 on the same host
+WORKER_PORT_TRIES = 100  # a worker without --port takes the first free one from WORKER_PORT on
 
 NOTHING_TO_SERVE = (
     "nothing to serve: set SLACK_BOT_TOKEN with SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET "
@@ -92,15 +93,21 @@ async def graceful_stop(core: Core, health: Health, stopping: asyncio.Event, sto
 
 
 async def work(settings: Settings, *, name: str | None, concurrency: int | None, host: str = "0.0.0.0",
-               port: int = WORKER_PORT, grace_s: float = STOP_GRACE_S) -> int:
+               port: int | None = None, grace_s: float = STOP_GRACE_S) -> int:
     """`debate worker`: run debate workflows from the shared queue until SIGINT/SIGTERM, then stop
     gracefully (the calls in flight get `grace_s`; unfinished debates resume at the next start).
-    `GET /healthz` on host:port answers 200 once the worker takes debates, 503 while it stops."""
+    `GET /healthz` on host:port answers 200 once the worker takes debates, 503 while it stops. Without
+    a `port`, WORKER_PORT, or the next free one when another worker on the host holds it."""
     stopping = asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="worker", name=name, concurrency=concurrency) as core:
         health = Health()
-        async with WebFront(health).listen(host, port) as bound:
+        listening = WebFront(health).listen(host, WORKER_PORT if port is None else port,
+                                            tries=WORKER_PORT_TRIES if port is None else 1)
+        async with listening as bound:
+            if port is None and bound != WORKER_PORT:
+                print(f"debate: port {WORKER_PORT} is taken (another worker on this host?); "
+                      f"GET /healthz on port {bound} instead", file=sys.stderr, flush=True)
             at_once = concurrency or settings.debate_max_concurrent
             print(f"debate: worker {core.executor} running, up to {at_once} debates at once "
                   f"(GET /healthz on http://{host}:{bound}; stop: SIGTERM)", file=sys.stderr, flush=True)

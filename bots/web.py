@@ -14,6 +14,7 @@ balancer sends nothing new to a process that refuses new debates.
 
 from __future__ import annotations
 
+import errno
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -102,26 +103,39 @@ class WebFront:
         return await handler(request)
 
     @asynccontextmanager
-    async def listen(self, host: str, port: int) -> AsyncIterator[int]:
-        """Listen on host:port (0 picks a free port) and yield the bound port. A port that cannot be
-        bound is a ConfigError naming it, raised before any platform starts."""
+    async def listen(self, host: str, port: int, *, tries: int = 1) -> AsyncIterator[int]:
+        """Listen on host:port (0 picks a free port) and yield the bound port; `tries`: with `port`
+        taken, the next ports up to `tries` in all (a default port, which two processes on one host
+        would share). A port that cannot be bound is a ConfigError naming it, raised before any
+        platform starts."""
         application = web.Application()
         application.router.add_route("*", "/{path:.*}", self._dispatch)
         runner = web.AppRunner(application, access_log=None)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, host, port)
-            try:
-                await site.start()
-            except OSError as exc:
-                raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
-                                  "choose another with --host/--port") from None
+            site = await _bind(runner, host, port, tries)
             sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
             bound = sockets[0].getsockname()[1] if sockets else port
             log.info("http: listening on http://%s:%s (GET %s)", host, bound, HEALTH_PATH)
             yield bound
         finally:
             await runner.cleanup()
+
+
+async def _bind(runner: web.AppRunner, host: str, port: int, tries: int) -> web.TCPSite:
+    for candidate in range(port, port + max(1, tries)):
+        site = web.TCPSite(runner, host, candidate)
+        try:
+            await site.start()
+            return site
+        except OSError as exc:
+            await site.stop()  # unregisters it from the runner
+            if exc.errno == errno.EADDRINUSE and candidate + 1 < port + tries:
+                continue
+            taken = f"{host}:{port}" if candidate == port else f"{host}:{port}–{candidate}"
+            raise ConfigError(f"cannot listen on {taken} ({exc.strerror or exc}); "
+                              "choose another with --host/--port") from None
+    raise ConfigError(f"cannot listen on {host}:{port}; choose another with --host/--port")
 
 
 def health_for(running: Callable[[], int], *, slack: bool, discord: bool) -> Health:

@@ -207,8 +207,21 @@ def load_settings(**overrides: object) -> Settings:
         message = str(first["msg"]).removeprefix("Value error, ")
         got = _shown_value(alias or field, first.get("input"))
         raise ConfigError(f"{alias or field}: {message} (got {got}); fix it in the environment or .env") from None
+    _check_log_path(settings)
     use_configured_secrets(settings.secrets())
     return settings
+
+
+def _check_log_path(settings: Settings) -> None:
+    """A SQLite log needs a folder to live in: a typo there is a bad setting, not an empty log."""
+    if settings.debate_database_url is not None or str(settings.debate_db) == ":memory:":
+        return
+    path = settings.debate_db
+    if path.is_dir():
+        raise ConfigError(f"DEBATE_DB: {str(path)!r} is a folder; name a file in it, e.g. {str(path / 'debates.db')!r}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"DEBATE_DB: the folder {str(path.parent)!r} does not exist (got {str(path)!r}); "
+                          "create it or fix DEBATE_DB in the environment or .env")
 
 
 _SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD")

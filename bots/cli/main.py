@@ -10,26 +10,36 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bots.cli.running import EXIT_OK, EXIT_USAGE, UsageError, run_command
+from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
 from bots.cli.terminal import Style, render_history, render_hits, render_record
 from bots.commands import CommandError, StartDebate, start_request
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings, load_settings
 from orchestrator.debate.seating import SETUP_HINT
-from orchestrator.log import to_json, to_markdown
+from orchestrator.log import StoreError, to_json, to_markdown
 from orchestrator.models import EFFORTS, FORMATS
 from orchestrator.providers import ProviderRegistry
 
 DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
 
 
+LOGGING_COMMANDS = ("serve", "worker")  # long-running: warnings on stderr are the operator's log
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="debate", description="Structured debates between LLMs, judged and logged.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the log on stderr, debug detail included")
+    # `-v` also after the command (`debate run TOPIC -v`); SUPPRESS keeps a `-v` given before it
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                         help="show the log on stderr, debug detail included")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run a debate in the terminal")
+    def command(name: str, **kw: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[verbose], **kw)  # type: ignore[arg-type]
+
+    run = command("run", help="run a debate in the terminal")
     run.add_argument("topic", metavar="TOPIC")
     # values stay text here: bots/commands.py checks them, with the same messages as in chat
     run.add_argument("--format", metavar="|".join(FORMATS))
@@ -43,20 +53,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--interactive", action="store_true",
                      help="between rounds, read audience notes for the debaters from stdin")
 
-    go_on = sub.add_parser("continue", help="one more round of a finished debate, then a new verdict")
+    go_on = command("continue", help="one more round of a finished debate, then a new verdict")
     go_on.add_argument("id", metavar="ID")
     go_on.add_argument("facts", metavar="FACTS", nargs="?", help="new facts for the debaters and the judge")
     go_on.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
 
-    again = sub.add_parser("rematch", help="the same topic as a new debate, with other debaters or another format")
+    again = command("rematch", help="the same topic as a new debate, with other debaters or another format")
     again.add_argument("id", metavar="ID")
     again.add_argument("--debaters", metavar="MODEL,MODEL,…")
     again.add_argument("--format", metavar="|".join(FORMATS))
     again.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
 
-    sub.add_parser("demo", help="run a sample debate with whatever provider is configured")
+    command("demo", help="run a sample debate with whatever provider is configured")
 
-    serve = sub.add_parser("serve", help="run the Slack and/or Discord bots")
+    serve = command("serve", help="run the Slack and/or Discord bots")
     serve.add_argument("--slack", action="store_true")
     serve.add_argument("--discord", action="store_true")
     serve.add_argument("--host", default="0.0.0.0")
@@ -66,36 +76,37 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--name", metavar="NAME",
                        help="this front's stable, unique name (default: the host's); two on one host need two names")
 
-    worker = sub.add_parser("worker", help="run debates for fronts started with `debate serve --front-only`")
+    worker = command("worker", help="run debates for fronts started with `debate serve --front-only`")
     worker.add_argument("--name", metavar="NAME",
                         help="this worker's stable name (default: the host's); it resumes its own debates")
     worker.add_argument("--concurrency", type=int, metavar="N", help="debates at once (default DEBATE_MAX_CONCURRENT)")
     worker.add_argument("--host", default="0.0.0.0", help="where GET /healthz listens (default 0.0.0.0)")
-    worker.add_argument("--port", type=int, default=3001, help="the /healthz port (default 3001; 0 picks a free one)")
+    worker.add_argument("--port", type=int, help="the /healthz port (default 3001, or the next free one "
+                        "when another worker holds it; 0 picks any free one)")
 
-    history = sub.add_parser("history", help="recent debates")
+    history = command("history", help="recent debates")
     history.add_argument("--limit", type=int, default=20)
     history.add_argument("--json", action="store_true")
 
-    show = sub.add_parser("show", help="one debate in full")
+    show = command("show", help="one debate in full")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true")
 
-    search = sub.add_parser("search", help="full-text search over topics, turns and recommendations")
+    search = command("search", help="full-text search over topics, turns and recommendations")
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--limit", type=int, default=20)
     search.add_argument("--json", action="store_true")
 
-    export = sub.add_parser("export", help="export a debate as markdown or JSON")
+    export = command("export", help="export a debate as markdown or JSON")
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=("md", "json"), required=True)
     export.add_argument("-o", "--output", metavar="FILE")
 
-    migrate = sub.add_parser("migrate-log", help="copy the log into another SQLite file or Postgres database")
+    migrate = command("migrate-log", help="copy the log into another SQLite file or Postgres database")
     migrate.add_argument("--to", required=True, metavar="URL",
                          help="a postgresql:// URL or a SQLite file path (the source is the configured log)")
 
-    sync = sub.add_parser("discord-sync", help="register the Discord slash commands")
+    sync = command("discord-sync", help="register the Discord slash commands")
     sync.add_argument("--guild", type=int, metavar="ID")
     return parser
 
@@ -203,7 +214,7 @@ async def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _migrate_log(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.log import StoreError, migrate_log
+    from orchestrator.log import migrate_log
 
     source = settings.debate_database_url or settings.debate_db
     try:
@@ -236,16 +247,29 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = 
 }
 
 
+def _configure_logging(command: str, *, verbose: bool) -> None:
+    """The terminal commands show their rendered output and one-line errors, never logger lines (what a
+    user must know is rendered in words); `--verbose` shows the log on stderr. `serve` and `worker` log
+    warnings there too: stderr is their log."""
+    if verbose or command in LOGGING_COMMANDS:
+        logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
+                            format="%(levelname)s %(name)s: %(message)s")
+    else:  # a handler that drops everything, so logging's last-resort handler prints nothing either
+        logging.basicConfig(level=logging.WARNING, handlers=[logging.NullHandler()])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging(args.command, verbose=args.verbose)
     try:
         settings = load_settings()
         return asyncio.run(COMMANDS[args.command](args, settings))
     except (ConfigError, UsageError) as exc:
         print(f"debate: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StoreError as exc:  # the log could not be opened or written: one line, no traceback
+        print(f"debate: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("debate: interrupted", file=sys.stderr)
         return 130

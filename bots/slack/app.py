@@ -7,6 +7,8 @@ import logging
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -14,6 +16,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.listeners import register_listeners
+from bots.slack.listeners.shapes import shape_problem
 from bots.slack.oauth import oauth_settings
 from bots.slack.runtime import SlackRuntime
 from bots.slack.surface import PLATFORM, SlackThread
@@ -42,6 +45,22 @@ def web_client(settings: Settings, token: str | None = None,
     )
 
 
+class GuardedApp(AsyncApp):
+    """bolt's app, for both transports (HTTP mode and Socket Mode dispatch through here): a signed
+    request bolt or our listeners cannot read (listeners/shapes.py) is acked and dropped, and one no
+    listener is for is acked too (bolt says 404, which Slack would retry, then disable the events for)."""
+
+    async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
+        problem = shape_problem(req.body)
+        if problem is not None:
+            kind = req.body.get("type") if isinstance(req.body, dict) else None
+            log.info("slack: ignored a malformed %s request (%s)", kind if isinstance(kind, str) else "untyped",
+                     problem)
+            return BoltResponse(status=200, body="")
+        response = await super().async_dispatch(req)
+        return BoltResponse(status=200, body="") if response.status == 404 else response
+
+
 def is_multi_workspace(settings: Settings) -> bool:
     return bool(settings.slack_client_id and settings.slack_client_secret)
 
@@ -67,7 +86,7 @@ def build_app(
     runtime = SlackRuntime.create(core, limits, multi_workspace=multi)
     oauth = oauth_settings(settings, redirect_uri=redirect_uri) if multi else None  # may raise ConfigError
     runtime.session = aiohttp.ClientSession()  # bolt's per-request clients share the app client's session
-    app = AsyncApp(
+    app = GuardedApp(
         signing_secret=settings.slack_signing_secret,
         client=web_client(settings, None if multi else settings.slack_bot_token, session=runtime.session),
         oauth_settings=oauth,

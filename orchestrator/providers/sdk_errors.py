@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ def translate_error(
         if not state.deadline_expired:
             return None
         return ProviderTimeout(f"{label} timed out after {seconds(state.timeout_s)} s")
+    unreachable = _connect_failure(exc)
+    if unreachable is not None and not state.received:
+        return ProviderError(f"{label}: could not connect to {safe_host(state.base_url)} {unreachable}")
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderTimeout(f"{label} timed out waiting for {safe_host(state.base_url)}")
     if isinstance(exc, sdk.APIConnectionError):
@@ -79,6 +83,21 @@ def translate_error(
         return ProviderError(f"{label} returned a malformed stream ({exc})", kind="bad_output")
     if isinstance(exc, json.JSONDecodeError):
         return ProviderError(f"{label} returned a malformed stream (not JSON)", kind="bad_output")
+    return None
+
+
+def _connect_failure(exc: BaseException) -> str | None:
+    """Why no connection was made, and what to do, when the cause chain says so: the SDKs' aiohttp transport reports a
+    refused connection as a connect *timeout*, so the OS error inside decides, not the outer class."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return "(connection refused): is the server running?"
+        if isinstance(current, socket.gaierror):
+            return "(the host name did not resolve): check the base URL"
+        current = current.__cause__ or current.__context__
     return None
 
 

@@ -44,6 +44,8 @@ from orchestrator.log import StoreError
 
 log = logging.getLogger(__name__)
 
+SOMETHING_WENT_WRONG = "Something went wrong on our side and that command did not run; please try again in a minute."
+
 
 def request_key(command: dict[str, Any]) -> str:
     """trigger_id is unique per invocation and repeated on retries; without one, who said what where."""
@@ -91,6 +93,9 @@ async def run_command(text: str, inv: Invocation) -> None:
     except SlackApiError as exc:
         log.warning("slack: /debate %r failed: %s", text[:80], exc.response.get("error"))
         await inv.tell(f"Slack refused a request (`{exc.response.get('error')}`); please try again.")
+    except Exception as exc:  # a bug of ours: the log keeps the traceback, the user still gets an answer
+        log.error("slack: /debate %r failed with %s", text[:80], type(exc).__name__, exc_info=exc)
+        await inv.tell(SOMETHING_WENT_WRONG)
 
 
 async def debate_command(

@@ -68,7 +68,7 @@ async def quote_button(
     client: AsyncWebClient, respond: AsyncRespond,
 ) -> None:
     await ack()
-    runtime.spawn(post_quote(str(action["value"]), _invocation(body, runtime, client, respond)), "slack-quote")
+    runtime.spawn(post_quote(str(action.get("value", "")), _invocation(body, runtime, client, respond)), "slack-quote")
 
 
 async def quote_shortcut(

@@ -6,18 +6,32 @@ themselves), each debate keeps its best hit, and snippets are built for the fina
 text goes through `websearch_to_tsquery` (inside `debate_tsquery`), which accepts any input: quotes,
 `or`, `-` and stray brackets are read as words or operators, never as an error. `SearchHit.rank` is
 `-ts_rank`, so lower is better as with SQLite's bm25; ties go to the newer row.
+
+What `websearch_to_tsquery` does refuse is size: a word of 2,047 bytes or more ("word is too long in
+tsquery"; 512 emoji are 2,048), or a query past the tsquery's own limits. Such words are dropped before
+the query is sent (no indexed lexeme is that long: `to_tsvector` skips them), and any other refusal of
+the query is "no matches", never an error.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import psycopg
 
 from orchestrator.log.postgres.reads import Conn, from_time, rows, scope_sql
 from orchestrator.log.postgres.schema import TEXT_SEARCH_CONFIG
 from orchestrator.log.records import HitWhere, Scope, SearchHit
 from orchestrator.log.search import SEARCH_CANDIDATES_PER_HIT, SEARCH_RECENT_MATCHES, SNIPPET_TOKENS
 from orchestrator.models import DebateStatus
+
+log = logging.getLogger(__name__)
+
+# A lexeme is at most 2,046 bytes (Postgres's MAXSTRLEN is 2,047): a longer word can match nothing.
+# Well under it, as unaccent may lengthen a word a little before the limit is checked.
+MAX_WORD_BYTES = 1_000
 
 HEADLINE_OPTIONS = (f"StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords={SNIPPET_TOKENS // 3},"
                     " ShortWord=0, MaxFragments=1, FragmentDelimiter=…")
@@ -84,9 +98,26 @@ class _Candidate(NamedTuple):
     status: DebateStatus
 
 
+def searchable(query: str) -> str:
+    """`query` without what no lexeme can equal: NULs, and words past MAX_WORD_BYTES."""
+    return " ".join(w for w in query.replace("\x00", "").split() if len(w.encode()) <= MAX_WORD_BYTES)
+
+
 async def search(conn: Conn, query: str, limit: int, scope: Scope | None = None) -> list[SearchHit]:
+    """The hits for `query`; [] for a query Postgres refuses to read as a tsquery (see the module's doc)."""
+    query = searchable(query)
+    if not query:
+        return []
+    try:
+        async with conn.transaction():  # a savepoint: a refused query leaves the connection usable
+            return await _ranked(conn, query, limit, scope)
+    except (psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex, psycopg.DataError) as exc:
+        log.info("search query refused by Postgres (%s); answered as no matches", type(exc).__name__)
+        return []
+
+
+async def _ranked(conn: Conn, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
     """Rank a few candidates per table, keep each debate's best, then build `limit` snippets."""
-    query = query.replace("\x00", "")
     _, scope_args = scope_sql(scope)
     args = {"query": query, "window": SEARCH_RECENT_MATCHES, "limit": limit * SEARCH_CANDIDATES_PER_HIT,
             **scope_args}
