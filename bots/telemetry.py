@@ -15,10 +15,16 @@ from typing import Any
 
 import aiohttp
 
-from orchestrator.metrics import PLATFORM_WRITES
+from orchestrator.metrics import PLATFORM_WRITES, prepare_platform_metrics
 
 SLACK_WRITES = ("chat.", "views.", "reactions.")
 DISCORD_WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+# the writes a debate's thread makes, counted from 0 (orchestrator/metrics.py, ERROR_KINDS says why)
+THREAD_WRITES = {
+    "slack": ("chat.postMessage", "chat.update"),
+    "discord": ("POST /channels/{id}/messages", "PATCH /channels/{id}/messages/{id}",
+                "POST /channels/{id}/messages/{id}/threads"),
+}
 _ID = re.compile(r"^\d+$")
 
 
@@ -48,6 +54,7 @@ def outcome(status: int) -> str:
 def write_trace(platform: str) -> aiohttp.TraceConfig:
     """A trace that counts `platform`'s writes (pass it to the aiohttp session, or discord.py's `http_trace`)."""
     name = slack_method if platform == "slack" else None
+    prepare_platform_metrics(platform, THREAD_WRITES.get(platform, ()))
     trace = aiohttp.TraceConfig()
 
     def method_of(params: Any) -> str | None:

@@ -69,6 +69,27 @@ COMMAND_ACK = Histogram(
 RENDER_BACKLOG = Gauge("debate_render_backlog_events", "Debate events waiting to be rendered into threads here")
 
 
+# ProviderError.kind values, and "connection": the series a dashboard reads exist at 0 from the start,
+# so the first failure of a kind shows as an increase (a series that appears at 1 shows none)
+ERROR_KINDS = ("timeout", "connection", "auth", "rate_limit", "bad_output", "error")
+
+
+def prepare_model_metrics(providers: list[str]) -> None:
+    """Start the failure and retry counters of every configured provider at 0 (see ERROR_KINDS)."""
+    for provider in providers:
+        name = provider_label(provider)
+        CALL_RETRIES.labels(name)
+        for kind in ERROR_KINDS:
+            CALL_FAILURES.labels(name, kind)
+
+
+def prepare_platform_metrics(platform: str, methods: tuple[str, ...]) -> None:
+    """Start `platform`'s write counters of `methods` at 0, for every outcome."""
+    for method in methods:
+        for outcome in ("ok", "rate_limited", "error"):
+            PLATFORM_WRITES.labels(platform, method, outcome)
+
+
 def provider_label(model_string: str) -> str:
     """The `gen_ai_provider_name` of `provider:model`."""
     provider = model_string.partition(":")[0]

@@ -28,7 +28,7 @@ from orchestrator.durable.continuation import debate_continuation
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
 from orchestrator.log import DebateLog
-from orchestrator.metrics import WORKFLOWS_RECOVERED
+from orchestrator.metrics import WORKFLOWS_RECOVERED, prepare_model_metrics
 from orchestrator.providers import ProviderRegistry, preload_sdks
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ class WorkerHost:
     async def start(self) -> None:
         # the SDKs' imports take ~1.4 s: done now, off the loop, not by the first debate after a (re)start
         await preload_sdks()
+        prepare_model_metrics(self.registry.configured())
         prepare_system_db(self.db_url)
         install_runtime(Runtime(engine=Engine(self.registry, self.settings), log=self.store, steps=self.steps,
                                 audience=LogAudience(self.store)))
