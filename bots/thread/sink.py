@@ -49,6 +49,7 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import DebateLog, MessageRecord
+from orchestrator.logs import about_debate
 from orchestrator.metrics import count_backlog
 from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict
 
@@ -132,6 +133,10 @@ class ThreadSink:
         await self.live.aclose()
 
     async def _run(self) -> None:
+        with about_debate(self.spec.id, self.spec.workspace):
+            await self._render()
+
+    async def _render(self) -> None:
         while True:
             event = await self._queue.get()
             try:

@@ -26,6 +26,7 @@ from orchestrator.events import (
     EventBus,
     VerdictReached,
 )
+from orchestrator.logs import about_debate
 from orchestrator.metrics import DEBATES_FINISHED, DEBATES_RUNNING, DEBATES_STARTED
 from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
 from orchestrator.providers.clients import ProviderRegistry
@@ -112,7 +113,8 @@ class Engine:
         DEBATES_STARTED.labels(*labels).inc()
         DEBATES_RUNNING.inc()
         try:
-            outcome = await self._played(run, play, planned)
+            with about_debate(run.debate_id, run.spec.workspace):
+                outcome = await self._played(run, play, planned)
         finally:
             DEBATES_RUNNING.dec()
         DEBATES_FINISHED.labels(*labels, outcome.status).inc()
