@@ -1,6 +1,7 @@
 """The serving process's one HTTP server: `GET /healthz` in every deployment shape (Socket Mode and
 Discord-only included, so a container's health check always has something to poll), plus the routes
-a platform mounts on it (Slack HTTP mode's /slack/events and install pages).
+a platform mounts on it (Slack HTTP mode's /slack/events and install pages), and `GET /metrics`: the
+process's own counters in the Prometheus text format (orchestrator/metrics.py).
 
 The server listens before any platform has started, and Slack mounts its routes once its app is
 built, so requests go through a table that may grow while serving (aiohttp freezes its own router).
@@ -23,10 +24,12 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 
 from orchestrator.config import ConfigError
+from orchestrator.metrics import CONTENT_TYPE_LATEST, exposition
 
 log = logging.getLogger("bots.web")
 
 HEALTH_PATH = "/healthz"
+METRICS_PATH = "/metrics"  # this process's own numbers, Prometheus text format (orchestrator/metrics.py)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Probe = Callable[[], bool | Awaitable[bool]]
@@ -85,6 +88,7 @@ class WebFront:
         self.health = health or Health()
         self._routes: dict[str, dict[str, Handler]] = {}
         self.mount("GET", HEALTH_PATH, self._healthz)
+        self.mount("GET", METRICS_PATH, self._metrics)
 
     def mount(self, method: str, path: str, handler: Handler) -> None:
         self._routes.setdefault(path, {})[method.upper()] = handler
@@ -92,6 +96,11 @@ class WebFront:
     async def _healthz(self, _: web.Request) -> web.Response:
         status, body = await self.health.report()
         return web.json_response(body, status=status)
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        response = web.Response(body=exposition())
+        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return response
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         methods = self._routes.get(request.path)

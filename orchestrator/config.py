@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -39,6 +40,7 @@ class Settings(BaseSettings):
     debate_call_timeout: float = Field(default=240.0, gt=0, alias="DEBATE_CALL_TIMEOUT")
     debate_max_concurrent: int = Field(default=50, ge=1, alias="DEBATE_MAX_CONCURRENT")
     debate_max_retries: int = Field(default=2, ge=0, le=10, alias="DEBATE_MAX_RETRIES")
+    debate_log_format: Literal["text", "json"] = Field(default="text", alias="DEBATE_LOG_FORMAT")
 
     # what chat users may start (the CLI on the host is the operator and is not limited by these)
     debate_max_running_per_user: int = Field(default=2, ge=1, alias="DEBATE_MAX_RUNNING_PER_USER")

@@ -23,6 +23,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.metrics import LOG_WRITE_FAILURES
 from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict, now
 
 log = logging.getLogger(__name__)
@@ -264,6 +265,7 @@ class EventBus:
             try:
                 await self.log.handle(event)
             except Exception as exc:
+                LOG_WRITE_FAILURES.inc()
                 log.exception("log write failed on %s for debate %s", type(event).__name__, event.debate_id)
                 await self._stop(event)
                 raise LogWriteFailed(LOG_WRITE_FAILED) from exc

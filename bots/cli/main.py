@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings, load_settings
 from orchestrator.debate.seating import SETUP_HINT
 from orchestrator.log import StoreError, to_json, to_markdown
+from orchestrator.logs import configure_logging
 from orchestrator.models import EFFORTS, FORMATS
 from orchestrator.providers import ProviderRegistry
 
@@ -247,22 +249,28 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = 
 }
 
 
-def _configure_logging(command: str, *, verbose: bool) -> None:
+def _configure_logging(args: argparse.Namespace, settings: Settings | None = None) -> None:
     """The terminal commands show their rendered output and one-line errors, never logger lines (what a
     user must know is rendered in words); `--verbose` shows the log on stderr. `serve` and `worker` log
-    warnings there too: stderr is their log."""
-    if verbose or command in LOGGING_COMMANDS:
-        logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
-                            format="%(levelname)s %(name)s: %(message)s")
-    else:  # a handler that drops everything, so logging's last-resort handler prints nothing either
+    warnings there too: stderr is their log (INFO as well, one JSON object a line, with
+    DEBATE_LOG_FORMAT=json). Called again once the settings are read, for their format and secrets."""
+    command, verbose = args.command, args.verbose
+    if not (verbose or command in LOGGING_COMMANDS):  # drop everything, logging's last resort included
         logging.basicConfig(level=logging.WARNING, handlers=[logging.NullHandler()])
+        return
+    fmt = settings.debate_log_format if settings is not None else "text"
+    level = logging.DEBUG if verbose else logging.INFO if fmt == "json" else logging.WARNING
+    role = "front" if getattr(args, "front_only", False) else command
+    process = getattr(args, "name", None) or socket.gethostname()
+    configure_logging(fmt, level, role=role, process=process, secrets=settings.secrets() if settings else ())
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    _configure_logging(args.command, verbose=args.verbose)
+    _configure_logging(args)
     try:
         settings = load_settings()
+        _configure_logging(args, settings)
         return asyncio.run(COMMANDS[args.command](args, settings))
     except (ConfigError, UsageError) as exc:
         print(f"debate: {exc}", file=sys.stderr)

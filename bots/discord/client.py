@@ -26,7 +26,8 @@ from bots.discord.commands import DebateCog
 from bots.discord.loop import LoopCog
 from bots.discord.output import DiscordOutput
 from bots.discord.recall import RecallCog
-from bots.discord.surface import NO_MENTIONS
+from bots.discord.surface import NO_MENTIONS, PLATFORM
+from bots.telemetry import write_trace
 from bots.thread import Limits
 from bots.web import Health
 from orchestrator.app import Core
@@ -47,6 +48,7 @@ class DebateBot(commands.Bot):
 
     def __init__(self, core: Core, *, pacing: Limits | None = None, **options: Any) -> None:
         options.setdefault("intents", discord.Intents.default())  # no privileged intents needed
+        options.setdefault("http_trace", write_trace(PLATFORM))  # counts every REST write (bots/telemetry.py)
         super().__init__(command_prefix=commands.when_mentioned, help_command=None, allowed_mentions=NO_MENTIONS,
                          **options)
         self.core = core

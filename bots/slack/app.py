@@ -20,6 +20,7 @@ from bots.slack.listeners.shapes import shape_problem
 from bots.slack.oauth import oauth_settings
 from bots.slack.runtime import SlackRuntime
 from bots.slack.surface import PLATFORM, SlackThread
+from bots.telemetry import write_trace
 from bots.thread import FrontTailer, Limits, Pacer, Reach
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
@@ -85,7 +86,8 @@ def build_app(
     multi = is_multi_workspace(settings)
     runtime = SlackRuntime.create(core, limits, multi_workspace=multi)
     oauth = oauth_settings(settings, redirect_uri=redirect_uri) if multi else None  # may raise ConfigError
-    runtime.session = aiohttp.ClientSession()  # bolt's per-request clients share the app client's session
+    # bolt's per-request clients share the app client's session; its trace counts the writes (bots/telemetry.py)
+    runtime.session = aiohttp.ClientSession(trace_configs=[write_trace(PLATFORM)])
     app = GuardedApp(
         signing_secret=settings.slack_signing_secret,
         client=web_client(settings, None if multi else settings.slack_bot_token, session=runtime.session),

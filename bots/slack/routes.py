@@ -22,6 +22,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bots.web import WebFront
+from orchestrator.metrics import COMMAND_ACK
 
 log = logging.getLogger("bots.slack")
 
@@ -51,6 +52,7 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
     """POST /slack/events (when `events`: HTTP mode) and, with OAuth, the install and redirect pages."""
 
     async def on_event(request: web.Request) -> web.Response:
+        arrived = time.perf_counter()
         raw = await request.read()
         headers = request.headers
         if not signature_ok(signing_secret, raw, headers.get("X-Slack-Request-Timestamp"),
@@ -62,7 +64,10 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
         except Exception:  # bolt parses and reads ids here; what it cannot read is a bad request, not our bug
             log.warning("slack: a signed request with a body bolt cannot read (%d bytes); answered 400", len(raw))
             return web.json_response({"error": "unreadable body"}, status=400)
-        return await to_aiohttp_response(await app.async_dispatch(bolt_request))
+        answer = await app.async_dispatch(bolt_request)  # a slash command's answer is its ack
+        if isinstance(bolt_request.body, dict) and "command" in bolt_request.body:
+            COMMAND_ACK.labels("slack").observe(time.perf_counter() - arrived)
+        return await to_aiohttp_response(answer)
 
     if events:
         front.mount("POST", EVENTS_PATH, on_event)

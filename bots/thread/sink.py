@@ -49,6 +49,8 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import DebateLog, MessageRecord
+from orchestrator.logs import about_debate
+from orchestrator.metrics import count_backlog
 from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,8 @@ class ThreadSink:
         self._ended = asyncio.Event()  # the final event has been queued
         self._queue: asyncio.Queue[EventBase] = asyncio.Queue()
         self._worker = asyncio.create_task(self._run(), name=f"thread-sink-{spec.id}")
+        uncount = count_backlog(self._queue.qsize)  # the queue is in the metrics' render backlog while it works
+        self._worker.add_done_callback(lambda _: uncount())
 
     @classmethod
     async def open(cls, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec,
@@ -129,6 +133,10 @@ class ThreadSink:
         await self.live.aclose()
 
     async def _run(self) -> None:
+        with about_debate(self.spec.id, self.spec.workspace):
+            await self._render()
+
+    async def _render(self) -> None:
         while True:
             event = await self._queue.get()
             try:

@@ -26,6 +26,8 @@ from orchestrator.events import (
     EventBus,
     VerdictReached,
 )
+from orchestrator.logs import about_debate
+from orchestrator.metrics import DEBATES_FINISHED, DEBATES_RUNNING, DEBATES_STARTED
 from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
 from orchestrator.providers.clients import ProviderRegistry
 from orchestrator.safety import Redactor
@@ -105,7 +107,20 @@ class Engine:
     async def _guarded(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], *,
                        planned: int | None = None) -> Outcome:
         """`play`'s outcome; a stop (a cancelled task, when the steps say that is a stop) ends the debate
-        cancelled, and a crash ends it failed, each with its closing event."""
+        cancelled, and a crash ends it failed, each with its closing event. Counted in the metrics: a
+        debate resumed after a restart counts as started again where it resumes."""
+        labels = (run.spec.platform, run.spec.format)
+        DEBATES_STARTED.labels(*labels).inc()
+        DEBATES_RUNNING.inc()
+        try:
+            with about_debate(run.debate_id, run.spec.workspace):
+                outcome = await self._played(run, play, planned)
+        finally:
+            DEBATES_RUNNING.dec()
+        DEBATES_FINISHED.labels(*labels, outcome.status).inc()
+        return outcome
+
+    async def _played(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], planned: int | None) -> Outcome:
         try:
             return await play()
         except asyncio.CancelledError:

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -41,6 +42,7 @@ from orchestrator.events import (
     TurnFailed,
     TurnStarted,
 )
+from orchestrator.metrics import observe_call
 from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, Interjection, Seat, Turn
 from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.clients import ProviderRegistry
@@ -184,7 +186,23 @@ class DebateRun:
     async def _call_model(
         self, model_string: str, call: ModelCall, stream: tuple[int, str, str] | None
     ) -> CallResult:
-        """The step: call the model; with `stream` (round, seat, kind), send its text as it arrives."""
+        """The step: call the model; with `stream` (round, seat, kind), send its text as it arrives.
+        Counted in the process's metrics here, where the call runs (a replayed step is not counted)."""
+        first_token: list[float] = []
+        result = await self._make_call(model_string, call, stream, first_token)
+        if result.error_kind != CONFIG_ERROR:
+            completion = result.completion
+            observe_call(model_string, result.duration_ms / 1000, error_kind=result.error_kind,
+                         input_tokens=completion.input_tokens if completion else 0,
+                         output_tokens=completion.output_tokens if completion else 0,
+                         cost_usd=estimate_cost(model_string, completion.input_tokens, completion.output_tokens)
+                         if completion else None,
+                         first_token_s=first_token[0] if first_token else None)
+        return result
+
+    async def _make_call(
+        self, model_string: str, call: ModelCall, stream: tuple[int, str, str] | None, first_token: list[float]
+    ) -> CallResult:
         started = time.time()
         clock = time.perf_counter()
 
@@ -202,7 +220,7 @@ class DebateRun:
         try:
             try:
                 async with asyncio.timeout(call.timeout_s + 5):  # backstop if a provider ignores its own bound
-                    completion = cap.check(await provider.complete(call, cap.add))
+                    completion = cap.check(await provider.complete(call, _noting_first(cap.add, clock, first_token)))
             except TextTooLong:
                 completion = await cap.cut(call, elapsed_ms())
             finally:
@@ -290,6 +308,17 @@ class DebateRun:
 
     async def round_completed(self, round: int, total: int) -> None:
         await self.emit(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
+
+
+def _noting_first(on_delta: Callable[[str], Any], clock: float, first: list[float]) -> Callable[[str], Any]:
+    """`on_delta`, noting in `first` the seconds from `clock` to the first text that arrives."""
+
+    def noted(text: str) -> Any:
+        if not first and text:
+            first.append(time.perf_counter() - clock)
+        return on_delta(text)
+
+    return noted
 
 
 def _closing_event(where: dict[str, Any], result: CallResult) -> TurnCompleted | TurnFailed:

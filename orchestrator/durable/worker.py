@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 from dbos import DBOS
 
@@ -27,6 +28,7 @@ from orchestrator.durable.continuation import debate_continuation
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
 from orchestrator.log import DebateLog
+from orchestrator.metrics import WORKFLOWS_RECOVERED, prepare_model_metrics
 from orchestrator.providers import ProviderRegistry, preload_sdks
 
 log = logging.getLogger(__name__)
@@ -60,14 +62,29 @@ class WorkerHost:
     async def start(self) -> None:
         # the SDKs' imports take ~1.4 s: done now, off the loop, not by the first debate after a (re)start
         await preload_sdks()
+        prepare_model_metrics(self.registry.configured())
         prepare_system_db(self.db_url)
         install_runtime(Runtime(engine=Engine(self.registry, self.settings), log=self.store, steps=self.steps,
                                 audience=LogAudience(self.store)))
         DBOS(config=dbos_config(self.db_url, self.executor_id))
         DBOS.listen_queues([QUEUE])
+        launched = datetime.now(UTC).isoformat()
         DBOS.launch()  # in the running loop: dequeued and recovered workflows run on it
         self._started = True
+        await self._count_recovered(launched)
         await register_queue(self.concurrency)
+
+    async def _count_recovered(self, launched: str) -> None:
+        """Count, in the metrics, the workflows this executor left pending that the launch resumed."""
+        try:
+            pending = await DBOS.list_workflows_async(status="PENDING", executor_id=self.executor_id,
+                                                      end_time=launched, load_input=False, load_output=False)
+        except Exception:  # a count must not keep the worker from serving
+            log.warning("could not count the recovered workflows", exc_info=True)
+            return
+        if pending:
+            log.info("resumed %d unfinished debate workflow(s)", len(pending))
+            WORKFLOWS_RECOVERED.inc(len(pending))
 
     async def stop(self, grace_s: float = GRACE_S) -> None:
         """Let the steps in flight finish (up to `grace_s`), then shut DBOS down, recording nothing more."""

@@ -25,6 +25,7 @@ import anthropic
 from anthropic import AsyncAnthropic
 
 from orchestrator.config import Settings
+from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, Message, ModelCall, ProviderNotConfiguredError
 from orchestrator.providers.http import sdk_http_client
@@ -86,7 +87,7 @@ class AnthropicProvider:
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
         self._client = AsyncAnthropic(
             api_key=api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout_s,
-            http_client=sdk_http_client(anthropic, self.base_url, timeout_s),
+            http_client=sdk_http_client(anthropic, self.base_url, timeout_s, provider_label(spec.name)),
         )
 
     @classmethod

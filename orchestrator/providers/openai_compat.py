@@ -24,6 +24,7 @@ import openai
 from openai import AsyncOpenAI
 
 from orchestrator.config import Settings
+from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderNotConfiguredError
 from orchestrator.providers.http import sdk_http_client
@@ -74,7 +75,7 @@ class OpenAICompatProvider:
         self.base_url = base_url
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
         self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
-                                   http_client=sdk_http_client(openai, base_url, timeout_s))
+                                   http_client=sdk_http_client(openai, base_url, timeout_s, provider_label(spec.name)))
 
     @classmethod
     def from_settings(cls, spec: ProviderSpec, settings: Settings) -> OpenAICompatProvider:
