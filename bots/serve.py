@@ -16,13 +16,14 @@ the same `--name` for `debate worker`).
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
-import sys
 
 from bots.signals import on_stop_signals
 from bots.web import Health, WebFront, health_for
 from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
+from orchestrator.logs import say
 
 WORKER_PORT = 3001  # beside a front's default 3000 on the same host
 WORKER_PORT_TRIES = 100  # a worker without --port takes the first free one from WORKER_PORT on
@@ -32,6 +33,8 @@ NOTHING_TO_SERVE = (
     "(HTTP mode), or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET/SLACK_SIGNING_SECRET (multi-workspace), "
     "and/or DISCORD_BOT_TOKEN; see README"
 )
+
+log = logging.getLogger("bots.serve")
 
 
 def slack_configured(settings: Settings) -> bool:
@@ -56,22 +59,22 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
         front = WebFront(health_for(lambda: 0, slack=slack, discord=discord))
         async with front.listen(host, port), asyncio.TaskGroup() as group:
-            print(f"debate: GET /healthz on http://{host}:{port}", file=sys.stderr)
-            print(f"debate: this front renders threads as {core.renderer}", file=sys.stderr)
+            say(log, f"GET /healthz on http://{host}:{port}")
+            say(log, f"this front renders threads as {core.renderer}")
             if core.executor is not None:
-                print(f"debate: worker {core.executor} runs debates here", file=sys.stderr)
+                say(log, f"worker {core.executor} runs debates here")
             else:
-                print("debate: front only: debates run in `debate worker` processes", file=sys.stderr)
+                say(log, "front only: debates run in `debate worker` processes")
             if slack:
                 from bots.slack.serve import run_slack
 
                 mode = "Socket Mode" if settings.slack_app_token else f"HTTP on http://{host}:{port}/slack/events"
-                print(f"debate: Slack ({mode})", file=sys.stderr)
+                say(log, f"Slack ({mode})")
                 group.create_task(run_slack(core, host, port, stop, front=front), name="slack")
             if discord:
                 from bots.discord.client import run_discord
 
-                print("debate: Discord (gateway)", file=sys.stderr)
+                say(log, "Discord (gateway)")
                 group.create_task(run_discord(core, stop, health=front.health), name="discord")
             group.create_task(graceful_stop(core, front.health, stopping, stop, grace_s), name="graceful-stop")
     return 0
@@ -82,8 +85,7 @@ async def graceful_stop(core: Core, health: Health, stopping: asyncio.Event, sto
     """Once `stopping` is set: refuse new debates, stop the worker gracefully, then set `stop` (the
     platforms close and stop following their threads)."""
     await stopping.wait()
-    print("debate: stopping: new debates are refused; debates in progress resume at the next start",
-          file=sys.stderr, flush=True)
+    say(log, "stopping: new debates are refused; debates in progress resume at the next start")
     health.stop()
     core.stopping = True
     try:
@@ -106,11 +108,11 @@ async def work(settings: Settings, *, name: str | None, concurrency: int | None,
                                             tries=WORKER_PORT_TRIES if port is None else 1)
         async with listening as bound:
             if port is None and bound != WORKER_PORT:
-                print(f"debate: port {WORKER_PORT} is taken (another worker on this host?); "
-                      f"GET /healthz on port {bound} instead", file=sys.stderr, flush=True)
+                say(log, f"port {WORKER_PORT} is taken (another worker on this host?); "
+                      f"GET /healthz on port {bound} instead")
             at_once = concurrency or settings.debate_max_concurrent
-            print(f"debate: worker {core.executor} running, up to {at_once} debates at once "
-                  f"(GET /healthz on http://{host}:{bound}; stop: SIGTERM)", file=sys.stderr, flush=True)
+            say(log, f"worker {core.executor} running, up to {at_once} debates at once "
+                  f"(GET /healthz on http://{host}:{bound}; stop: SIGTERM)")
             await stopping.wait()
             health.stop()
             await core.stop_workers(grace_s)

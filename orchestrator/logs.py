@@ -24,6 +24,15 @@ LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 _about: ContextVar[tuple[str, str | None] | None] = ContextVar("debate_log_about", default=None)
+_json_lines = False  # configure_logging chose json: a process's status lines are log lines too
+
+
+def say(logger: logging.Logger, text: str) -> None:
+    """A status line for the operator (`debate: listening…`): printed on stderr, or an INFO record in json."""
+    if _json_lines:
+        logger.info(text)
+    else:
+        print(f"debate: {text}", file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -72,6 +81,8 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(fmt: str, level: int, *, role: str, process: str, secrets: tuple[str, ...] = ()) -> None:
     """One stderr handler for the whole process in `fmt` ("text" or "json"), at `level`."""
+    global _json_lines
+    _json_lines = fmt == "json"
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     handler.addFilter(_Context(role, process, Redactor(secrets)))
