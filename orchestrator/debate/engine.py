@@ -24,6 +24,7 @@ from orchestrator.events import (
     DebateFinished,
     DebateStarted,
     EventBus,
+    LogWriteFailed,
     VerdictReached,
 )
 from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
@@ -105,9 +106,12 @@ class Engine:
     async def _guarded(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], *,
                        planned: int | None = None) -> Outcome:
         """`play`'s outcome; a stop (a cancelled task, when the steps say that is a stop) ends the debate
-        cancelled, and a crash ends it failed, each with its closing event."""
+        cancelled, and a crash ends it failed, each with its closing event. A log that stopped the debate
+        is no crash: LogWriteFailed goes to whoever runs the debate, which records the failure."""
         try:
             return await play()
+        except LogWriteFailed:
+            raise
         except asyncio.CancelledError:
             if not run.steps.task_cancel_is_stop:  # the process is stopping: the debate resumes elsewhere
                 raise
