@@ -6,13 +6,16 @@ quota slot."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
+from bots.slack.surface import slack_limits
 from orchestrator.debate.engine import Engine
 from orchestrator.debate.jobs import DebateJobs
 from orchestrator.events import LOG_WRITE_FAILED, DebateFailed, EventBase, TurnStarted
@@ -21,7 +24,8 @@ from orchestrator.models import DebateSpec, Seat
 from orchestrator.providers import ProviderRegistry
 from orchestrator.quotas import Quota
 from tests.debate_harness import settings_for
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
 
@@ -115,3 +119,54 @@ async def test_a_debate_the_log_stopped_ends_failed_with_its_reason_once_the_log
         assert [t.seat for t in record.turns] == ["A"]  # the opening was logged before the lock
         # the failed debate holds no slot: the same user may start another at once
         await store.admit(chat_spec("And the next one?"), ONE_AT_A_TIME)
+
+
+# -- through Slack: `debate serve` in this process (front and worker), the workflows in DBOS ---------------
+
+
+def _text(message: Any) -> str:
+    return message.text + json.dumps(message.blocks or [])
+
+
+async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_once_and_frees_the_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(writer_thread, "BUSY_TIMEOUT_MS", 200)
+    db = tmp_path / "d.db"
+    backend = LogBackend("sqlite", str(db))
+    lock = LogLock(backend)
+    limits = slack_limits(post_interval=0.05, updates=600, window=60.0, edit_interval=0.2)
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
+        script_judge(llm, "A")
+        llm.add_rule(Reply(text="Opening: the numbers favour the cache. " * 12, tokens_per_s=40), match="gpt-5")
+        llm.add_rule(Reply(text="Rebuttal: caches hide bugs. " * 12, tokens_per_s=40), match="claude")
+        settings = slack_settings(str(db), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  DEBATE_MAX_RUNNING_PER_USER=1, DEBATE_WORKFLOW_DB_URL=f"sqlite:///{tmp_path}/wf.sqlite")
+        async with SlackBot(settings, limits) as bot:
+            status, _ = await bot.command("Should the cache sit at the edge? --rounds 1", peer, channel="C9")
+            assert status == 200
+            await peer.wait_for(lambda p: any("A · proposer" in m.text for m in p.messages.values()))
+            lock.take()  # mid-debate: the proposer's turn is streaming into the thread
+            try:
+                await peer.wait_for(lambda p: any("could not be written" in _text(m) for m in p.messages.values()
+                                                  if m.thread_ts is None), within=30)
+            finally:
+                lock.release()
+            await bot.settle()
+            (first,) = await bot.core.store.history(5)
+            record = await bot.core.store.get_debate(first.id, turns=False)
+            assert record is not None and (record.status, record.error) == ("failed", LOG_WRITE_FAILED)
+
+            thread = peer.thread("C9", record.thread or "")
+            headers = [m.text.splitlines()[0] for m in thread if m.text.startswith("*")]
+            assert headers and len(headers) == len(set(headers)), headers  # no turn shown twice
+            posts = [c.params for c in peer.of("chat.postMessage") if c.params.get("thread_ts") == record.thread]
+            assert len(posts) == len(thread)  # nothing posted a second time
+            assert not [m.text for m in thread if m.text.rstrip().endswith("▍")]  # no streaming cursor left
+
+            # the failed debate holds no slot: the same user starts another at once
+            status, _ = await bot.command("And the next one? --rounds 1", peer, channel="C9")
+            assert status == 200
+            await bot.settle()
+            assert not [c for c in peer.of("response_url") if "already have" in str(c.params.get("text", ""))]
+            assert len(await bot.core.store.history(5)) == 2
