@@ -6,8 +6,12 @@ quota slot."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import socket
 import sqlite3
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ import psycopg
 import pytest
 
 from bots.slack.surface import slack_limits
+from orchestrator.app import RUN_CUT_OFF, sweep_dead_runs
 from orchestrator.debate.engine import Engine
 from orchestrator.debate.jobs import DebateJobs
 from orchestrator.events import LOG_WRITE_FAILED, DebateFailed, EventBase, TurnStarted
@@ -170,3 +175,27 @@ async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_onc
             await bot.settle()
             assert not [c for c in peer.of("response_url") if "already have" in str(c.params.get("text", ""))]
             assert len(await bot.core.store.history(5)) == 2
+
+
+# -- the start-up sweep: `debate run` processes that are gone ----------------------------------------------
+
+
+async def test_a_start_fails_the_debates_of_debate_run_processes_that_are_gone(log_backend: LogBackend) -> None:
+    gone = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    assert await gone.wait() == 0
+    host = socket.gethostname()
+    async with log_backend.open(runner=f"cli:{host}:{gone.pid}") as dead, \
+            log_backend.open(runner=f"cli:{host}:{os.getpid()}") as alive, \
+            log_backend.open(runner=f"cli:{host}:1") as other:
+        orphan = chat_spec("Left running by a process that is gone")
+        await dead.admit(orphan, ONE_AT_A_TIME)
+        mine, init = chat_spec("Still running here"), chat_spec("Run by a process that is alive")
+        await alive.create_debate(mine)
+        await other.create_debate(init)
+        assert await sweep_dead_runs(alive) == [orphan.id]
+        record = await alive.get_debate(orphan.id, turns=False)
+        assert record is not None and (record.status, record.error) == ("failed", RUN_CUT_OFF)
+        for running in (mine, init):
+            assert (await alive.get_debate(running.id, turns=False)).status == "running"  # type: ignore[union-attr]
+        # its slot is free again: three at once, with the two still running
+        await alive.admit(chat_spec("And the next one?"), Quota(max_running=10, max_running_per_user=3))
