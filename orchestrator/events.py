@@ -244,13 +244,17 @@ class LogWriteFailed(Exception):
 
 
 async def until_written(write: Callable[[], Awaitable[None]], what: str, *, first_s: float = RETRY_FIRST_S,
-                        cap_s: float = RETRY_CAP_S) -> None:
+                        cap_s: float = RETRY_CAP_S, gives_up: tuple[type[Exception], ...] = ()) -> None:
     """Run `write` until it succeeds, pausing `first_s`, doubling up to `cap_s`, between attempts (a log
-    locked or full for a while); only a cancel ends it early."""
+    locked or full for a while); a cancel ends it early, and so does an error of `gives_up` (one that
+    no retry can mend), which is logged."""
     delay = first_s
     while True:
         try:
             await write()
+            return
+        except gives_up as exc:
+            log.warning("%s failed for good: %s", what, exc)
             return
         except Exception as exc:
             log.warning("%s failed (%s); trying again in %.1f s", what, type(exc).__name__, delay)
@@ -260,8 +264,12 @@ async def until_written(write: Callable[[], Awaitable[None]], what: str, *, firs
 
 async def log_failure(store: Sink, debate_id: str, outcome: Outcome) -> None:
     """Write the debate's failure through the log sink `store`, retrying until the log accepts it."""
+    from orchestrator.log.records import StoreError  # here: orchestrator.log imports this module
+
     failed = DebateFailed(debate_id=debate_id, outcome=outcome)
-    await until_written(lambda: store.handle(failed), f"logging the failure of debate {debate_id}")
+    # a StoreError is for good (the debate is not in the log at all, the log is closed or read-only)
+    await until_written(lambda: store.handle(failed), f"logging the failure of debate {debate_id}",
+                        gives_up=(StoreError,))
 
 
 class EventBus:
