@@ -38,7 +38,7 @@ from bench.common import Table, median
 from bench.killcheck import DebateCheck, check_debate, check_workflow, summarize
 from bench.killscript import CON_MODEL, JUDGE_MODEL, PRO_MODEL, KillScript, marker, tag_of, topic
 from bench.pg import BenchPostgres, PostgresUnavailable, exit_cleanly_on_sigterm
-from bench.served import LogSource, Peers, Proc, ProcessExited, integrity, read_log
+from bench.served import LogSource, Peers, Proc, ProcessExited, free_port, integrity, read_log
 from orchestrator.durable.names import workflow_id
 from tests.fakes.llm_server import FakeLLMServer, RequestRecord
 
@@ -52,6 +52,7 @@ KILL_WINDOW_S = (0.1, 4.5)  # after all three debates are logged; a debate takes
 FINISH_WITHIN_S = 60.0  # after the restart, for every debate to end and its thread to settle
 SETTLED_CALL_S = 1.0  # a model call that finished this long before the kill must not run again
 QUIET_S = 2.5  # no platform call for this long (a verdict may wait 2 s for the debate's end): settled
+BIND_ATTEMPTS = 3  # a product process that could not bind its port is started again on a fresh one
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,27 @@ def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None,
             trials.append(Trial(n, "postgres", rng.choice(("w1", "w2")), rng.uniform(*KILL_WINDOW_S),
                                 rng.choice((1, 2))))
     return trials
+
+
+async def launch(proc: Proc, peers: Peers, *, identifies_before: int | None = None) -> None:
+    """Start `proc` and wait until it is ready. Its port was free when it was picked, but another lane's
+    process may have bound it since (a restart binds the same port again, after a gap): a process that
+    exits because it cannot listen is started again on a fresh port, up to BIND_ATTEMPTS times."""
+    for attempt in range(BIND_ATTEMPTS):
+        await proc.start()
+        try:
+            await proc.ready(peers, identifies_before=identifies_before)
+            return
+        except ProcessExited as exc:
+            if "cannot listen" not in str(exc) or proc.port is None or attempt == BIND_ATTEMPTS - 1:
+                raise
+            _move_port(proc, free_port())
+
+
+def _move_port(proc: Proc, port: int) -> None:
+    at = proc.args.index("--port")
+    proc.args[at + 1] = str(port)
+    proc.port = port
 
 
 def _platform(trial: Trial, index: int) -> str:
@@ -267,8 +289,7 @@ async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: d
         front = procs.get("serve") or procs["front"]
         try:
             for proc in procs.values():  # one after the other: the front first, then the worker
-                await proc.start()
-                await proc.ready(peers, identifies_before=0 if proc is front else None)
+                await launch(proc, peers, identifies_before=0 if proc is front else None)
             assert front.port is not None
             await _start_debates(trial, peers, front.port)
             if not await _until(lambda: len(_statuses(db, tags)) == len(tags), 30):
@@ -286,8 +307,7 @@ async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: d
                 killed_at = time.monotonic()
                 await victim.wait()
                 respawned_at = time.monotonic()  # a call the peers see after this is the new process's
-                await victim.start()
-                await victim.ready(peers, identifies_before=identifies if victim is front else None)
+                await launch(victim, peers, identifies_before=identifies if victim is front else None)
                 result.ready_s = time.monotonic() - killed_at
 
             await _until(lambda: _rendered(db, tags), FINISH_WITHIN_S, step=0.2)
@@ -392,11 +412,9 @@ async def run_postgres_trial(trial: Trial, script: KillScript, root: Path, pool:
         procs = [front1, front2, *workers.values()]
         db: LogSource = url
         try:
-            await front1.start()  # first alone: it creates the log's tables and DBOS's schema
-            await front1.ready(peers, identifies_before=0)
-            for proc in procs[1:]:
-                await proc.start()
-            await asyncio.gather(*(proc.ready(peers) for proc in procs[1:]))
+            # first alone: it creates the log's tables and DBOS's schema
+            await launch(front1, peers, identifies_before=0)
+            await asyncio.gather(*(launch(proc, peers) for proc in procs[1:]))
             assert front1.port is not None and front2.port is not None
             await _start_debates(trial, peers, {"front1": front1.port, "front2": front2.port}, result.fronts_used)
             if not await _until(lambda: len(_statuses(db, tags)) == len(tags), 30):
@@ -414,8 +432,7 @@ async def run_postgres_trial(trial: Trial, script: KillScript, root: Path, pool:
                 killed_at, killed_epoch = time.monotonic(), time.time()
                 await victim.wait()
                 respawned_at = time.monotonic()
-                await victim.start()
-                await victim.ready(peers)
+                await launch(victim, peers)
                 result.ready_s = time.monotonic() - killed_at
             result.in_flight = len(in_flight_tags)
 

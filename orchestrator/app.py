@@ -12,9 +12,12 @@ One way to open it per kind of process (`Role`):
 - `read` (`history`, `show`, `search`, `export`, `discord-sync`): the log opened read-only; never
   changes it and never touches the workflow database, whatever else is running.
 
-No durable role fails "running" debates at start (`mark_interrupted`): their workflows resume. A
+No durable role fails its own "running" debates at start: their workflows resume (one the log stopped
+resumes at the step that writes its failure to the log, retried until the log accepts it). A
 debate a front shows as running without a workflow behind it is failed by the front's tailer
-(`bots.thread.tail`), with a message in its thread. Importing DBOS costs ~0.4 s: only the durable
+(`bots.thread.tail`), with a message in its thread. Every role that writes sweeps, at start, the
+debates of `debate run` processes on this host that are gone (`sweep_dead_runs`): nothing resumes
+those, and a debate left "running" would hold its quota slot for hours. Importing DBOS costs ~0.4 s: only the durable
 roles import `orchestrator.durable`, inside `open`.
 """
 
@@ -42,6 +45,8 @@ log = logging.getLogger(__name__)
 Role = Literal["serve", "front", "worker", "run", "read"]
 DURABLE_ROLES: tuple[Role, ...] = ("serve", "front", "worker")
 RESTARTING = "The bot is restarting; try again in a minute."
+RUN_CUT_OFF = ("Debate failed: the `debate run` process running it stopped before its end was logged "
+               "(start it again).")
 STOP_GRACE_S = 20.0  # how long a stopping worker lets the model calls in flight finish
 
 
@@ -60,6 +65,35 @@ def renderer_name(name: str | None = None) -> str:
     unique among running fronts and stable across a front's restarts (`debate serve --name`), so a
     restarted front takes its own workspaces back at once."""
     return f"front:{name or socket.gethostname()}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+async def sweep_dead_runs(store: DebateLog) -> list[str]:
+    """Fail the debates that `debate run` processes of this host left running and that are gone (a kill,
+    or an exit while the log could not take the failure); returns their ids. Best effort: a log that
+    cannot be read or written now is swept at the next start."""
+    prefix = f"cli:{socket.gethostname()}:"
+    failed: list[str] = []
+    try:
+        for runner in await store.running_runners(prefix):
+            pid = runner.removeprefix(prefix)
+            if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+                failed += await store.fail_runner(runner, RUN_CUT_OFF)
+    except Exception:
+        log.warning("could not sweep the debates of stopped `debate run` processes; again at the next start",
+                    exc_info=True)
+    if failed:
+        log.info("failed %d debate(s) left running by stopped `debate run` processes", len(failed))
+    return failed
 
 
 @dataclass
@@ -89,6 +123,8 @@ class Core:
         store = open_log(settings.debate_database_url or settings.debate_db, runner=runner_name(role, name),
                          readonly=role == "read")
         await store.start()
+        if role != "read":
+            await sweep_dead_runs(store)
         registry = ProviderRegistry(settings)
         engine = Engine(registry, settings)
         core = cls(settings=settings, store=store, registry=registry, engine=engine, role=role, name=name)

@@ -11,14 +11,19 @@ drops repeats by key still shows it; the log keeps the latest take under (round,
 
 Store first, enforced here: the bus hands each event to the log sink and only once that write has
 returned to the platform sinks, in order. When the log write fails the event goes no further, the
-debate stops, and the platforms get one DebateFailed saying why (LOG_WRITE_FAILED). Platform sinks
+debate stops, and the platforms get one DebateFailed saying why (LOG_WRITE_FAILED). The log gets
+that DebateFailed too: tried at once, and when the log still refuses it, again and again with a growing
+pause (`EventBus.record_failure`, awaited by whoever runs the debate) until it is accepted, so a log that
+was unwritable for a while never leaves the debate "running" and holding its quota slot. Platform sinks
 must return quickly: they buffer text deltas and flush them from their own tasks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -234,8 +239,41 @@ class Sink(Protocol):
 LOG_WRITE_FAILED = "Debate stopped: the log could not be written (disk full?). Nothing after this was saved."
 
 
+RETRY_FIRST_S = 0.2  # the first pause before a log write that failed is tried again
+RETRY_CAP_S = 5.0  # the longest pause: a log that is writable again is written within this
+
+
 class LogWriteFailed(Exception):
     """The log sink could not persist an event: the debate must stop (raised by `EventBus.emit`)."""
+
+
+async def until_written(write: Callable[[], Awaitable[None]], what: str, *, first_s: float = RETRY_FIRST_S,
+                        cap_s: float = RETRY_CAP_S, gives_up: tuple[type[Exception], ...] = ()) -> None:
+    """Run `write` until it succeeds, pausing `first_s`, doubling up to `cap_s`, between attempts (a log
+    locked or full for a while); a cancel ends it early, and so does an error of `gives_up` (one that
+    no retry can mend), which is logged."""
+    delay = first_s
+    while True:
+        try:
+            await write()
+            return
+        except gives_up as exc:
+            log.warning("%s failed for good: %s", what, exc)
+            return
+        except Exception as exc:
+            log.warning("%s failed (%s); trying again in %.1f s", what, type(exc).__name__, delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, cap_s)
+
+
+async def log_failure(store: Sink, debate_id: str, outcome: Outcome) -> None:
+    """Write the debate's failure through the log sink `store`, retrying until the log accepts it."""
+    from orchestrator.log.records import StoreError  # here: orchestrator.log imports this module
+
+    failed = DebateFailed(debate_id=debate_id, outcome=outcome)
+    # a StoreError is for good (the debate is not in the log at all, the log is closed or read-only)
+    await until_written(lambda: store.handle(failed), f"logging the failure of debate {debate_id}",
+                        gives_up=(StoreError,))
 
 
 class EventBus:
@@ -250,6 +288,8 @@ class EventBus:
         self.log = log
         self.sinks: list[Sink] = list(sinks or [])
         self.failure: Outcome | None = None
+        self.failure_logged = False  # the log has the DebateFailed of `failure`
+        self._debate_id: str | None = None  # the debate the log stopped
         self._rounds = (0, 0)  # completed, planned
         self._tokens = (0, 0)
 
@@ -291,16 +331,27 @@ class EventBus:
             case _:
                 return
 
+    async def record_failure(self) -> None:
+        """Once the log stopped the debate: write its failure to the log, retrying (with a growing pause)
+        until the log accepts it. Returns at once when there is nothing to record."""
+        if self.failure is None or self.failure_logged or self.log is None or self._debate_id is None:
+            return
+        await log_failure(self.log, self._debate_id, self.failure)
+        self.failure_logged = True
+
     async def _stop(self, event: EventBase) -> None:
-        """Tell the platforms the debate stopped; try once to log that too (the write may work again)."""
+        """Tell the platforms the debate stopped; try once to log that too (the write may work again;
+        `record_failure` keeps trying)."""
         if isinstance(event, DebateStarted):
             self._count(event)
+        self._debate_id = event.debate_id
         self.failure = Outcome(status="failed", rounds_completed=self._rounds[0], rounds_planned=self._rounds[1],
                                input_tokens=self._tokens[0], output_tokens=self._tokens[1], error=LOG_WRITE_FAILED)
         failed = DebateFailed(debate_id=event.debate_id, outcome=self.failure)
-        if self.log is not None and not isinstance(event, FINAL_EVENTS):
+        if self.log is not None:
             try:
                 await self.log.handle(failed)
+                self.failure_logged = True
             except Exception:
-                log.warning("could not log the failure of debate %s either", event.debate_id)
+                log.warning("could not log the failure of debate %s yet; it is tried again", event.debate_id)
         await self._deliver(failed)

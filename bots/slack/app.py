@@ -13,6 +13,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
 )
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.listeners import register_listeners
@@ -31,6 +34,18 @@ log = logging.getLogger("bots.slack")
 RATE_LIMIT_RETRIES = 6
 
 
+class ConnectionRetry(AsyncConnectionErrorRetryHandler):
+    """Calls whose connection failed are made again, except a post that may have reached Slack: only
+    a post that never connected is. chat.postMessage is not idempotent; a post whose answer was lost is
+    looked up by its key instead (bots.thread.intents), or a second copy would show in the thread."""
+
+    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
+                               response: HttpResponse | None = None, error: Exception | None = None) -> bool:
+        if request.url.endswith("/chat.postMessage") and not isinstance(error, aiohttp.ClientConnectorError):
+            return False
+        return await super()._can_retry_async(state=state, request=request, response=response, error=error)
+
+
 def web_client(settings: Settings, token: str | None = None,
                session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
     """A client for SLACK_API_BASE_URL that waits out 429s (Retry-After) instead of failing; with
@@ -41,7 +56,7 @@ def web_client(settings: Settings, token: str | None = None,
         session=session,
         retry_handlers=[
             AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
-            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+            ConnectionRetry(max_retry_count=2),
         ],
     )
 

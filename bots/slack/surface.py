@@ -15,6 +15,7 @@ root only, and a debate that ends without a verdict says so on the root, not in 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -30,7 +31,10 @@ from orchestrator.events import Notice, RoundStarted, TurnStarted
 from orchestrator.log import Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
 
+log = logging.getLogger(__name__)
+
 PLATFORM = "slack"
+METADATA_EVENT = "debate_message"  # a thread post's metadata: {"key": its message key}, for `find`
 STREAM_LIMIT = 3500  # a streamed message continues in a new reply before this
 TEXT_LIMIT = 3900  # chat.postMessage / chat.update answer msg_too_long near 4,000
 
@@ -83,12 +87,46 @@ class SlackThread:
         self.root_ts = root_ts
 
     async def post(self, message: Message, *, in_thread: bool = True) -> str:
+        return await self._post(message, in_thread, None)
+
+    async def post_keyed(self, message: Message, key: str, *, in_thread: bool = True) -> str:
+        """`post`, with the message's key in its metadata, so `find` finds it again."""
+        return await self._post(message, in_thread, {"event_type": METADATA_EVENT, "event_payload": {"key": key}})
+
+    async def find(self, key: str, *, in_thread: bool = True) -> str | None:
+        """The ts of the thread reply posted with `key` (conversations.replies, with metadata), or None.
+        Without the history scopes (an install older than them) nothing can be found: None."""
+        if not in_thread or not self.root_ts:
+            return None
+        cursor: str | None = None
+        while True:
+            try:
+                page = await self.client.conversations_replies(channel=self.root_channel, ts=self.root_ts, limit=200,
+                                                               include_all_metadata=True, cursor=cursor)
+            except SlackApiError as error:
+                if error.response.get("error") in ("missing_scope", "not_allowed_token_type"):
+                    log.warning("slack: cannot read threads (add the channels:history and groups:history scopes);"
+                                " a post whose answer was lost may show twice")
+                    return None
+                raise
+            for found in page.get("messages") or []:
+                metadata = found.get("metadata") or {}
+                if metadata.get("event_type") == METADATA_EVENT and (metadata.get("event_payload") or {}
+                                                                      ).get("key") == key:
+                    return str(found["ts"])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+            if not page.get("has_more") or cursor is None:
+                return None
+
+    async def _post(self, message: Message, in_thread: bool, metadata: dict[str, Any] | None) -> str:
         text, message_blocks = message
         kwargs: dict[str, Any] = {"channel": self.root_channel, "text": truncate(text, TEXT_LIMIT)}
         if message_blocks is not None:
             kwargs["blocks"] = message_blocks
         if in_thread and self.root_ts:
             kwargs["thread_ts"] = self.root_ts
+        if metadata is not None:
+            kwargs["metadata"] = metadata
         response = await self.client.chat_postMessage(**kwargs, unfurl_links=False, unfurl_media=False)
         return str(response["ts"])
 

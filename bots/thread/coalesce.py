@@ -15,11 +15,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from bots.thread.intents import PostIntents
 from bots.thread.pacing import Pacer, Urgency
-from bots.thread.surface import M, Surface
+from bots.thread.surface import Findable, M, Surface
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+POST_ATTEMPTS = 3  # a keyed post that failed is looked for, and made again, up to this many times in all
+POST_RETRY_S = 0.25  # the pause before the second attempt, doubling
 
 
 async def run_to_completion(write: Awaitable[T]) -> T:
@@ -42,30 +45,62 @@ async def run_to_completion(write: Awaitable[T]) -> T:
         raise
 
 
-class Paced(Generic[M]):
-    """A surface's writes, paced by `pacer` and rendered late."""
+Record = Callable[[str, bool], Awaitable[None]]  # (message id, whether this post made it: False, found)
 
-    def __init__(self, surface: Surface[M], pacer: Pacer) -> None:
+
+class Paced(Generic[M]):
+    """A surface's writes, paced by `pacer` and rendered late. With `intents`, a post given a `key` is
+    announced in the log first, and one an earlier post of the key left behind is found, not made again."""
+
+    def __init__(self, surface: Surface[M], pacer: Pacer, intents: PostIntents | None = None) -> None:
         self.surface = surface
         self.pacer = pacer
+        self.intents = intents
 
     def _channel(self, in_thread: bool) -> str:
         return self.surface.thread_channel if in_thread else self.surface.root_channel
 
     async def post(self, render: Callable[[], M], urgency: Urgency, *, in_thread: bool = True,
-                   record: Callable[[str], Awaitable[None]] | None = None) -> str:
+                   record: Record | None = None, key: str | None = None) -> str:
         """Post what `render` returns once the channel's turn comes; returns the message's id.
-        `record(message_id)` runs as part of the write: a post is never left unrecorded by a cancel."""
+        `record(message_id, posted)` runs as part of the write: a post is never left unrecorded by a cancel.
+        `key`: the message's key, for the intents (a message found instead is recorded with posted False)."""
         channel = self._channel(in_thread)
-        async with self.pacer.posting(channel, urgency):
-            message_id = await run_to_completion(self._post(render(), in_thread, record))
-        self.pacer.shown(channel, message_id)
-        return message_id
+        intents = self.intents if key is not None else None
+        pause = POST_RETRY_S
+        for attempt in range(POST_ATTEMPTS):
+            if intents is not None and key is not None:
+                found = await intents.before(key, in_thread=in_thread)
+                if found is not None:
+                    if record is not None:
+                        await run_to_completion(record(found, False))
+                    intents.posted(key)
+                    return found
+            try:
+                async with self.pacer.posting(channel, urgency):
+                    message_id = await run_to_completion(self._post(render(), in_thread, record, key))
+            except Exception:
+                # the post may have landed with its answer lost: where it can be found, look, then post again
+                if intents is None or not intents.findable or attempt == POST_ATTEMPTS - 1:
+                    raise
+                log.warning("post of %s failed; looking for it before posting again", key, exc_info=True)
+                await asyncio.sleep(pause)
+                pause *= 2
+                continue
+            self.pacer.shown(channel, message_id)
+            return message_id
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _post(self, message: M, in_thread: bool, record: Callable[[str], Awaitable[None]] | None) -> str:
-        message_id = await self.surface.post(message, in_thread=in_thread)
+    async def _post(self, message: M, in_thread: bool, record: Record | None, key: str | None) -> str:
+        surface = self.surface
+        if key is not None and self.intents is not None and isinstance(surface, Findable):
+            message_id = await surface.post_keyed(message, key, in_thread=in_thread)
+        else:
+            message_id = await surface.post(message, in_thread=in_thread)
         if record is not None:
-            await record(message_id)
+            await record(message_id, True)
+        if key is not None and self.intents is not None:
+            self.intents.posted(key)
         return message_id
 
     async def edit(self, message_id: str, render: Callable[[], M | None], urgency: Urgency, *,

@@ -2,12 +2,18 @@
 the log (`messages` rows, written with `set_message` as soon as the platform has answered the post, and
 again with `final` once the message shows its final text). A continued debate's thread gains the
 continued round's turns and a numbered verdict (`verdict_key`). A renderer that resumes a debate finds each
-message it already posted under its key: it edits that message instead of posting again."""
+message it already posted under its key: it edits that message instead of posting again.
+
+Where the surface can find a message by its key (`bots.thread.surface.Findable`: Slack, by the message's
+metadata), a post is announced first: the key is recorded with the id PENDING before the post goes out.
+A post whose answer never came back (the process was killed, the connection dropped) leaves that row
+behind, and whoever posts the key next looks the message up on the platform first (`intents.py`)."""
 
 from __future__ import annotations
 
 import hashlib
 
+PENDING = ""  # a key's message id while its post is under way: the post may have landed, its id not known
 ROOT = "root"  # the channel message the thread hangs from
 VERDICT = "verdict"  # the judge's verdict, with its vote and quote buttons
 ENDED = "ended"  # what a debate that ended without a verdict posts in its thread (where the platform does)

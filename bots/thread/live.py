@@ -201,6 +201,25 @@ class LiveTurns:
             flusher.result()  # the final post failed: raise it here
         return list(live.message_ids)
 
+    def cut_off(self) -> None:
+        """The debate ended with these turns unfinished (its log stopped it, or it was stopped): each
+        shows the text it had, without the streaming cursor, and is done; `drain()` waits for the edits.
+        A turn that never showed anything posts nothing."""
+        for key, live in list(self._turns.items()):
+            del self._turns[key]
+            self._done.add(key)
+            live.final = True
+            live.changed.set()
+            live.ended.set()
+            if not live.message_ids and not live.text:
+                if live.flusher is not None:
+                    live.flusher.cancel()
+                continue
+            if live.flusher is None or live.flusher.done():
+                live.flusher = asyncio.create_task(self._stream(live), name=f"live-{key}")
+            self._ending.add(live.flusher)
+            live.flusher.add_done_callback(self._ended)
+
     async def drain(self) -> None:
         """Until the edits of every turn finished with `wait_for_edits=False` are made (or failed)."""
         while self._ending:
@@ -326,12 +345,12 @@ class LiveTurns:
             sent = chunks[index] if index < len(chunks) else self.placeholder  # a final text shorter than the stream
             return self.surface.turn(live.seat, sent)
 
-        async def record(message_id: str) -> None:
+        async def record(message_id: str, posted: bool) -> None:
             live.message_ids.append(message_id)
-            live.shown.append(sent)
+            live.shown.append(sent if posted else None)  # found (an earlier post's): what it shows is unknown
             await self.on_posted(message_key(live.key, index), message_id)
 
-        await self.out.post(render, Urgency.TEXT, record=record)
+        await self.out.post(render, Urgency.TEXT, record=record, key=message_key(live.key, index))
 
     async def _edit(self, live: _LiveTurn, index: int) -> None:
         if self.streams is not None and self.streams.is_open(live.message_ids[index]):

@@ -31,7 +31,17 @@ import logging
 from typing import Any
 
 from bots.thread.coalesce import Latest, Paced
-from bots.thread.keys import ROOT, ended_key, interjection_key, notice_key, root_key, round_key, verdict_key
+from bots.thread.intents import PostIntents
+from bots.thread.keys import (
+    PENDING,
+    ROOT,
+    ended_key,
+    interjection_key,
+    notice_key,
+    root_key,
+    round_key,
+    verdict_key,
+)
 from bots.thread.live import LiveTurns
 from bots.thread.pacing import Pacer, Urgency
 from bots.thread.surface import Ended, Running, Surface
@@ -47,6 +57,7 @@ from orchestrator.events import (
     TurnFailed,
     TurnStarted,
     VerdictReached,
+    until_written,
 )
 from orchestrator.log import DebateLog, MessageRecord
 from orchestrator.logs import about_debate
@@ -60,7 +71,8 @@ VERDICT_GRACE = 2.0  # seconds a verdict's post waits for the debate's end, to c
 class ThreadSink:
     def __init__(self, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec, root_id: str,
                  recorded: dict[str, MessageRecord] | None = None, *, segment: int = 1) -> None:
-        """Prefer `open` (a new thread: it records the root message first) or `resume`."""
+        """Prefer `open` (a new thread: it records the root message first) or `resume`. `recorded` may
+        hold keys still PENDING (posts whose answer never came: `bots.thread.intents` looks them up)."""
         self.surface = surface
         self.store = store
         self.spec = spec
@@ -69,8 +81,11 @@ class ThreadSink:
         self.root_key = root_key(segment)  # final once the root shows this segment's end
         self.verdict_key = verdict_key(segment)
         self.ended_key = ended_key(segment)
-        self.recorded: dict[str, MessageRecord] = dict(recorded or {})  # every message the thread has, by key
-        self.out: Paced[Any] = Paced(surface, pacer)
+        given = dict(recorded or {})
+        self.recorded: dict[str, MessageRecord] = {k: m for k, m in given.items() if m.message_id != PENDING}
+        self.intents = PostIntents(store, spec.id, surface, {k for k, m in given.items() if m.message_id == PENDING})
+        self._unsaved: dict[str, MessageRecord] = {}  # recorded here, not yet in the log (it refused the write)
+        self.out: Paced[Any] = Paced(surface, pacer, self.intents)
         self.live = LiveTurns(self.out, spec, self._record, first_post_grace=pacer.limits.first_post_grace,
                               placeholder_after=pacer.limits.placeholder_after, on_final=self._record_final,
                               recorded=self.recorded)
@@ -109,6 +124,11 @@ class ThreadSink:
             await store.set_message(spec.id, key, root.platform or surface.platform, root.channel, root.message_id)
             recorded[key] = root.model_copy(update={"key": key, "final": False})
         return cls(surface, pacer, store, spec, root.message_id, recorded, segment=segment)
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """How the debate (this segment) ended, once its final event has come."""
+        return self._outcome
 
     @property
     def root_final(self) -> bool:
@@ -174,10 +194,32 @@ class ThreadSink:
             await self._finish(event.outcome)  # type: ignore[attr-defined]
 
     async def _record(self, key: str, message_id: str, *, final: bool = False, in_thread: bool = True) -> None:
+        """Remember `key`'s message here and in the log. A log that refuses the write now (locked, full)
+        does not stop the thread: the record is kept and written before the thread is finished (`_save`);
+        meanwhile the key's PENDING intent, where the surface has one, keeps a restart from posting it again."""
         channel = self.surface.thread_channel if in_thread else self.surface.root_channel
-        self.recorded[key] = MessageRecord(key=key, platform=self.surface.platform, channel=channel,
-                                           message_id=message_id, final=final)
-        await self.store.set_message(self.spec.id, key, self.surface.platform, channel, message_id, final=final)
+        record = MessageRecord(key=key, platform=self.surface.platform, channel=channel, message_id=message_id,
+                               final=final)
+        self.recorded[key] = record
+        self._unsaved.pop(key, None)
+        try:
+            await self.store.set_message(self.spec.id, key, self.surface.platform, channel, message_id, final=final)
+        except Exception:
+            log.warning("%s: message %s of debate %s not recorded yet; kept to record later", self.surface.platform,
+                        key, self.spec.id, exc_info=True)
+            self._unsaved[key] = record
+
+    async def _save(self) -> None:
+        """Write every record the log refused so far, retrying until it takes them."""
+        async def write() -> None:
+            for key, record in list(self._unsaved.items()):
+                await self.store.set_message(self.spec.id, key, record.platform or self.surface.platform,
+                                             record.channel, record.message_id, final=record.final)
+                if self._unsaved.get(key) is record:
+                    del self._unsaved[key]
+
+        if self._unsaved:
+            await until_written(write, f"recording the messages of debate {self.spec.id}")
 
     async def _record_final(self, key: str, message_id: str) -> None:
         await self._record(key, message_id, final=True)
@@ -186,7 +228,8 @@ class ThreadSink:
         """Post a message that never changes, unless the thread has it already."""
         if key in self.recorded:
             return
-        await self.out.post(lambda: message, Urgency.REPLY, record=lambda posted: self._record_final(key, posted))
+        await self.out.post(lambda: message, Urgency.REPLY, key=key,
+                            record=lambda message_id, _posted: self._record_final(key, message_id))
 
     def _status(self, state: Running | Ended, urgency: Urgency) -> None:
         if not self.root_final:
@@ -218,11 +261,12 @@ class ThreadSink:
             self._verdict_final = outcome is not None
             return self.surface.verdict(self.spec, verdict, tally, outcome)
 
-        async def record(message_id: str) -> None:
+        async def record(message_id: str, posted: bool) -> None:
             self.verdict_id = message_id
+            self._verdict_final = self._verdict_final and posted  # found: shown as an earlier post had it
             await self._record(self.verdict_key, message_id, final=self._verdict_final)
 
-        await self.out.post(render, Urgency.REPLY, record=record)
+        await self.out.post(render, Urgency.REPLY, record=record, key=self.verdict_key)
 
     async def _finish(self, outcome: Outcome) -> None:
         if self.verdict is None and (ended := self.surface.ended(outcome)) is not None:
@@ -231,6 +275,7 @@ class ThreadSink:
             except Exception:  # a thread that is gone must not keep the root from showing the end
                 log.warning("%s: the end of debate %s could not be posted in its thread", self.surface.platform,
                             self.spec.id, exc_info=True)
+        self.live.cut_off()  # turns the end interrupted show what they had, without the streaming cursor
         tally = await self.store.tally(self.spec.id)
         self._status(Ended(outcome, self.verdict, tally), Urgency.REPLY)
         # the turns' last edits and the root's final status draw on the same budgets: queue them together
@@ -244,8 +289,10 @@ class ThreadSink:
                                 Urgency.REPLY)
             self._verdict_final = True
             await self._record(self.verdict_key, self.verdict_id, final=True)
+        await self._save()
         if not self.root_final and not self.status.failed:
             await self._record(self.root_key, self.root_id, final=True, in_thread=False)
+            await self._save()
 
 
 def interjection_text(note: Interjection) -> str:

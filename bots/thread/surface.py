@@ -9,7 +9,7 @@ debate looks there. Its writes are never called directly by the thread code's ca
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from orchestrator.events import Notice, RoundStarted, TurnStarted
 from orchestrator.log import Tally
@@ -78,3 +78,17 @@ class Surface(Protocol[M]):
 
     def ended(self, outcome: Outcome) -> M | None:
         """Posted in the thread when a debate ends without a verdict, or None (the root shows it)."""
+
+
+@runtime_checkable
+class Findable(Protocol[M]):
+    """A surface whose thread posts can be found again by their key (optional; Slack has it): a post whose
+    answer was lost (a kill -9 or a dropped connection after the platform took it) is looked up instead
+    of being posted a second time (`bots.thread.intents`)."""
+
+    async def post_keyed(self, message: M, key: str, *, in_thread: bool = True) -> str:
+        """`post`, the message tagged with `key` so that `find` finds it."""
+
+    async def find(self, key: str, *, in_thread: bool = True) -> str | None:
+        """The id of the message posted with `key`, or None when the platform has none; raises when it
+        cannot tell (the caller tries again later rather than risk a second post)."""

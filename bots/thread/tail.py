@@ -17,7 +17,9 @@ sweep. A debate this front started in a workspace another front holds is left to
 sweep picks it up). A workspace this front lost (it stalled past its lease and another front took it)
 stops being rendered here, its threads unfinished; closing releases every lease.
 
-A feed that ends without a final event means the debate ended without saying how (its workflow was
+A feed that ends with the debate failed while the log still calls it running (its worker could not
+log the failure) gets the failure logged here, retried until the log accepts it. A feed that ends
+without a final event means the debate ended without saying how (its workflow was
 stopped or failed outside the engine): the thread then shows what the log says, and a debate the log
 still calls running is failed there first. So is one with no workflow at all, once it cannot be one a
 front is still starting (a sweep may find a debate between its root's post and its queueing). `stop`
@@ -38,7 +40,14 @@ from bots.thread.leases import LEASE_S, SWEEP_S, WorkspaceLeases
 from bots.thread.restart import Reach
 from bots.thread.sink import ThreadSink
 from orchestrator.app import renderer_name
-from orchestrator.events import FINAL_EVENTS, DebateCancelled, DebateFailed, DebateFinished, EventBase
+from orchestrator.events import (
+    FINAL_EVENTS,
+    DebateCancelled,
+    DebateFailed,
+    DebateFinished,
+    EventBase,
+    until_written,
+)
 from orchestrator.log import DebateLog
 from orchestrator.models import MAX_CONTINUATIONS, DebateStatus, Outcome
 
@@ -247,7 +256,9 @@ class FrontTailer:
                 log.info("%s: another front renders the threads of debate %s's workspace", self.platform, debate_id)
                 await sink.aclose()
                 return
-            if not await self._read(debate_id, sink) and debate_id not in self._stopping:
+            if await self._read(debate_id, sink):
+                await self._settle(debate_id, sink.outcome)
+            elif debate_id not in self._stopping:
                 outcome = await self._end(debate_id, "failed", NO_RESULT)
                 record = await self.store.get_debate(debate_id, turns=False)
                 if outcome is None and record is not None:  # it ended in the log: show that
@@ -290,6 +301,20 @@ class FrontTailer:
                             debate_id, delay, exc_info=True)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_SECONDS[1])
+
+    async def _settle(self, debate_id: str, outcome: Outcome | None) -> None:
+        """The stream ended the debate failed: when the log still calls it running (its worker could not
+        write the failure: the log was locked or full), write it here, retrying until the log accepts it,
+        so the debate holds no quota slot and the thread is not resumed again and again."""
+        if outcome is None or outcome.status != "failed":
+            return
+
+        async def write() -> None:
+            record = await self.store.get_debate(debate_id, turns=False)
+            if record is not None and record.status == "running":
+                await self.store.finish_debate(debate_id, outcome)
+
+        await until_written(write, f"{self.platform}: logging the failure of debate {debate_id}")
 
     async def _may_be_starting(self, sink: ThreadSink) -> bool:
         """Whether a debate with no workflow yet may be being started by a front (its root is posted and

@@ -24,6 +24,7 @@ from orchestrator.events import (
     DebateFinished,
     DebateStarted,
     EventBus,
+    LogWriteFailed,
     VerdictReached,
 )
 from orchestrator.logs import about_debate
@@ -107,14 +108,18 @@ class Engine:
     async def _guarded(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], *,
                        planned: int | None = None) -> Outcome:
         """`play`'s outcome; a stop (a cancelled task, when the steps say that is a stop) ends the debate
-        cancelled, and a crash ends it failed, each with its closing event. Counted in the metrics: a
-        debate resumed after a restart counts as started again where it resumes."""
+        cancelled, and a crash ends it failed, each with its closing event. A log that stopped the debate
+        is no crash: LogWriteFailed goes to whoever runs the debate, which records the failure. Counted in
+        the metrics: a debate resumed after a restart counts as started again where it resumes."""
         labels = (run.spec.platform, run.spec.format)
         DEBATES_STARTED.labels(*labels).inc()
         DEBATES_RUNNING.inc()
         try:
             with about_debate(run.debate_id, run.spec.workspace):
                 outcome = await self._played(run, play, planned)
+        except LogWriteFailed:
+            DEBATES_FINISHED.labels(*labels, "failed").inc()
+            raise
         finally:
             DEBATES_RUNNING.dec()
         DEBATES_FINISHED.labels(*labels, outcome.status).inc()
@@ -123,6 +128,8 @@ class Engine:
     async def _played(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], planned: int | None) -> Outcome:
         try:
             return await play()
+        except LogWriteFailed:
+            raise
         except asyncio.CancelledError:
             if not run.steps.task_cancel_is_stop:  # the process is stopping: the debate resumes elsewhere
                 raise

@@ -86,12 +86,14 @@ class DebateJobs:
         return task
 
     async def _run(self, play: Callable[[EventBus], Awaitable[Outcome]], bus: EventBus) -> Outcome:
-        """The engine's outcome, unless the log stopped the debate: then the outcome users were shown."""
+        """The engine's outcome, unless the log stopped the debate: then the outcome users were shown,
+        once the log has the failure (retried until the log accepts it: the debate must not stay running)."""
         try:
             outcome = await play(bus)
-        except LogWriteFailed:  # raised before the engine's own handling (its first event)
+        except LogWriteFailed:
             assert bus.failure is not None
-            return bus.failure
+            outcome = bus.failure
+        await bus.record_failure()
         return bus.failure or outcome
 
     def find(self, id_or_prefix: str) -> str | None:

@@ -17,7 +17,7 @@ from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.durable.names import CONTINUATION_WORKFLOW_NAME, QUEUE, continuation_workflow_id
-from orchestrator.durable.workflow import STREAM_DELTA_INTERVAL, StreamSink, current_runtime
+from orchestrator.durable.workflow import STREAM_DELTA_INTERVAL, StreamSink, current_runtime, settle_failure
 from orchestrator.events import DebateFailed, EventBus, LogWriteFailed
 from orchestrator.log import StoreSink
 from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
@@ -68,7 +68,7 @@ async def debate_continuation(debate_id: str, segment: int) -> dict[str, Any]:
                 audience=runtime.audience, earlier_notes=start.earlier_notes, delta_interval=STREAM_DELTA_INTERVAL,
             )
     except LogWriteFailed:
-        outcome = bus.failure or Outcome(status="failed", error="the log could not be written")
+        outcome = await settle_failure(runtime, debate_id, bus)
     return (bus.failure or outcome).model_dump(mode="json")
 
 

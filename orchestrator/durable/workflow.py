@@ -32,12 +32,12 @@ from orchestrator.debate.engine import Engine
 from orchestrator.durable.config import POLL_S
 from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
 from orchestrator.durable.steps import Durable
-from orchestrator.events import EventBase, EventBus, LogWriteFailed
+from orchestrator.events import LOG_WRITE_FAILED, EventBase, EventBus, LogWriteFailed, log_failure
 from orchestrator.log import DebateLog, StoreSink
 from orchestrator.models import DebateSpec, Outcome
 
 __all__ = ["QUEUE", "STREAM", "WORKFLOW_NAME", "Runtime", "cancel", "debate_workflow", "enqueue", "install_runtime",
-           "register_queue", "workflow_id"]
+           "register_queue", "settle_failure", "workflow_id"]
 
 STREAM_DELTA_INTERVAL = 0.5  # streamed text is batched this long per stream write (a write costs 2–9 ms)
 
@@ -89,8 +89,24 @@ async def debate_workflow(spec_json: str) -> dict[str, Any]:
         outcome = await runtime.engine.run(spec, bus, steps=runtime.steps, audience=runtime.audience,
                                            delta_interval=STREAM_DELTA_INTERVAL)
     except LogWriteFailed:
-        outcome = bus.failure or Outcome(status="failed", error="the log could not be written")
-    return (bus.failure or outcome).model_dump(mode="json")
+        outcome = await settle_failure(runtime, spec.id, bus)
+    return outcome.model_dump(mode="json")
+
+
+async def settle_failure(runtime: Runtime, debate_id: str, bus: EventBus) -> Outcome:
+    """The log stopped the debate: its failure is written to the log as a step that retries until the
+    log accepts it. The workflow stays pending until then, so a process that dies meanwhile settles it
+    when DBOS recovers the workflow at its next launch. (Replayed, the bus never saw the failure: the
+    recorded step that raised LogWriteFailed is all there is, so the outcome is rebuilt.)"""
+    outcome = bus.failure or Outcome(status="failed", error=LOG_WRITE_FAILED)
+    if not bus.failure_logged:
+        await runtime.steps.call(record_failure, debate_id, outcome.model_dump_json())
+    return outcome
+
+
+async def record_failure(debate_id: str, outcome_json: str) -> None:
+    """The step: the debate's failure, written through the log sink until the log accepts it."""
+    await log_failure(StoreSink(current_runtime().log), debate_id, Outcome.model_validate_json(outcome_json))
 
 
 async def register_queue(concurrency: int) -> None:

@@ -55,6 +55,15 @@ class DebateLog(Protocol):
 
     async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None: ...
 
+    # -- the start-up sweep: debates whose process ended before their end was logged
+    async def running_runners(self, prefix: str) -> list[str]:
+        """The runners named `prefix…` with debates the log calls running."""
+        ...
+
+    async def fail_runner(self, runner: str, error: str, *, at: float | None = None) -> list[str]:
+        """End every debate `runner` left running as failed, with `error`; returns their ids."""
+        ...
+
     # -- what the platforms write
     async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally: ...
 

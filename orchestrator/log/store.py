@@ -99,6 +99,14 @@ class Store:
         """Record how the debate ended. Tokens and cost fall back to the sum over its turns."""
         await self._write(writes.finish_debate(debate_id, outcome, at if at is not None else now()))
 
+    async def running_runners(self, prefix: str) -> list[str]:
+        """The runners named `prefix…` (e.g. "cli:<host>:") with debates the log calls running."""
+        return await self._read(writes.running_runners(prefix))
+
+    async def fail_runner(self, runner: str, error: str, *, at: float | None = None) -> list[str]:
+        """End every debate `runner` left running as failed, with `error`; returns their ids."""
+        return await self._write(writes.fail_runner(runner, error, at if at is not None else now()))
+
     async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally:
         """One vote per user and debate (voting again changes the choice); returns the new tally.
 

@@ -272,3 +272,33 @@ def claim_request(key: str, keep_s: float) -> Callable[[Database], bool]:
         return cursor.rowcount == 1
 
     return fn
+
+
+# -- the start-up sweep of debates whose process ended before logging their end ----------------------
+
+
+def running_runners(prefix: str) -> Callable[[Database], list[str]]:
+    """The runners, named `prefix…`, that the log has running debates of."""
+
+    def fn(db: Database) -> list[str]:
+        return [r[0] for r in db.execute("select distinct runner from debates where status = 'running'"
+                                         " and runner like ? escape '\\'", [_like_prefix(prefix)]).fetchall()]
+
+    return fn
+
+
+def fail_runner(runner: str, error: str, at: float) -> Callable[[Database], list[str]]:
+    """Every debate `runner` has running ends failed with `error` (tokens summed over its turns); their ids."""
+
+    def fn(db: Database) -> list[str]:
+        ids = [r[0] for r in db.execute("select id from debates where status = 'running' and runner = ?",
+                                        [runner]).fetchall()]
+        for debate_id in ids:
+            finish_debate(debate_id, Outcome(status="failed", error=error), at)(db)
+        return ids
+
+    return fn
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

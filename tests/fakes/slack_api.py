@@ -87,6 +87,7 @@ class Message:
     def markdown(self) -> str:
         """The text of the message's markdown blocks, joined: what Slack renders as standard Markdown."""
         return "\n".join(b["text"] for b in self.blocks or [] if b.get("type") == "markdown")
+    metadata: dict[str, Any] | None = None  # chat.postMessage's `metadata` (event_type, event_payload)
 
 
 @dataclass
@@ -190,6 +191,8 @@ class SlackAPIPeer:
         self._triggers: set[str] = set()
         self.socket_acks: list[dict[str, Any]] = []
         self._forced: dict[str, deque[int]] = {}
+        self._lose: list[tuple[str, Callable[[dict[str, Any]], bool]]] = []  # answers to drop: method, match
+        self.lost: list[Message] = []  # messages posted whose answer the peer dropped
         self._last_post: dict[str, float] = {}
         self._bucket: _Bucket | None = None
         self._stream_bucket: _Bucket | None = None
@@ -228,6 +231,11 @@ class SlackAPIPeer:
         return f"http://127.0.0.1:{self.port}/response/{key}"
 
     # -- test controls ----------------------------------------------------------------------
+    def lose_answer(self, match: Callable[[dict[str, Any]], bool], method: str = "chat.postMessage") -> None:
+        """The next `method` call whose params `match`: carried out (the message is posted), then the
+        connection is dropped instead of answering, as when the bot dies or the network fails right then."""
+        self._lose.append((method, match))
+
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
         """Answer the next `times` calls of `method` with 429 and `Retry-After: retry_after`."""
         self._forced.setdefault(method, deque()).extend([retry_after] * times)
@@ -376,6 +384,16 @@ class SlackAPIPeer:
         body = handler(params) if handler else {"ok": False, "error": "unknown_method"}
         call.error = None if body.get("ok") else body.get("error")
         call.result = body
+        lose = next((entry for entry in self._lose if entry[0] == method and entry[1](params)), None)
+        if lose is not None and body.get("ok"):
+            self._lose.remove(lose)
+            call.error = "answer lost"
+            if "ts" in body:
+                self.lost.append(self.messages[(str(body["channel"]), str(body["ts"]))])
+            await self._record(call)
+            assert request.transport is not None
+            request.transport.abort()  # done, never answered
+            raise ConnectionResetError("the peer dropped the answer")
         await self._record(call)
         return web.json_response(body)
 
@@ -407,7 +425,11 @@ class SlackAPIPeer:
             return {"ok": False, "error": problem}
         channel = str(params["channel"])
         ts = self._next_ts()
-        message = Message(channel, ts, str(params.get("text") or ""), params.get("blocks"), params.get("thread_ts"))
+        metadata = params.get("metadata")
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        message = Message(channel, ts, str(params.get("text") or ""), params.get("blocks"), params.get("thread_ts"),
+                          metadata=metadata)
         self.messages[(channel, ts)] = message
         return {"ok": True, "channel": channel, "ts": ts, "message": {"text": message.text, "ts": ts}}
 
@@ -475,6 +497,20 @@ class SlackAPIPeer:
             message.blocks += list(params["blocks"])
         message.streaming_since = None
         return {"ok": True, "channel": message.channel, "ts": message.ts}
+    def _m_conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A thread, its root first, `limit` messages a page (`cursor`: the index to go on from)."""
+        channel, root = str(params.get("channel")), str(params.get("ts"))
+        if (channel, root) not in self.messages:
+            return {"ok": False, "error": "thread_not_found"}
+        thread = [self.messages[(channel, root)], *self.thread(channel, root)]
+        start, limit = int(params.get("cursor") or 0), int(params.get("limit") or 100)
+        metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+        page = [{"type": "message", "ts": m.ts, "text": m.text, "thread_ts": m.thread_ts or m.ts,
+                 **({"metadata": m.metadata} if metadata and m.metadata else {})}
+                for m in thread[start:start + limit]]
+        more = start + limit < len(thread)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
         key = (str(params.get("channel")), str(params.get("ts")))

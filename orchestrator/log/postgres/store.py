@@ -150,6 +150,12 @@ class PostgresLog:
     async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None:
         await self._write(lambda c: writes.finish_debate(c, debate_id, outcome, at if at is not None else now()))
 
+    async def running_runners(self, prefix: str) -> list[str]:
+        return await self._read(lambda c: writes.running_runners(c, prefix), [])
+
+    async def fail_runner(self, runner: str, error: str, *, at: float | None = None) -> list[str]:
+        return await self._write(lambda c: writes.fail_runner(c, runner, error, at if at is not None else now()))
+
     async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally:
         return await self._write(lambda c: writes.record_vote(c, vote, scope))
 

@@ -198,3 +198,22 @@ async def claim_request(conn: Conn, key: str, at: float, keep_s: float) -> bool:
     await conn.execute("delete from request_keys where at < %s", [to_time(at - keep_s)])
     return bool(await insert(conn, "request_keys", {"key": key, "at": to_time(at)},
                               "on conflict do nothing returning 1"))
+
+
+# -- the start-up sweep of debates whose process ended before logging their end ----------------------
+
+
+async def running_runners(conn: Conn, prefix: str) -> list[str]:
+    """The runners, named `prefix…`, that the log has running debates of."""
+    like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return [str(r) for r in await values(
+        conn, "select distinct runner from debates where status = 'running' and runner like %s", [like])]
+
+
+async def fail_runner(conn: Conn, runner: str, error: str, at: float) -> list[str]:
+    """Every debate `runner` has running ends failed with `error` (tokens summed over its turns); their ids."""
+    ids = [str(r) for r in await values(conn, "select id from debates where status = 'running' and runner = %s",
+                                        [runner])]
+    for debate_id in ids:
+        await finish_debate(conn, debate_id, Outcome(status="failed", error=error), at)
+    return ids
