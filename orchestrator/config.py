@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     slack_client_id: str | None = Field(default=None, alias="SLACK_CLIENT_ID")
     slack_client_secret: str | None = Field(default=None, alias="SLACK_CLIENT_SECRET")
     slack_api_base_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_BASE_URL")
+    # turns as Slack's native streams (chat.startStream) where the workspace's Tier 2 budget has room
+    slack_native_streams: bool = Field(default=False, alias="SLACK_NATIVE_STREAMS")
 
     # discord
     discord_bot_token: str | None = Field(default=None, alias="DISCORD_BOT_TOKEN")

@@ -167,7 +167,8 @@ async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_onc
             assert headers and len(headers) == len(set(headers)), headers  # no turn shown twice
             posts = [c.params for c in peer.of("chat.postMessage") if c.params.get("thread_ts") == record.thread]
             assert len(posts) == len(thread)  # nothing posted a second time
-            assert not [m.text for m in thread if m.text.rstrip().endswith("▍")]  # no streaming cursor left
+            # no streaming cursor left
+            assert not [m.ts for m in thread if (m.markdown or m.text).rstrip().endswith("▍")]
 
             # the failed debate holds no slot: the same user starts another at once
             status, _ = await bot.command("And the next one? --rounds 1", peer, channel="C9")

@@ -48,8 +48,8 @@ async def assert_each_message_once(peer: SlackAPIPeer, store: Store, spec: Debat
     assert all(m.final for m in recorded.values()), [m for m in recorded.values() if not m.final]
     a_turn = recorded[turn_key(1, "A", "opening", 0)].message_id
     assert [m.ts for m in peer.lost] == [a_turn]
-    assert peer.message(CHANNEL, a_turn).text == _slack_turn(spec, spec.seats[0], A_TEXT)
-    assert not [m.text for m in thread if m.text.rstrip().endswith("▍")]
+    assert peer.message(CHANNEL, a_turn).markdown == _slack_turn(spec, spec.seats[0], A_TEXT)
+    assert not [m.markdown for m in thread if m.markdown.rstrip().endswith("▍") or m.text.rstrip().endswith("▍")]
 
 
 def a_turn_post(params: dict[str, Any]) -> bool:

@@ -15,7 +15,7 @@ from tests.llm_scripts import script_judge
 from tests.test_slack_pacing import shown_turns_match_the_log
 
 TURN = "Evidence first: **the p99 fell** from 80 ms to 12 ms, see [the run](https://x.example). " * 8
-STREAMING = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)  # streams by default
+STREAMING = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05, streams=True)
 
 
 async def test_turns_stream_natively_and_end_showing_their_text(tmp_path: Path) -> None:

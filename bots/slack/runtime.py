@@ -35,7 +35,8 @@ class SlackRuntime:
 
     @classmethod
     def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
-        return cls(core=core, multi_workspace=multi_workspace, pacers=Pacers(limits or slack_limits()))
+        limits = limits or slack_limits(streams=core.settings.slack_native_streams)
+        return cls(core=core, multi_workspace=multi_workspace, pacers=Pacers(limits))
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` after the ack; the set keeps the task referenced until it ends."""

@@ -57,14 +57,15 @@ def slack_streams(window: float = 60.0) -> StreamLimits:
 
 def slack_limits(post_interval: float = 1.05, updates: int = 45, window: float = 60.0, edit_interval: float = 1.0,
                  active_horizon: float = 5.0, first_post_grace: float | None = None,
-                 placeholder_after: float = 8.0, streams: StreamLimits | bool = True) -> Limits:
+                 placeholder_after: float = 8.0, streams: StreamLimits | bool = False) -> Limits:
     """Slack's limits, a little under the published ones for clock jitter: one post per `post_interval`
     per channel, `updates` chat.update per `window` per workspace. A turn's first post waits
     `first_post_grace` after its first text (default: half a post interval, which a channel's next
     post often waits anyway). `streams`: a turn is a native stream when the workspace's start budget
     has room, else it is posted and updated (True: `slack_streams(window)`; False: always post and
-    update). On by default: in bench.pacing's 20 debates in one channel it showed first text sooner
-    at p99 with no 429 and no text lost (BENCHMARKS.md, issue 23)."""
+    update). Off by default, on with SLACK_NATIVE_STREAMS=true: a stream's message carries no key a
+    resumed renderer can find it by, so only posts keep the no-duplicate-after-kill guarantee, and the
+    gain measured in bench.pacing is within one run's noise (BENCHMARKS.md, issue 23)."""
     stream_limits = slack_streams(window) if streams is True else streams or None
     return Limits(streams=stream_limits,
         channel_writes=1, channel_window=post_interval, edit_interval=edit_interval, edits=updates,
