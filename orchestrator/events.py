@@ -46,8 +46,34 @@ class EventBase(BaseModel):
         return type(self).__name__
 
 
+# The keys the events below are named by. A platform's message keys are made from them
+# (bots/thread/keys.py: an event's key and the part number), so they change only together with the
+# `messages` rows a resumed thread looks its messages up by.
+
+
 def turn_key(round_: int, seat: str, kind: str, take: int = 0) -> str:
+    """A turn's key (its text deltas'); its start and end add `:start` and `:end`."""
     return f"turn:{round_}:{seat}:{kind}" + (f":t{take}" if take else "")
+
+
+def round_key(round_: int) -> str:
+    """A round's key; its start and end add `:start` and `:end`."""
+    return f"round:{round_}"
+
+
+def notice_key(level: str, text: str) -> str:
+    """A notice's key: the same words at the same level are the same notice."""
+    return "notice:" + hashlib.sha1((level + text).encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+def interjection_key(note_id: str) -> str:
+    """The key of an audience note (or a continuation's facts) reaching the prompts."""
+    return f"interjection:{note_id}"
+
+
+def verdict_key(number: int = 1) -> str:
+    """The verdict of segment `number`: the first is "verdict", a continuation's "verdict:N"."""
+    return "verdict" if number <= 1 else f"verdict:{number}"
 
 
 class DebateStarted(EventBase):
@@ -67,7 +93,7 @@ class RoundStarted(EventBase):
 
     @property
     def key(self) -> str:
-        return f"round:{self.round}:start"
+        return f"{round_key(self.round)}:start"
 
 
 class TurnStarted(EventBase):
@@ -127,7 +153,7 @@ class RoundCompleted(EventBase):
 
     @property
     def key(self) -> str:
-        return f"round:{self.round}:end"
+        return f"{round_key(self.round)}:end"
 
 
 class Notice(EventBase):
@@ -152,7 +178,7 @@ class VerdictReached(EventBase):
 
     @property
     def key(self) -> str:
-        return "verdict" if self.number == 1 else f"verdict:{self.number}"
+        return verdict_key(self.number)
 
 
 class Interjected(EventBase):
@@ -163,7 +189,7 @@ class Interjected(EventBase):
 
     @property
     def key(self) -> str:
-        return f"interjection:{self.interjection.id}"
+        return interjection_key(self.interjection.id)
 
 
 class DebateContinued(EventBase):
@@ -203,11 +229,6 @@ class DebateCancelled(EventBase):
     @property
     def key(self) -> str:
         return "final"
-
-
-def notice_key(level: str, text: str) -> str:
-    """A notice's key: the same words at the same level are the same notice."""
-    return "notice:" + hashlib.sha1((level + text).encode()).hexdigest()[:12]
 
 
 Event = Annotated[

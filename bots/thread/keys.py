@@ -7,16 +7,26 @@ message it already posted under its key: it edits that message instead of postin
 Where the surface can find a message by its key (`bots.thread.surface.Findable`: Slack, by the message's
 metadata), a post is announced first: the key is recorded with the id PENDING before the post goes out.
 A post whose answer never came back (the process was killed, the connection dropped) leaves that row
-behind, and whoever posts the key next looks the message up on the platform first (`intents.py`)."""
+behind, and whoever posts the key next looks the message up on the platform first (`intents.py`).
+
+A message showing an event is named by the event's key (orchestrator/events.py) and its part, `message_key`:
+one scheme for the stream's keys and the log's. The stored shapes predate that and stay (rows written by
+earlier versions are found on resume): `turn:{round}:{seat}:{kind}[:t{take}]:{part}`, `notice:{hash}:{part}`,
+`interjection:{id}:{part}`, `round:{round}` (a round's key: the marker shows its start), `verdict[:N]`."""
 
 from __future__ import annotations
 
-import hashlib
+from orchestrator import events
 
 PENDING = ""  # a key's message id while its post is under way: the post may have landed, its id not known
 ROOT = "root"  # the channel message the thread hangs from
-VERDICT = "verdict"  # the judge's verdict, with its vote and quote buttons
+VERDICT = events.verdict_key()  # the judge's verdict, with its vote and quote buttons
 ENDED = "ended"  # what a debate that ended without a verdict posts in its thread (where the platform does)
+
+
+def message_key(event_key: str, part: int) -> str:
+    """Message `part` (0, 1, …: a long text continues in more messages) of what the event `event_key` shows."""
+    return f"{event_key}:{part}"
 
 
 def root_key(segment: int = 1) -> str:
@@ -27,9 +37,9 @@ def root_key(segment: int = 1) -> str:
 
 
 def verdict_key(segment: int = 1) -> str:
-    """The verdict of a debate's `segment`: VERDICT for the first, `verdict:N` after each `continue` (the
-    earlier verdicts stay, with their buttons)."""
-    return VERDICT if segment <= 1 else f"{VERDICT}:{segment}"
+    """The verdict of a debate's `segment` (its VerdictReached's key): VERDICT for the first, `verdict:N`
+    after each `continue` (the earlier verdicts stay, with their buttons)."""
+    return events.verdict_key(segment)
 
 
 def ended_key(segment: int = 1) -> str:
@@ -39,21 +49,20 @@ def ended_key(segment: int = 1) -> str:
 
 def interjection_key(note_id: str, part: int) -> str:
     """One message showing an audience note (or a continuation's new facts) in the thread."""
-    return f"interjection:{note_id}:{part}"
+    return message_key(events.interjection_key(note_id), part)
 
 
 def turn_key(round_: int, seat: str, kind: str, part: int, take: int = 0) -> str:
     """One message of a turn; a long turn continues in parts 1, 2, … after part 0. A turn played again
     with the same round, seat and kind (`take` 1, 2, …: a round rerun) has messages of its own."""
-    return f"turn:{round_}:{seat}:{kind}" + (f":t{take}" if take else "") + f":{part}"
+    return message_key(events.turn_key(round_, seat, kind, take), part)
 
 
 def round_key(round_: int) -> str:
-    """The marker a platform posts when a round starts (where it posts one)."""
-    return f"round:{round_}"
+    """The marker a platform posts when a round starts (where it posts one): the round's key, no part."""
+    return events.round_key(round_)
 
 
 def notice_key(level: str, text: str, part: int) -> str:
     """One message of a notice. A debate logs a notice once per level and text, so that names it."""
-    digest = hashlib.sha1((level + text).encode(), usedforsecurity=False).hexdigest()[:12]
-    return f"notice:{digest}:{part}"
+    return message_key(events.notice_key(level, text), part)
