@@ -8,9 +8,8 @@ listener event (LISTEN/NOTIFY on Postgres, polling on SQLite), but its reads joi
 every read asked for while a batch is in flight goes in the next one, and a batch is one thread hop
 that reads and deserialises the new values of all its streams.
 
-This uses the DBOS client's system database directly (`read_stream_values`, the listener registry,
-`deserialize_value`): pyproject pins DBOS to the minor version these were checked against
-(docs/dbos-notes.md).
+This uses the DBOS client's system database directly, through dbos_private.py (the one module that
+touches DBOS's private API, with its contract test).
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbos import DBOSClient
-from dbos._serialization import deserialize_value
-from dbos._sys_db import SystemDatabase, is_serialized_stream_closed_sentinel, workflow_is_active
+
+from orchestrator.durable.dbos_private import SystemStreams, is_active
 
 BATCH_VALUES = 100  # values one stream gives a batch at most; a reader behind asks again at once
 
@@ -48,7 +47,7 @@ class StreamReads:
     """Batched reads of the stream `key` of many workflows, through one DBOS client."""
 
     def __init__(self, client: DBOSClient, key: str, *, poll_seconds: float) -> None:
-        self._sys_db: SystemDatabase = client._sys_db
+        self._streams = SystemStreams(client)
         self._key = key
         self._poll_seconds = poll_seconds
         self._asked: list[_Read] = []
@@ -57,11 +56,10 @@ class StreamReads:
     async def values(self, workflow_id: str, offset: int = 0) -> AsyncIterator[Any]:
         """The stream's values from `offset` on, until it closes or its workflow has ended and every
         value written is read. Raises StreamMissing when the workflow does not exist."""
-        event, payload = self._sys_db.register_stream_listener(workflow_id, self._key)  # before the first read
         last_read = False
-        try:
+        with self._streams.listening(workflow_id, self._key) as listener:  # before the first read
             while True:
-                event.clear()  # a write after this read sets it again: the wait below returns at once
+                listener.clear()  # a write after this read sets it again: the wait below returns at once
                 read = await self._read(workflow_id, offset)
                 if read.status is None:
                     raise StreamMissing(workflow_id)
@@ -74,12 +72,10 @@ class StreamReads:
                     continue
                 if last_read:
                     return
-                if not workflow_is_active(read.status):
+                if not is_active(read.status):
                     last_read = True  # a stop marks the workflow ended while its last step may still write
                     continue
-                await event.wait_async(timeout=self._poll_seconds)
-        finally:
-            self._sys_db.unregister_stream_listener(payload, event)
+                await listener.wait(self._poll_seconds)
 
     async def _read(self, workflow_id: str, offset: int) -> _Read:
         read = _Read(workflow_id, offset, asyncio.get_running_loop().create_future())
@@ -106,12 +102,8 @@ class StreamReads:
         """In a worker thread: each stream's new values and its workflow's status, deserialised."""
         for read in batch:
             try:
-                read.status, rows = self._sys_db.read_stream_values(read.workflow_id, self._key, read.offset,
-                                                                    BATCH_VALUES)
-                for serialized, serialization in rows:
-                    if is_serialized_stream_closed_sentinel(serialized, serialization):
-                        read.closed = True
-                        break
-                    read.values.append(deserialize_value(serialized, serialization, self._sys_db.serializer))
+                chunk = self._streams.read(read.workflow_id, self._key, read.offset, BATCH_VALUES)
             except Exception as exc:  # the database went away, or a value no serializer here reads
                 read.error = exc
+            else:
+                read.status, read.values, read.closed = chunk.status, chunk.values, chunk.closed

@@ -1,0 +1,97 @@
+"""The contract of orchestrator/durable/dbos_private.py, the one module using DBOS's private API: each call
+against the installed DBOS (the version pyproject pins) and a real SQLite system database, where a tiny
+workflow writes a stream, waits for a message, writes more and closes it. A DBOS upgrade runs this first."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import tomllib
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos import DBOS, DBOSClient, SetWorkflowID
+
+from orchestrator.durable.dbos_private import PINNED_MINOR, SystemStreams, is_active
+
+APP = "debate-bot-private-test"
+KEY = "contract"
+GO = "go"
+ROOT = Path(__file__).parent.parent
+
+
+@DBOS.workflow(name="dbos_private_contract")
+async def writer(first: list[Any], then: list[Any]) -> None:
+    """Write `first`, wait for GO, write `then`, close the stream."""
+    for value in first:
+        await DBOS.write_stream_async(KEY, value)
+    await DBOS.recv_async(GO, timeout_seconds=60)
+    for value in then:
+        await DBOS.write_stream_async(KEY, value)
+    await DBOS.close_stream_async(KEY)
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[DBOSClient]:
+    """DBOS launched on a fresh SQLite file, and a client of it that polls for stream writes."""
+    url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
+    DBOS(config={"name": APP, "system_database_url": url, "executor_id": "private-test", "application_version": "t",
+                 "log_level": "WARNING", "notification_listener_polling_interval_sec": 0.05})
+    DBOS.launch()
+    front = await asyncio.to_thread(DBOSClient, system_database_url=url, application_name=APP, use_listen_notify=True)
+    try:
+        yield front
+    finally:
+        await asyncio.to_thread(front.destroy)
+        DBOS.destroy(destroy_registry=False)
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
+
+
+def test_the_installed_dbos_is_the_minor_version_pinned_and_checked() -> None:
+    pin = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+               if re.match(r"dbos\b", d))
+    major, minor = PINNED_MINOR.split(".")
+    assert pin.replace(" ", "") == f"dbos>={major}.{minor},<{major}.{int(minor) + 1}"
+    assert version("dbos").startswith(f"{PINNED_MINOR}.")
+
+
+async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_expects(client: DBOSClient) -> None:
+    streams = SystemStreams(client)
+    assert (await asyncio.to_thread(streams.read, "no-such-workflow", KEY, 0, 10)).status is None
+
+    first = [{"type": "notice", "text": "one"}, {"n": 2, "nested": [1.5, None, "ü"]}]
+    with SetWorkflowID("contract-1"):
+        handle = await DBOS.start_workflow_async(writer, first, ["three"])
+    with streams.listening("contract-1", KEY) as listener:
+        # the listener is set once the stream has a value (DBOS's poller on SQLite, NOTIFY on Postgres)
+        assert await listener.wait(30.0)
+        chunk = await asyncio.to_thread(streams.read, "contract-1", KEY, 0, 10)
+        while chunk.status == "ENQUEUED" or len(chunk.values) < 2:  # the first values are written already
+            listener.clear()
+            await listener.wait(30.0)
+            chunk = await asyncio.to_thread(streams.read, "contract-1", KEY, 0, 10)
+        assert (chunk.status, chunk.values, chunk.closed) == ("PENDING", first, False)
+        assert is_active(chunk.status)
+        limited = await asyncio.to_thread(streams.read, "contract-1", KEY, 1, 1)
+        assert (limited.values, limited.closed) == ([first[1]], False)
+        assert (await asyncio.to_thread(streams.read, "contract-1", KEY, 2, 10)).values == []
+
+        listener.clear()
+        await client.send_async("contract-1", "now", topic=GO)
+        await handle.get_result(polling_interval_sec=0.05)
+        assert await listener.wait(30.0)
+    rest = await asyncio.to_thread(streams.read, "contract-1", KEY, 2, 10)
+    assert (rest.status, rest.values, rest.closed) == ("SUCCESS", ["three"], True)  # the close marker is no value
+    assert not is_active(rest.status)
+    assert (await asyncio.to_thread(streams.read, "contract-1", KEY, 0, 2)).closed is False  # stops at the limit
+
+
+def test_no_other_module_reaches_into_dbos_private_api() -> None:
+    private = re.compile(r"\bdbos\._|from dbos\._|\._sys_db\b|\bDBOS\._[a-z]")
+    users = sorted(str(path.relative_to(ROOT)) for folder in ("orchestrator", "bots")
+                   for path in (ROOT / folder).rglob("*.py") if private.search(path.read_text()))
+    assert users == ["orchestrator/durable/dbos_private.py"]
