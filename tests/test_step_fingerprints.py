@@ -19,6 +19,7 @@ from orchestrator.durable import LANE_SLOTS, WORKFLOW_VERSION, WorkerHost, enque
 from orchestrator.durable import fingerprints as fp
 from orchestrator.durable import steps as durable_steps
 from orchestrator.durable.names import segment_workflow_id
+from orchestrator.events import Notice
 from orchestrator.models import DebateSpec
 from tests.debate_harness import make_spec
 from tests.durable_harness import STANCE_TOPIC, DurableBackend, script_stances, stances_debater, worker_host
@@ -59,8 +60,7 @@ async def host(llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
 
 
 async def recorded_steps(debate_id: str, segment: int = 1) -> fp.Fingerprint:
-    return fp.fingerprint(await DBOS.list_workflow_steps_async(segment_workflow_id(debate_id, segment),
-                                                                load_output=False))
+    return fp.fingerprint(await DBOS.list_workflow_steps_async(segment_workflow_id(debate_id, segment)))
 
 
 async def play(spec: DebateSpec) -> fp.Fingerprint:
@@ -107,8 +107,8 @@ async def test_every_format_replays_the_step_sequence_checked_in_for_its_workflo
     assert (problem := fp.mismatch(WORKFLOW_VERSION, recorded)) is None, problem
     # the JSON retry's lane is the widest a turn takes (TurnStarted, call, notice, call, end, warning)
     assert lanes.widest() == 6 <= LANE_SLOTS
-    retried = [line for line in recorded["stances-json-retry"] if line.endswith("model_turn")]
-    assert len(retried) == len([line for line in recorded["stances"] if line.endswith("model_turn")]) + 1
+    retried = [line for line in recorded["stances-json-retry"] if "model_turn" in line]
+    assert len(retried) == len([line for line in recorded["stances"] if "model_turn" in line]) + 1
 
 
 async def test_a_reordered_step_fails_the_comparison_and_says_to_bump_the_version(
@@ -134,7 +134,8 @@ async def test_a_reordered_step_fails_the_comparison_and_says_to_bump_the_versio
     assert sorted(line.split()[1] for line in reordered) == names  # the same steps, one of them moved
     problem = fp.mismatch(WORKFLOW_VERSION, checked_in | {"challenge": reordered})
     assert problem is not None
-    assert "challenge: step 4 was `4 DebateRun.turn.<locals>.model_turn`, now `4 EventBus.emit`" in problem
+    assert ("challenge: step 4 was `4 DebateRun.turn.<locals>.model_turn turn:1:B:challenge:end`, "
+            "now `4 EventBus.emit`") in problem
     assert "bump WORKFLOW_VERSION" in problem and fp.REGENERATE in problem
     assert fp.mismatch(WORKFLOW_VERSION, checked_in) is None
 
@@ -151,3 +152,18 @@ def test_a_version_s_fingerprints_are_never_rewritten(tmp_path: Path) -> None:
     fp.write("v2", {"challenge": ["1 b", "2 a"]}, path)  # a new version keeps the old one's entry
     assert json.loads(path.read_text()) == {"v1": {"challenge": ["1 a", "2 b"]}, "v2": {"challenge": ["1 b", "2 a"]}}
     assert fp.mismatch("v2", {"challenge": ["1 b", "2 a"]}, path) is None
+
+
+def test_two_seats_turns_swapped_under_one_step_name_are_told_apart() -> None:
+    class Said:
+        def __init__(self, key: str) -> None:
+            self.event = Notice(debate_id="d", text=key)
+
+    def steps(*keys: str) -> list[dict[str, Any]]:
+        return [{"function_id": 3 + 8 * i, "function_name": "DebateRun.turn.<locals>.model_turn", "output": Said(k)}
+                for i, k in enumerate(keys)] + [{"function_id": 1, "function_name": "EventBus.emit", "output": None}]
+
+    a_then_b, b_then_a = fp.fingerprint(steps("A", "B")), fp.fingerprint(steps("B", "A"))
+    assert a_then_b[0] == "1 EventBus.emit" and a_then_b[1].startswith("3 DebateRun.turn.<locals>.model_turn notice:")
+    as_dbos_matches = [" ".join(line.split()[:2]) for line in a_then_b]  # ids and names: DBOS sees no change
+    assert as_dbos_matches == [" ".join(line.split()[:2]) for line in b_then_a] and a_then_b != b_then_a

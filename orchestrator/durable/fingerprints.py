@@ -7,7 +7,8 @@ at that deploy stops with "function a was recorded when b was expected", or sile
 step's result when the names agree. Such a change needs a new WORKFLOW_VERSION (config.py).
 
 The fingerprint of a scripted debate is what DBOS recorded for it, one `"<step id> <function name>"`
-per step, in step id order: the gaps are the unused slots of a gather's lanes. The file keeps one entry
+per step, in step id order (the gaps are the unused slots of a gather's lanes), a turn's step followed
+by its turn's key. The file keeps one entry
 per WORKFLOW_VERSION, each a scenario → fingerprint map; tests/test_step_fingerprints.py records every
 scenario again and compares. A version's entry, once written, is never rewritten: a changed sequence
 takes a new version, then REGENERATE adds its entry.
@@ -27,8 +28,17 @@ Fingerprint = list[str]
 
 
 def fingerprint(steps: Iterable[Mapping[str, Any]]) -> Fingerprint:
-    """A workflow's recorded steps (`DBOS.list_workflow_steps`) as `"<step id> <function name>"` lines."""
-    return [f"{s['function_id']} {s['function_name']}" for s in sorted(steps, key=lambda s: s["function_id"])]
+    """A workflow's recorded steps (`DBOS.list_workflow_steps`, with outputs) as `"<step id> <function name>"`
+    lines, each followed by the key of the event its result ends with, where it has one (a turn's)."""
+    return [f"{s['function_id']} {s['function_name']}{_said(s.get('output'))}"
+            for s in sorted(steps, key=lambda s: s["function_id"])]
+
+
+def _said(output: Any) -> str:
+    """Which turn a turn's step played: two steps of one name swapped (two seats' turns) replay without an
+    error and hand each seat the other's answer, so the fingerprint tells them apart."""
+    key = getattr(getattr(output, "event", None), "key", None)
+    return f" {key}" if isinstance(key, str) else ""
 
 
 def load(path: Path = FINGERPRINTS_FILE) -> dict[str, dict[str, Fingerprint]]:
