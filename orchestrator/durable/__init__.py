@@ -15,6 +15,9 @@ so a restart or a kill -9 resumes it from its last step. The only package that i
 - Every round takes the audience's notes waiting in the log as a recorded step (`LogAudience`).
 - Events travel on the workflow's stream STREAM (`workflow_id(debate_id)`), one
   `event.model_dump(mode="json")` per entry, at least once: readers drop repeats by `event.key`.
+- Replay rules: every format's step sequence is checked in per WORKFLOW_VERSION (fingerprints.py,
+  step_fingerprints.json; tests/test_step_fingerprints.py), and DBOS's private API is used only in
+  dbos_private.py (tests/test_dbos_private.py runs each call against the pinned DBOS).
 """
 
 from __future__ import annotations
