@@ -163,7 +163,7 @@ async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_onc
             assert record is not None and (record.status, record.error) == ("failed", LOG_WRITE_FAILED)
 
             thread = peer.thread("C9", record.thread or "")
-            headers = [m.text.splitlines()[0] for m in thread if m.text.startswith("*")]
+            headers = [m.markdown.splitlines()[0] for m in thread if m.markdown.startswith("**")]  # turns
             assert headers and len(headers) == len(set(headers)), headers  # no turn shown twice
             posts = [c.params for c in peer.of("chat.postMessage") if c.params.get("thread_ts") == record.thread]
             assert len(posts) == len(thread)  # nothing posted a second time

@@ -4,6 +4,7 @@ peers saw (calls, retries, tokens, 429s, failures), and no label carries a user,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Iterable
@@ -50,6 +51,19 @@ def assert_no_unbounded_labels(samples: list[Sample], rows: list[sqlite3.Row]) -
             assert not any(f and f in value for f in forbidden), (sample.name, sample.labels)
 
 
+async def settled(port: int, slack: SlackAPIPeer) -> list[Sample]:
+    """The front's metrics once its thread writes are all answered: a scrape right after the verdict can
+    come while the root's last edit is still on its way (the peer has it, the client not yet its answer)."""
+    for _ in range(100):
+        samples = await scrape(port)
+        answered = len([c for c in slack.calls if c.method in ("chat.postMessage", "chat.update")])
+        if total(samples, "debate_platform_writes_total", platform="slack") == answered \
+                and total(samples, "debate_render_backlog_events") == 0:
+            return samples
+        await asyncio.sleep(0.1)
+    return samples
+
+
 async def completed(db: Path, slack: SlackAPIPeer) -> None:
     await slack.wait_for(lambda _: [r["status"] for r in debate_rows(db)] not in ([], ["running"]), within=90)
     assert [(r["status"], r["error"]) for r in debate_rows(db)] == [("completed", None)]
@@ -67,7 +81,7 @@ async def test_serve_counts_model_calls_retries_tokens_and_slack_429s(tmp_path: 
         try:
             await command(port, TOPIC, slack, "trigger-metrics-1")
             await completed(tmp_path / "debates.db", slack)
-            samples = await scrape(port)
+            samples = await settled(port, slack)
         finally:
             await stopped(proc)
 
@@ -112,7 +126,8 @@ async def test_a_worker_counts_its_calls_and_failures_and_a_front_its_writes(tmp
             await health_until(f"http://127.0.0.1:{worker_port}/healthz", worker, 200)
             await command(port, TOPIC, slack, "trigger-metrics-2")
             await completed(tmp_path / "debates.db", slack)
-            at_worker, at_front = await scrape(worker_port), await scrape(port)
+            at_front = await settled(port, slack)
+            at_worker = await scrape(worker_port)
         finally:
             with contextlib.suppress(AssertionError):
                 await stopped(worker)

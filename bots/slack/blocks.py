@@ -41,8 +41,15 @@ def safe(text: str, limit: int = SECTION_LIMIT) -> str:
 
 
 def prose(text: str, limit: int) -> str:
-    """Model prose for a `markdown` block: its Markdown kept, made inert, cut to `limit`."""
-    return truncate(neutralize_markdown(text), limit)
+    """Model prose for a `markdown` block: its Markdown kept, cut to `limit`, made inert. Cut first:
+    a cut through a code span would leave its backtick open, and whatever followed it, a link made
+    inert only inside code included, would render live (a shorter cut when making it inert lengthened it)."""
+    budget = limit
+    while True:
+        shown = neutralize_markdown(truncate(text, budget))
+        if len(shown) <= limit or budget <= 1:
+            return shown
+        budget -= len(shown) - limit
 
 
 def label(text: str, limit: int) -> str:
@@ -159,8 +166,13 @@ def _rating_label(key: str) -> str:
 def _md_bullets(title: str, items: tuple[str, ...], limit: int = 900) -> str | None:
     if not items:
         return None
-    body = "\n".join(f"- {prose(item, 300)}" for item in items[:8])
-    return truncate(f"**{title}**\n{body}", limit)
+    lines = [f"**{title}**"]
+    for item in items[:8]:  # whole points only: a cut through one could leave a code span open
+        line = f"- {prose(item, 300)}"
+        if sum(len(x) + 1 for x in lines) + len(line) > limit:
+            break
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def winner_text(spec: DebateSpec, verdict: Verdict) -> str:
