@@ -11,8 +11,11 @@ from pathlib import Path
 
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.otlp_collector import OTLPCollector, ReceivedSpan
+from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import is_judge, script_judge
 from tests.test_cli import ROOT, debate, two_providers
+from tests.test_durable_serve import command, rows, serving, slack_env, spawn, stopped
+from tests.test_serve import free_port, health_until, slack_verdict_posted
 
 TOPIC = "Should the billing service move to event sourcing?"
 OTEL_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME",
@@ -126,3 +129,42 @@ async def test_without_an_endpoint_the_hooks_load_no_opentelemetry(tmp_path: Pat
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()
     assert json.loads(out) == [], "tracing off imports no OpenTelemetry module"
+
+
+async def test_a_worker_traces_the_debate_with_dbos_spans_and_a_front_its_slack_writes(tmp_path: Path) -> None:
+    port, worker_port = free_port(), free_port()
+    async with FakeLLMServer() as llm, SlackAPIPeer() as slack, OTLPCollector() as collector:
+        script_judge(llm, "A")
+        env = {k: v for k, v in slack_env(tmp_path, llm, slack).items() if k not in OTEL_VARS}
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.url
+        front = await serving(tmp_path, env, port, "--front-only")
+        worker = await spawn(tmp_path, env, "worker", "--name", "w1", "--host", "127.0.0.1", "--port",
+                             str(worker_port))
+        try:
+            await health_until(f"http://127.0.0.1:{worker_port}/healthz", worker, 200)
+            await command(port, TOPIC, slack, "trigger-traced-1")
+            await slack.wait_for(slack_verdict_posted, within=90)
+        finally:
+            worker_err = await stopped(worker)
+            await stopped(front)  # each flushed its spans as it exited
+        (row,) = rows(tmp_path / "debates.db")
+    assert "logger provider" not in worker_err, "DBOS's logs stay on stderr, without a warning about OTLP"
+
+    (root,) = collector.spans_named("debate")
+    assert root.attributes["gen_ai.conversation.id"] == row["id"] and root.attributes["debate.platform"] == "slack"
+    assert root.resource["service.name"] == "debate-bot-worker"
+    in_trace = [s for s in collector.spans if s.trace_id == root.trace_id]
+    dbos = [s for s in in_trace if "operationType" in s.attributes]  # DBOS's own spans (its legacy names)
+    assert {s.attributes["operationType"] for s in dbos} >= {"workflow", "step"}
+    assert any(s.span_id == root.parent_id for s in dbos), "the debate runs inside its DBOS workflow span"
+    assert len([s for s in in_trace if s.name.startswith("chat ")]) == len(llm.requests)
+
+    writes = [s for s in collector.spans if s.name.startswith("slack ")]
+    assert {s.name for s in writes} >= {"slack chat.postMessage", "slack chat.update"}
+    assert all(s.resource["service.name"] == "debate-bot-front" for s in writes)
+    posted = [s for s in writes if s.attributes.get("gen_ai.conversation.id") == row["id"]]
+    assert len(posted) >= len(slack.of("chat.update")), "a front's writes for the debate carry its id"
+    assert all(s.attributes["http.response.status_code"] == 200 and s.attributes["debate.platform"] == "slack"
+               for s in writes)
+    shown = [text for span in collector.spans for text in strings_in(span)]
+    assert not [text for text in shown if "event sourcing" in text], "no span carries the topic"

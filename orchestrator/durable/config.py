@@ -95,9 +95,14 @@ def executor_id(role: Role, name: str | None = None) -> str:
     return f"worker-{name or socket.gethostname()}"
 
 
+def _not_about_otlp_logs(record: logging.LogRecord) -> bool:
+    return "logger provider not set" not in record.getMessage()
+
+
 def dbos_config(url: str, executor: str) -> DBOSConfig:
     """With this process tracing (orchestrator/tracing.py), DBOS's workflow and step spans go to the same
-    collector: DBOS exports through the tracer provider already set when given no endpoint of its own."""
+    collector: DBOS exports through the tracer provider already set when given no endpoint of its own.
+    Its logs stay ours (stderr): its warning that no OTLP log exporter is set is dropped."""
     config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": url,
@@ -109,4 +114,5 @@ def dbos_config(url: str, executor: str) -> DBOSConfig:
     }
     if tracing.enabled():
         config["enable_otlp"] = True
+        logging.getLogger("dbos").addFilter(_not_about_otlp_logs)  # the same function: added once
     return config
