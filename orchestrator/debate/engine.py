@@ -157,6 +157,7 @@ class Engine:
     async def _conclude(self, run: DebateRun, result: FormatResult, *, number: int = 1,
                         previous: Verdict | None = None) -> Outcome:
         """The verdict (number `number`; with `previous`, it says whether the winner changed) and the end."""
+        run.end_round_span()  # a round left uncompleted does not hold the judge's spans
         if not run.transcript:
             if run.stats.attempted and run.stats.timed_out == run.stats.attempted:
                 return await self._fail(run, ALL_TIMED_OUT, 0)
