@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,10 +67,20 @@ def configure_tracing(role: str) -> bool:
 
 def span(name: str, attributes: Attributes) -> AbstractContextManager[Any]:
     """A child of the current span for the block (the block's own spans are its children); yields the span,
-    or None when tracing is off. An exception leaving the block marks the span failed."""
-    if _tracer is None:
-        return _OFF
-    return _tracer.start_as_current_span(name, attributes=attributes)
+    or None when tracing is off. An exception leaving the block marks the span failed with its type."""
+    return _OFF if _tracer is None else _current(name, attributes)
+
+
+@contextmanager
+def _current(name: str, attributes: Attributes) -> Iterator[Any]:
+    # not the SDK's exception recording: an exception's text could quote what a span must not carry
+    with _tracer.start_as_current_span(name, attributes=attributes, record_exception=False,
+                                       set_status_on_exception=False) as started:
+        try:
+            yield started
+        except BaseException as exc:
+            note(started, {}, error=type(exc).__name__)
+            raise
 
 
 def note(span: Any, attributes: Attributes, *, error: str = "") -> None:
