@@ -9,13 +9,14 @@ import os
 import sys
 from pathlib import Path
 
+from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.otlp_collector import OTLPCollector, ReceivedSpan
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import is_judge, script_judge
 from tests.test_cli import ROOT, debate, two_providers
 from tests.test_durable_serve import command, rows, serving, slack_env, spawn, stopped
-from tests.test_serve import free_port, health_until, slack_verdict_posted
+from tests.test_serve import discord_verdict_posted, free_port, health_until, slack_verdict_posted
 
 TOPIC = "Should the billing service move to event sourcing?"
 OTEL_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME",
@@ -168,3 +169,31 @@ async def test_a_worker_traces_the_debate_with_dbos_spans_and_a_front_its_slack_
                for s in writes)
     shown = [text for span in collector.spans for text in strings_in(span)]
     assert not [text for text in shown if "event sourcing" in text], "no span carries the topic"
+
+
+async def test_discord_writes_are_spans_with_their_routes_and_the_debate_id(tmp_path: Path) -> None:
+    port = free_port()
+    async with FakeLLMServer() as llm, DiscordPeer() as discord, OTLPCollector() as collector:
+        script_judge(llm, "A")
+        env = traced_env(tmp_path, llm, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, DEBATE_ROUNDS="1",
+                         DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=discord.api_base_url,
+                         DISCORD_GATEWAY_URL=discord.gateway_url)
+        proc = await spawn(tmp_path, env, "serve", "--discord", "--host", "127.0.0.1", "--port", str(port))
+        try:
+            await health_until(f"http://127.0.0.1:{port}/healthz", proc, 200)
+            await discord.dispatch_interaction(discord.slash_command("debate", {"topic": TOPIC}))
+            await discord.wait_for(lambda: discord_verdict_posted(discord), within=90)
+        finally:
+            await stopped(proc)
+        (row,) = rows(tmp_path / "debates.db")
+        (thread,) = discord.threads()
+        in_thread = [c for c in discord.writes() if c.path.startswith(f"/channels/{thread['id']}/")]
+
+    writes = [s for s in collector.spans if s.name.startswith("discord ")]
+    routes = {s.attributes["debate.platform.method"] for s in writes}
+    assert {"POST /channels/{id}/messages", "PATCH /channels/{id}/messages/{id}"} <= routes
+    assert all(s.name == f"discord {s.attributes['debate.platform.method']}" for s in writes)
+    assert all(str(s.attributes["http.response.status_code"]).startswith("2") for s in writes)
+    for_debate = [s for s in writes if s.attributes.get("gen_ai.conversation.id") == row["id"]]
+    assert len(for_debate) >= len(in_thread) > 0, "every write into the debate's thread (and its root) carries its id"
+    assert not [t for s in collector.spans for t in strings_in(s) if TOKEN in t or "event sourcing" in t]
