@@ -2,8 +2,8 @@
 
     async with OTLPCollector() as collector:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.url      # the exporter posts to …/v1/traces
-        ...
-        debate = collector.spans_named("debate")
+        ...                                                     # the process exits: its spans are flushed
+        (debate,) = collector.spans_named("debate")
 
 Speaks `POST /v1/traces` with a protobuf `ExportTraceServiceRequest` body (gzip or not, as the
 exporter's OTEL_EXPORTER_OTLP_COMPRESSION says) and answers an empty `ExportTraceServiceResponse`.
@@ -12,7 +12,6 @@ Every span is kept, decoded into a `ReceivedSpan` with its resource's attributes
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +52,6 @@ class OTLPCollector:
     def __init__(self) -> None:
         self.spans: list[ReceivedSpan] = []
         self.requests = 0
-        self._arrived = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._port = 0
 
@@ -85,12 +83,6 @@ class OTLPCollector:
     def spans_named(self, name: str) -> list[ReceivedSpan]:
         return [s for s in self.spans if s.name == name]
 
-    async def wait_for(self, name: str, n: int = 1) -> list[ReceivedSpan]:
-        """Until `n` spans named `name` arrived (callers bound the wait)."""
-        async with self._arrived:
-            await self._arrived.wait_for(lambda: len(self.spans_named(name)) >= n)
-        return self.spans_named(name)
-
     async def _traces(self, request: web.Request) -> web.Response:
         if request.content_type != PROTOBUF:
             return web.Response(status=415, text="OTLP/HTTP takes application/x-protobuf here")
@@ -106,8 +98,6 @@ class OTLPCollector:
             for scope_spans in resource_spans.scope_spans
             for span in scope_spans.spans
         ]
-        async with self._arrived:
-            self.requests += 1
-            self.spans.extend(received)
-            self._arrived.notify_all()
+        self.requests += 1
+        self.spans.extend(received)
         return web.Response(body=ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF)
