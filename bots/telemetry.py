@@ -4,7 +4,8 @@ Slack's Web API calls share one keep-alive session per front, and discord.py tak
 `TraceConfig` (`http_trace`), so one trace per platform counts every write, by API method and outcome
 (`ok`, `rate_limited` for a 429 the client then waits out, `error`), 429s included, without touching
 each call site. Methods are bounded names (`chat.update`; `PATCH /channels/{id}/messages/{id}`): ids and
-tokens never reach a label.
+tokens never reach a label. The same trace makes each write a span (orchestrator/tracing.py, when
+tracing): `{platform} {method}` with its HTTP status and, written for a debate, `gen_ai.conversation.id`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 import aiohttp
 
+from orchestrator import tracing
+from orchestrator.logs import current_debate
 from orchestrator.metrics import PLATFORM_WRITES, prepare_platform_metrics
 
 SLACK_WRITES = ("chat.", "views.", "reactions.")
@@ -51,6 +54,13 @@ def outcome(status: int) -> str:
     return "ok" if status < 400 else "error"
 
 
+def _write_attributes(platform: str, method: str, verb: str) -> dict[str, str]:
+    attributes = {"debate.platform": platform, "debate.platform.method": method, "http.request.method": verb}
+    if (debate_id := current_debate()) is not None:
+        attributes[tracing.CONVERSATION] = debate_id
+    return attributes
+
+
 def write_trace(platform: str) -> aiohttp.TraceConfig:
     """A trace that counts `platform`'s writes (pass it to the aiohttp session, or discord.py's `http_trace`)."""
     name = slack_method if platform == "slack" else None
@@ -60,16 +70,27 @@ def write_trace(platform: str) -> aiohttp.TraceConfig:
     def method_of(params: Any) -> str | None:
         return name(params.url) if name is not None else discord_route(params.method, params.url)
 
-    async def on_end(_session: aiohttp.ClientSession, _ctx: SimpleNamespace,
+    async def on_start(_session: aiohttp.ClientSession, ctx: SimpleNamespace,
+                       params: aiohttp.TraceRequestStartParams) -> None:
+        if (method := method_of(params)) is not None:
+            ctx.span = tracing.start_span(f"{platform} {method}", _write_attributes(platform, method, params.method))
+
+    async def on_end(_session: aiohttp.ClientSession, ctx: SimpleNamespace,
                      params: aiohttp.TraceRequestEndParams) -> None:
         if (method := method_of(params)) is not None:
-            PLATFORM_WRITES.labels(platform, method, outcome(params.response.status)).inc()
+            status = params.response.status
+            PLATFORM_WRITES.labels(platform, method, outcome(status)).inc()
+            tracing.end(getattr(ctx, "span", None), {"http.response.status_code": status},
+                        error=str(status) if status >= 400 else "")
 
-    async def on_error(_session: aiohttp.ClientSession, _ctx: SimpleNamespace,
+    async def on_error(_session: aiohttp.ClientSession, ctx: SimpleNamespace,
                        params: aiohttp.TraceRequestExceptionParams) -> None:
         if (method := method_of(params)) is not None:
             PLATFORM_WRITES.labels(platform, method, "error").inc()
+            tracing.end(getattr(ctx, "span", None), {}, error=type(params.exception).__name__)
 
+    if tracing.enabled():  # off, a request costs no span callback
+        trace.on_request_start.append(on_start)
     trace.on_request_end.append(on_end)
     trace.on_request_exception.append(on_error)
     trace.freeze()

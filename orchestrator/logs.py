@@ -45,6 +45,12 @@ def about_debate(debate_id: str, workspace: str | None) -> Iterator[None]:
         _about.reset(token)
 
 
+def current_debate() -> str | None:
+    """The debate the running code is about (`about_debate`), if any."""
+    about = _about.get()
+    return about[0] if about is not None else None
+
+
 class _Context(logging.Filter):
     """Adds the debate, workspace, role and process name to every record, and redacts its text."""
 

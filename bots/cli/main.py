@@ -22,6 +22,7 @@ from orchestrator.log import StoreError, to_json, to_markdown
 from orchestrator.logs import configure_logging
 from orchestrator.models import EFFORTS, FORMATS
 from orchestrator.providers import ProviderRegistry
+from orchestrator.tracing import configure_tracing
 
 DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
 
@@ -271,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings()
         _configure_logging(args, settings)
+        configure_tracing("front" if getattr(args, "front_only", False) else args.command)
         return asyncio.run(COMMANDS[args.command](args, settings))
     except (ConfigError, UsageError) as exc:
         print(f"debate: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from orchestrator import tracing
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience
 from orchestrator.debate.continuation import play as play_continuation
@@ -110,13 +111,22 @@ class Engine:
         """`play`'s outcome; a stop (a cancelled task, when the steps say that is a stop) ends the debate
         cancelled, and a crash ends it failed, each with its closing event. A log that stopped the debate
         is no crash: LogWriteFailed goes to whoever runs the debate, which records the failure. Counted in
-        the metrics: a debate resumed after a restart counts as started again where it resumes."""
+        the metrics, and traced (the `debate` span): a debate resumed after a restart counts as started
+        again where it resumes."""
         labels = (run.spec.platform, run.spec.format)
         DEBATES_STARTED.labels(*labels).inc()
         DEBATES_RUNNING.inc()
+        traced = {tracing.CONVERSATION: run.debate_id, "debate.format": run.spec.format,
+                  "debate.platform": run.spec.platform}
         try:
-            with about_debate(run.debate_id, run.spec.workspace):
-                outcome = await self._played(run, play, planned)
+            with about_debate(run.debate_id, run.spec.workspace), tracing.span("debate", traced) as span:
+                try:
+                    outcome = await self._played(run, play, planned)
+                finally:
+                    run.end_round_span()
+                tracing.note(span, {"debate.status": outcome.status, "debate.rounds": outcome.rounds_completed,
+                                    "gen_ai.usage.input_tokens": outcome.input_tokens,
+                                    "gen_ai.usage.output_tokens": outcome.output_tokens})
         except LogWriteFailed:
             DEBATES_FINISHED.labels(*labels, "failed").inc()
             raise
@@ -147,6 +157,7 @@ class Engine:
     async def _conclude(self, run: DebateRun, result: FormatResult, *, number: int = 1,
                         previous: Verdict | None = None) -> Outcome:
         """The verdict (number `number`; with `previous`, it says whether the winner changed) and the end."""
+        run.end_round_span()  # a round left uncompleted does not hold the judge's spans
         if not run.transcript:
             if run.stats.attempted and run.stats.timed_out == run.stats.attempted:
                 return await self._fail(run, ALL_TIMED_OUT, 0)

@@ -19,6 +19,7 @@ import re
 
 from pydantic import ValidationError
 
+from orchestrator import tracing
 from orchestrator.debate.audience import audience_block
 from orchestrator.debate.formats.base import relabel_text, render_turns
 from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
@@ -61,7 +62,7 @@ async def judge(
     shares = await _family_notice(run)
     orders: list[tuple[PassKind, list[Seat]]] = [("seated", seats), ("swapped", list(reversed(seats)))]
     passes = await run.steps.gather(
-        *(_one_pass(run, run.spec.judge, order, turns, context, descriptions) for _kind, order in orders)
+        *(_one_pass(run, run.spec.judge, order, turns, context, descriptions, kind) for kind, order in orders)
     )
     judge_family = family(run.spec.judge)
     readings = [JudgeReading(kind=kind, winner=v.winner, reasoning=v.reasoning, family=judge_family)
@@ -114,14 +115,24 @@ async def _tiebreak(
                          "the verdict is split, low confidence; both readings are shown.", "warning",
                          with_verdict=True)
         return None
-    verdict = await _one_pass(run, model, seats, turns, context, descriptions)
+    verdict = await _one_pass(run, model, seats, turns, context, descriptions, "tiebreak")
     if verdict is None:
         await run.notice("The judge's two passes disagreed and the tie-break judge gave no usable answer: the "
                          "verdict is split, low confidence; both readings are shown.", "warning", with_verdict=True)
     return verdict
 
 
-async def _one_pass(
+async def _one_pass(run: DebateRun, model: str, order: list[Seat], turns: list[Turn], context: str,
+                    descriptions: dict[str, str], kind: PassKind) -> Verdict | None:
+    """One judge pass (`kind`: seated, swapped, tiebreak), traced as a `judge {kind}` span."""
+    traced = {tracing.CONVERSATION: run.debate_id, "debate.judge.pass": kind, "debate.judge.model": model}
+    with tracing.span(f"judge {kind}", traced) as span:
+        verdict = await _judged(run, model, order, turns, context, descriptions)
+        tracing.note(span, {"debate.judge.usable": verdict is not None})
+        return verdict
+
+
+async def _judged(
     run: DebateRun, model: str, order: list[Seat], turns: list[Turn], context: str, descriptions: dict[str, str]
 ) -> Verdict | None:
     letters = "ABCD"

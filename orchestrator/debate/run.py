@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestrator import tracing
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience, with_audience
 from orchestrator.debate.deltas import DELTA_INTERVAL, DeltaBatcher
@@ -42,7 +43,7 @@ from orchestrator.events import (
     TurnFailed,
     TurnStarted,
 )
-from orchestrator.metrics import observe_call
+from orchestrator.metrics import model_labels, observe_call
 from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, Interjection, Seat, Turn
 from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.clients import ProviderRegistry
@@ -106,6 +107,7 @@ class DebateRun:
     delta_interval: float = DELTA_INTERVAL  # how often streamed text is sent (longer for a durable stream)
     audience: Audience | None = None  # None: no notes are taken (and no step is spent asking)
     interjections: list[Interjection] = field(default_factory=list)  # every note taken so far, as shown
+    round_span: tracing.Opened | None = None  # the current round's span, while tracing
 
     @property
     def debate_id(self) -> str:
@@ -187,11 +189,15 @@ class DebateRun:
         self, model_string: str, call: ModelCall, stream: tuple[int, str, str] | None
     ) -> CallResult:
         """The step: call the model; with `stream` (round, seat, kind), send its text as it arrives.
-        Counted in the process's metrics here, where the call runs (a replayed step is not counted)."""
+        Counted in the process's metrics and traced here, where the call runs (a replayed step is not)."""
         first_token: list[float] = []
-        result = await self._make_call(model_string, call, stream, first_token)
-        if result.error_kind != CONFIG_ERROR:
+        with self._chat_span(model_string, stream) as span:
+            result = await self._make_call(model_string, call, stream, first_token)
             completion = result.completion
+            tracing.note(span, {"gen_ai.usage.input_tokens": completion.input_tokens,
+                                "gen_ai.usage.output_tokens": completion.output_tokens} if completion else {},
+                         error=result.error_kind)
+        if result.error_kind != CONFIG_ERROR:
             observe_call(model_string, result.duration_ms / 1000, error_kind=result.error_kind,
                          input_tokens=completion.input_tokens if completion else 0,
                          output_tokens=completion.output_tokens if completion else 0,
@@ -199,6 +205,17 @@ class DebateRun:
                          if completion else None,
                          first_token_s=first_token[0] if first_token else None)
         return result
+
+    def _chat_span(self, model_string: str, stream: tuple[int, str, str] | None) -> Any:
+        """The call's `chat {model}` span (GenAI conventions); a debater's turn says its round, seat and kind."""
+        if not tracing.enabled():
+            return tracing.span("", {})
+        provider, model, operation = model_labels(model_string)
+        attributes: dict[str, Any] = {tracing.CONVERSATION: self.debate_id, "gen_ai.operation.name": operation,
+                                      "gen_ai.provider.name": provider, "gen_ai.request.model": model}
+        if stream is not None:
+            attributes.update({"debate.round": stream[0], "debate.seat": stream[1], "debate.turn.kind": stream[2]})
+        return tracing.span(f"{operation} {model}", attributes)
 
     async def _make_call(
         self, model_string: str, call: ModelCall, stream: tuple[int, str, str] | None, first_token: list[float]
@@ -286,6 +303,9 @@ class DebateRun:
         """The round begins, as one step: the audience's notes for it are taken (a resumed run gets the
         same notes back), then RoundStarted and one Interjected per note are delivered."""
         started = self.scrub(RoundStarted(debate_id=self.debate_id, round=round, total=total, title=title))
+        self.end_round_span()  # a round a format left without completing it
+        self.round_span = tracing.open_span(f"round {round}", {tracing.CONVERSATION: self.debate_id,
+                                                                "debate.round": round})
 
         async def start_round() -> list[Interjection]:
             notes: list[Interjection] = []
@@ -308,6 +328,12 @@ class DebateRun:
 
     async def round_completed(self, round: int, total: int) -> None:
         await self.emit(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
+        self.end_round_span()
+
+    def end_round_span(self) -> None:
+        """End the current round's span (called in the context that opened it: the format's)."""
+        tracing.close(self.round_span)
+        self.round_span = None
 
 
 def _noting_first(on_delta: Callable[[str], Any], clock: float, first: list[float]) -> Callable[[str], Any]:

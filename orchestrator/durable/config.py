@@ -23,6 +23,7 @@ from typing import Literal
 
 from dbos import DBOSConfig
 
+from orchestrator import tracing
 from orchestrator.config import Settings
 
 log = logging.getLogger(__name__)
@@ -94,8 +95,15 @@ def executor_id(role: Role, name: str | None = None) -> str:
     return f"worker-{name or socket.gethostname()}"
 
 
+def _not_about_otlp_logs(record: logging.LogRecord) -> bool:
+    return "logger provider not set" not in record.getMessage()
+
+
 def dbos_config(url: str, executor: str) -> DBOSConfig:
-    return {
+    """With this process tracing (orchestrator/tracing.py), DBOS's workflow and step spans go to the same
+    collector: DBOS exports through the tracer provider already set when given no endpoint of its own.
+    Its logs stay ours (stderr): its warning that no OTLP log exporter is set is dropped."""
+    config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": url,
         "executor_id": executor,
@@ -104,3 +112,7 @@ def dbos_config(url: str, executor: str) -> DBOSConfig:
         "notification_listener_polling_interval_sec": POLL_S,
         "max_executor_threads": MAX_EXECUTOR_THREADS,
     }
+    if tracing.enabled():
+        config["enable_otlp"] = True
+        logging.getLogger("dbos").addFilter(_not_about_otlp_logs)  # the same function: added once
+    return config
