@@ -68,6 +68,9 @@ async def completed(db: Path, slack: SlackAPIPeer) -> None:
     await slack.wait_for(lambda _: [r["status"] for r in debate_rows(db)] not in ([], ["running"]), within=90)
     assert [(r["status"], r["error"]) for r in debate_rows(db)] == [("completed", None)]
     await slack.wait_for(slack_verdict_posted, within=30)
+    # the root's last edit says how the debate ended: after it, the front writes nothing more
+    await slack.wait_for(lambda p: any(m.thread_ts is None and "(completed)" in m.text for m in p.messages.values()),
+                         within=30)
 
 
 async def test_serve_counts_model_calls_retries_tokens_and_slack_429s(tmp_path: Path) -> None:

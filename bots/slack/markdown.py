@@ -56,8 +56,10 @@ def _inert_prose(text: str) -> str:
 
 
 def _inert_code(code: str) -> str:
-    """Code shows as written (entities would show literally), but never opens a Slack control sequence."""
-    return _CODE_CONTROL.sub("<" + ZWSP, code)
+    """Code shows as written (entities would show literally), but never opens a Slack control sequence,
+    and a `](` in it gets a zero-width space: a message split through a code span leaves part of it
+    outside code, where it must not become a link either."""
+    return _CODE_CONTROL.sub("<" + ZWSP, code).replace("](", "]" + ZWSP + "(")
 
 
 def neutralize_markdown(text: str) -> str:
