@@ -27,6 +27,8 @@ MIN_ROUNDS = 1
 MAX_ROUNDS = 5
 MIN_DEBATERS = 2
 MAX_DEBATERS = 4
+MIN_JUDGES = 2  # a jury (`--judges`): fewer is one judge, more costs without steadying the verdict
+MAX_JUDGES = 5
 MAX_INTERJECTIONS_PER_ROUND = 3  # audience notes one round's prompts take; more wait for the next round
 MAX_INTERJECTION_CHARS = 500
 MAX_CONTINUATIONS = 3  # `continue` runs after the first verdict, per debate
@@ -71,6 +73,7 @@ class DebateSpec(Frozen):
     seats: tuple[Seat, ...]
     judge: str
     tiebreak_judge: str | None = None  # a third family's judge, asked only when the two judge passes split
+    judges: tuple[str, ...] = ()  # a jury of MIN_JUDGES..MAX_JUDGES in place of `judge` (orchestrator/debate/jury.py)
     effort: Effort = "medium"
     platform: str = "cli"
     workspace: str | None = None  # Slack team id / Discord guild id; who may recall it (orchestrator.log.Scope)
@@ -95,6 +98,13 @@ class DebateSpec(Frozen):
     def _enough_seats(cls, value: tuple[Seat, ...]) -> tuple[Seat, ...]:
         if not MIN_DEBATERS <= len(value) <= MAX_DEBATERS:
             raise ValueError(f"a debate needs {MIN_DEBATERS} to {MAX_DEBATERS} debaters")
+        return value
+
+    @field_validator("judges")
+    @classmethod
+    def _jury_size(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if value and not MIN_JUDGES <= len(value) <= MAX_JUDGES:
+            raise ValueError(f"a jury needs {MIN_JUDGES} to {MAX_JUDGES} judges")
         return value
 
     def seat(self, label: str) -> Seat:
@@ -150,6 +160,32 @@ class JudgeReading(Frozen):
                 "tiebreak": f"Tie-break judge ({self.family})"}[self.kind]
 
 
+JurorStatus = Literal["voted", "undecided", "failed"]
+
+
+class JurorVote(Frozen):
+    """One juror of a jury: its pick, its reasoning and what it cost. The model is kept for the log and
+    the team; no judge's prompt ever names one. `undecided`: its two order-swapped passes disagreed, so
+    it casts no vote; `failed`: it gave no usable answer."""
+
+    seat: int  # 1-based place on the panel, in the order the judges were named
+    model: str
+    family: str = ""
+    status: JurorStatus = "voted"
+    winner: str | None = None  # seat label; None unless voted
+    reasoning: str = ""
+    passes: tuple[str, ...] = ()  # each usable pass's winner, in the order asked
+    same_family: bool = False  # of a debater's family: seated only because no other family was available
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    calls: int = 0  # model calls made, retries included
+
+    @property
+    def name(self) -> str:
+        return f"Juror {self.seat}"
+
+
 class Verdict(Frozen):
     """The judge's decision. `winner` is a seat label; `split` marks disagreeing judge passes.
 
@@ -169,6 +205,8 @@ class Verdict(Frozen):
 
     def confidence_note(self) -> str:
         """How far to trust the winner, in one plain sentence (every surface adds its own markup)."""
+        if self.jury:
+            return self.jury_note()
         if self.tiebreak_family:
             sided = "" if self.confidence == "medium" else ", which chose neither pass's winner"
             return (f"Confidence: {self.confidence} — split; decided by a tie-break judge of family "
@@ -182,8 +220,56 @@ class Verdict(Frozen):
             return "Confidence: low — only one judge pass was usable, so it could not be cross-checked."
         return ""
 
+    @property
+    def votes(self) -> tuple[JurorVote, ...]:
+        return tuple(j for j in self.jury if j.status == "voted")
+
+    @property
+    def agreement(self) -> float | None:
+        """The share of the jurors who voted that picked the winner; None without a jury."""
+        votes = self.votes
+        return sum(1 for j in votes if j.winner == self.winner) / len(votes) if votes else None
+
+    def jury_tally(self) -> str:
+        """`Jury 2–1 for A` (votes for the winner, then against)."""
+        votes = self.votes
+        won = sum(1 for j in votes if j.winner == self.winner)
+        return f"Jury {won}–{len(votes) - won} for {self.winner}"
+
+    def jury_note(self) -> str:
+        """The jury's count, its confidence and who did not vote, in plain sentences."""
+        if not self.jury:
+            return ""
+        dissent = len(self.dissents())
+        how = {
+            "high": "high confidence — unanimous",
+            "medium": (f"medium confidence — split, {dissent} dissent{'s' if dissent > 1 else ''}" if dissent
+                       else "medium confidence — not every juror could decide"),
+        }.get(self.confidence or "", "low confidence — " + (
+            "a tied vote, decided by the tie rule (the first-named juror's pick among the tied sides)"
+            if self.jury_tie else "only one juror's vote could be counted"))
+        out = [f"{self.jury_tally()}: {how}."]
+        failed = sum(1 for j in self.jury if j.status == "failed")
+        if failed:
+            out.append(f"{failed} of {len(self.jury)} jurors gave no usable answer, so a "
+                       f"{len(self.jury) - failed}-judge jury decided.")
+        undecided = [j.name for j in self.jury if j.status == "undecided"]
+        if undecided:
+            out.append(f"{' and '.join(undecided)} did not vote: {'its' if len(undecided) == 1 else 'their'} two "
+                       "order-swapped passes disagreed.")
+        return " ".join(out)
+
+    def dissents(self) -> tuple[JurorVote, ...]:
+        """The jurors who voted for another debater than the winner, each with its reasoning."""
+        return tuple(j for j in self.votes if j.winner != self.winner)
+
     def family_note(self) -> str:
         """Said when the judge shares a model family with a debater; empty otherwise."""
+        shared = [j for j in self.jury if j.same_family]
+        if shared:
+            names = " and ".join(j.name for j in shared)
+            return (f"{names} {'is' if len(shared) == 1 else 'are'} of a debater's model family, seated because no "
+                    "judge of another family was available; a judge may favour its own family.")
         if not self.judge_shares_family_with:
             return ""
         who = ("debaters " if len(self.judge_shares_family_with) > 1 else "debater ") + " and ".join(
@@ -200,6 +286,8 @@ class Verdict(Frozen):
     # a continued debate's verdict (the second, third, …): whether the winner changed from the one before, and why
     changed: bool | None = None
     change_note: str = ""
+    jury: tuple[JurorVote, ...] = ()  # a jury's every juror, in panel order; empty: one judge's two passes
+    jury_tie: bool = False  # the jury's vote was tied and the tie rule decided
 
 
 class Interjection(Frozen):
@@ -243,6 +331,7 @@ class ChannelDefaults(Frozen):
     rounds: int | None = Field(default=None, ge=MIN_ROUNDS, le=MAX_ROUNDS)
     effort: Effort | None = None
     interjections: bool = True
+    judges: tuple[str, ...] | None = None  # a jury (`judges=`), held to the chat policy like any seat
 
     @field_validator("proposer", "challenger", "judge")
     @classmethod

@@ -4,7 +4,6 @@ exactly when the passes split, confidence, tie refusal with one retry, anonymity
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
 from pathlib import Path
@@ -155,28 +154,6 @@ async def test_evidence_precedes_the_winner_and_is_stored(llm_server: FakeLLMSer
     assert record.verdict.evidence == tuple(evidence) and record.verdict.confidence == "high"
 
 
-async def test_a_winner_named_before_its_evidence_is_sent_back_once(
-    llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
-) -> None:
-    srv = llm_server
-    script_debaters(srv)
-    body = json.loads(verdict_json("B").split("```json\n", 1)[1].rsplit("```", 1)[0])
-    winner_first = {"winner": "B", **{k: v for k, v in body.items() if k != "winner"}}
-    srv.add_rule(Reply(text="```json\n" + json.dumps(winner_first) + "\n```"),
-                 lambda r: proposer_first(r) and len(r.messages) == 2)
-    srv.add_rule(Reply(text=verdict_json("B")), proposer_first)
-    srv.add_rule(Reply(text=verdict_json("A")), challenger_first)
-    caplog.set_level(logging.WARNING)
-
-    result = await run_debate(srv, make_spec("challenge", rounds=1))
-
-    retries = [r for r in srv.requests if judging(r) and len(r.messages) == 4]
-    assert len(retries) == 1 and "list the decisive evidence first" in retries[0].last_user
-    verdict = result.of(VerdictReached)[0].verdict
-    assert verdict.winner == "B" and verdict.evidence and verdict.confidence == "high"
-    assert any("PARSE_ERROR:judge:no_evidence" in r.getMessage() for r in caplog.records)
-
-
 async def test_a_tie_is_refused_and_retried_once(llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture) -> None:
     srv = llm_server
     script_debaters(srv)
@@ -185,7 +162,9 @@ async def test_a_tie_is_refused_and_retried_once(llm_server: FakeLLMServer, capl
     srv.add_rule(Reply(text=verdict_json("A")), challenger_first)
     caplog.set_level(logging.WARNING)
 
-    result = await run_debate(srv, make_spec("challenge", rounds=1))
+    # a backend with no schema mode (a strict schema's enum would not let a tie be written at all)
+    result = await run_debate(srv, make_spec("challenge", rounds=1, judge="ollama:judge"),
+                              env={"OLLAMA_BASE_URL": srv.openai_base_url})
 
     judge_calls = [r for r in srv.requests if judging(r)]
     assert len(judge_calls) == 4

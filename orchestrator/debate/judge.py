@@ -1,11 +1,15 @@
-"""The verdict: a fresh-context judge asked twice, the debaters' order swapped, the passes compared.
+"""The verdict: a fresh-context judge asked twice, the debaters' order swapped, the passes compared
+(or, with `spec.judges`, a jury: orchestrator/debate/jury.py).
 
 Both passes run concurrently. Each sees anonymous letters assigned in presentation order, so a
 judge that favours whoever comes first shows up as a split verdict instead of a hidden bias. Each
-answer lists the decisive evidence before it names a winner. When the passes disagree, and only
-then, one more pass by a judge of a third family (`spec.tiebreak_judge`, chosen by seating) decides;
-without one the verdict stays split, low confidence, with both readings. Nothing here reads the
-clock or draws a random number: a resumed durable run replays the same passes to the same verdict.
+answer is asked to list the decisive evidence before it names a winner; a provider with a
+structured-output mode is held to that shape in one call (verdict_answer.py), any other answer is
+read in whatever shape it came, and only one with no winner or no recommendation is asked again.
+When the passes disagree, and only then, one more pass by a judge of a third family
+(`spec.tiebreak_judge`, chosen by seating) decides; without one the verdict stays split, low
+confidence, with both readings. Nothing here reads the clock or draws a random number: a resumed
+durable run replays the same passes to the same verdict.
 
 Every pass also sees the audience's notes (quoted as untrusted text, orchestrator/debate/audience.py)
 and the format's context, both relabelled to the pass's letters. A continued debate's judge is also
@@ -16,15 +20,17 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from orchestrator import tracing
 from orchestrator.debate.audience import audience_block
 from orchestrator.debate.formats.base import relabel_text, render_turns
-from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object, parse_error_metadata
+from orchestrator.debate.jsonparse import parse_error_metadata
 from orchestrator.debate.quoting import one_line, with_quoting_rules
 from orchestrator.debate.run import DebateRun
+from orchestrator.debate.verdict_answer import one_text, read_answer, text_items, verdict_schema, winner_letter
 from orchestrator.models import JudgeReading, PassKind, Seat, StanceScore, Turn, Verdict
 from orchestrator.prompts import render
 from orchestrator.providers import family
@@ -58,12 +64,17 @@ async def judge(
     seats = [s for s in run.spec.seats if any(t.seat == s.label for t in turns)]
     if not seats:
         return None
+    if run.spec.judges:
+        from orchestrator.debate.jury import jury  # jury.py builds on this module's passes
+
+        return await jury(run, seats, turns, context=context, consensus=consensus, descriptions=descriptions)
     descriptions = descriptions or {}
     shares = await _family_notice(run)
     orders: list[tuple[PassKind, list[Seat]]] = [("seated", seats), ("swapped", list(reversed(seats)))]
-    passes = await run.steps.gather(
-        *(_one_pass(run, run.spec.judge, order, turns, context, descriptions, kind) for kind, order in orders)
+    results = await run.steps.gather(
+        *(judge_pass(run, run.spec.judge, order, turns, context, descriptions, kind) for kind, order in orders)
     )
+    passes = [r.verdict for r in results]
     judge_family = family(run.spec.judge)
     readings = [JudgeReading(kind=kind, winner=v.winner, reasoning=v.reasoning, family=judge_family)
                 for (kind, _order), v in zip(orders, passes, strict=True) if v is not None]
@@ -115,26 +126,38 @@ async def _tiebreak(
                          "the verdict is split, low confidence; both readings are shown.", "warning",
                          with_verdict=True)
         return None
-    verdict = await _one_pass(run, model, seats, turns, context, descriptions, "tiebreak")
+    verdict = (await judge_pass(run, model, seats, turns, context, descriptions, "tiebreak")).verdict
     if verdict is None:
         await run.notice("The judge's two passes disagreed and the tie-break judge gave no usable answer: the "
                          "verdict is split, low confidence; both readings are shown.", "warning", with_verdict=True)
     return verdict
 
 
-async def _one_pass(run: DebateRun, model: str, order: list[Seat], turns: list[Turn], context: str,
-                    descriptions: dict[str, str], kind: PassKind) -> Verdict | None:
-    """One judge pass (`kind`: seated, swapped, tiebreak), traced as a `judge {kind}` span."""
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    """One judge pass: its verdict (None: no usable answer) and what it cost."""
+
+    verdict: Verdict | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+
+async def judge_pass(run: DebateRun, model: str, order: list[Seat], turns: list[Turn], context: str,
+                    descriptions: dict[str, str], kind: str) -> PassResult:
+    """One judge pass (`kind`: seated, swapped, tiebreak, or a juror's), traced as a `judge {kind}` span."""
     traced = {tracing.CONVERSATION: run.debate_id, "debate.judge.pass": kind, "debate.judge.model": model}
     with tracing.span(f"judge {kind}", traced) as span:
-        verdict = await _judged(run, model, order, turns, context, descriptions)
-        tracing.note(span, {"debate.judge.usable": verdict is not None})
-        return verdict
+        result = await _judged(run, model, order, turns, context, descriptions)
+        tracing.note(span, {"debate.judge.usable": result.verdict is not None})
+        return result
 
 
 async def _judged(
     run: DebateRun, model: str, order: list[Seat], turns: list[Turn], context: str, descriptions: dict[str, str]
-) -> Verdict | None:
+) -> PassResult:
+    """Ask once, in the provider's structured-output mode where it has one; an answer that carries no
+    winner or no recommendation is sent back once."""
     letters = "ABCD"
     to_shown = {seat.label: letters[i] for i, seat in enumerate(order)}
     to_real = {shown: real for real, shown in to_shown.items()}
@@ -152,60 +175,67 @@ async def _judged(
                   debaters=debaters, transcript=render_turns(ordered, relabel=to_shown), labels=labels,
                   audience=relabel_text(audience, to_shown))
     system = with_quoting_rules(render("judge_system"))
+    schema = verdict_schema([letters[i] for i in range(len(order))])
     continuation: tuple[Message, ...] = ()
+    spent = PassResult(None)
     for attempt in range(2):
-        text = await run.aux(model, system, user, max_tokens=JUDGE_MAX_TOKENS, continuation=continuation)
-        if text is None:
-            return None
+        completion = await run.aux_completion(model, system, user, max_tokens=JUDGE_MAX_TOKENS,
+                                              continuation=continuation, answer_schema=schema)
+        if completion is None:
+            return spent
+        spent = PassResult(None, spent.input_tokens + completion.input_tokens,
+                           spent.output_tokens + completion.output_tokens, spent.calls + 1)
         try:
-            return _parse_verdict(text, to_real, demand_evidence=attempt == 0)
+            verdict = _parse_verdict(completion.text, to_real)
         except JudgeAnswerError as exc:
             log.warning("debate %s judge pass: %s", run.debate_id, parse_error_metadata("judge", exc.code))
             if attempt == 0:
                 retry = render("judge_retry", problem=str(exc), labels=labels)
-                continuation = (Message(role="assistant", content=text[:8000]), Message(role="user", content=retry))
-    return None
+                continuation = (Message(role="assistant", content=completion.text[:8000]),
+                                Message(role="user", content=retry))
+            continue
+        return PassResult(verdict, spent.input_tokens, spent.output_tokens, spent.calls)
+    return spent
 
 
-def _strings(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        return ()
-    out = []
-    for item in value:
-        if isinstance(item, dict):
-            out.append(" — ".join(str(v) for v in item.values() if v))
-        elif item:
-            out.append(str(item))
-    return tuple(out)
-
-
-def _evidence(data: dict, to_real: dict[str, str], demand: bool) -> tuple[str, ...]:
-    """The decisive evidence, which must come before the winner: a first answer without it (or with
-    it after the winner) is sent back once; a retried answer is taken with what it has."""
-    items = _strings(data.get("evidence"))
-    keys = list(data)
-    first = "evidence" in keys and "winner" in keys and keys.index("evidence") < keys.index("winner")
-    if demand and not (items and first):
-        raise JudgeAnswerError("no_evidence", 'the "evidence" list was missing, empty or placed after the '
-                               'winner: list the decisive evidence first, then name the winner')
-    return tuple(_unletter(item, to_real)[:EVIDENCE_CHARS] for item in items[:MAX_EVIDENCE])
-
-
-def _parse_verdict(text: str, to_real: dict[str, str], *, demand_evidence: bool = True) -> Verdict:
-    try:
-        data = extract_json_object(text)
-    except JSONExtractError as exc:
-        raise JudgeAnswerError(exc.code, "it did not contain a JSON object") from None
-    winner = str(data.get("winner", "")).strip().strip('"').upper().removeprefix("DEBATER ").strip()
-    if winner not in to_real:
+def _parse_verdict(text: str, to_real: dict[str, str]) -> Verdict:
+    """A verdict from any shape of answer that names a winner and a recommendation (verdict_answer.py)."""
+    data = read_answer(text)
+    if data is None:
+        raise JudgeAnswerError("no_object", "it did not contain a JSON object naming a winner")
+    letter = winner_letter(data.get("winner"), to_real)
+    if letter is None:
         if _NON_ANSWER.search(str(data.get("winner", ""))):
             raise JudgeAnswerError("no_winner", '"both have merit" or a tie is not a verdict: pick one winner')
         raise JudgeAnswerError("bad_winner", f"the winner {str(data.get('winner'))[:40]!r} is not one of the debaters")
     ratings_in = data.get("ratings") if isinstance(data.get("ratings"), dict) else {}
     ratings = {k: str(ratings_in.get(k, "")).lower() for k in _RATING_KEYS}
     ratings = {k: v for k, v in ratings.items() if v in ("high", "medium", "low")}
+    recommendation = one_text(data.get("recommendation"))
+    if not recommendation:
+        raise JudgeAnswerError("no_recommendation", "the recommendation was empty")
+    evidence = text_items(data.get("evidence"))
+    try:
+        return Verdict(
+            winner=to_real[letter],
+            evidence=tuple(_unletter(item, to_real)[:EVIDENCE_CHARS] for item in evidence[:MAX_EVIDENCE]),
+            reasoning=_unletter(one_text(data.get("reasoning")), to_real),
+            recommendation=_unletter(recommendation, to_real),
+            agreements=tuple(_unletter(s, to_real) for s in text_items(data.get("agreements"))),
+            disagreements=tuple(_unletter(s, to_real) for s in text_items(data.get("disagreements"))),
+            unresolved=tuple(_unletter(s, to_real) for s in text_items(data.get("unresolved"))),
+            ratings=ratings,  # type: ignore[arg-type]
+            scores=_scores(data.get("scores"), to_real),
+            changed=_flag(data.get("changed")),
+            change_note=_unletter(one_text(data.get("change_note")), to_real)[:EVIDENCE_CHARS * 2],
+        )
+    except ValidationError:
+        raise JudgeAnswerError("invalid_fields", "some fields had the wrong type") from None
+
+
+def _scores(value: object, to_real: dict[str, str]) -> tuple[StanceScore, ...]:
     scores = []
-    for item in data.get("scores") or []:
+    for item in value if isinstance(value, list) else []:
         if isinstance(item, dict) and str(item.get("seat", "")).upper() in to_real:
             try:
                 score = float(item.get("score") or 0)
@@ -215,26 +245,7 @@ def _parse_verdict(text: str, to_real: dict[str, str], *, demand_evidence: bool 
                                       strongest_point=str(item.get("strongest_point", "")),
                                       fatal_weakness=str(item.get("fatal_weakness", "")),
                                       score=max(0.0, min(10.0, score))))
-    recommendation = str(data.get("recommendation") or "").strip()
-    if not recommendation:
-        raise JudgeAnswerError("no_recommendation", "the recommendation was empty")
-    evidence = _evidence(data, to_real, demand_evidence)
-    try:
-        return Verdict(
-            winner=to_real[winner],
-            evidence=evidence,
-            reasoning=_unletter(str(data.get("reasoning") or ""), to_real),
-            recommendation=_unletter(recommendation, to_real),
-            agreements=tuple(_unletter(s, to_real) for s in _strings(data.get("agreements"))),
-            disagreements=tuple(_unletter(s, to_real) for s in _strings(data.get("disagreements"))),
-            unresolved=tuple(_unletter(s, to_real) for s in _strings(data.get("unresolved"))),
-            ratings=ratings,  # type: ignore[arg-type]
-            scores=tuple(sorted(scores, key=lambda s: s.seat)),
-            changed=_flag(data.get("changed")),
-            change_note=_unletter(str(data.get("change_note") or "").strip(), to_real)[:EVIDENCE_CHARS * 2],
-        )
-    except ValidationError:
-        raise JudgeAnswerError("invalid_fields", "some fields had the wrong type") from None
+    return tuple(sorted(scores, key=lambda s: s.seat))
 
 
 def _flag(value: object) -> bool | None:

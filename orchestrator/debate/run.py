@@ -45,7 +45,7 @@ from orchestrator.events import (
 )
 from orchestrator.metrics import model_labels, observe_call
 from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, Interjection, Seat, Turn
-from orchestrator.providers.base import Completion, Message, ModelCall, ProviderError
+from orchestrator.providers.base import AnswerSchema, Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.clients import ProviderRegistry
 from orchestrator.providers.pricing import estimate_cost
 from orchestrator.safety import Redactor, StreamRedactor, sanitize_metadata
@@ -117,9 +117,11 @@ class DebateRun:
         return f"DebateRun({self.debate_id})"
 
     def model_call(
-        self, model: str, system: str, user: str, max_tokens: int | None = None, continuation: tuple[Message, ...] = ()
+        self, model: str, system: str, user: str, max_tokens: int | None = None, continuation: tuple[Message, ...] = (),
+        answer_schema: AnswerSchema | None = None,
     ) -> ModelCall:
         return ModelCall(
+            answer_schema=answer_schema,
             model=model,
             messages=(Message(role="system", content=system), Message(role="user", content=user), *continuation),
             effort=self.spec.effort,
@@ -285,12 +287,20 @@ class DebateRun:
     ) -> str | None:
         """A behind-the-scenes call (summaries, distilling, judging): text, or None when it failed.
         `continuation` adds later turns of the same conversation (a retry after a bad answer)."""
-        result = await self._call(model, self.model_call(model, system, user, max_tokens, continuation))
+        completion = await self.aux_completion(model, system, user, max_tokens=max_tokens, continuation=continuation)
+        return completion.text if completion is not None else None
+
+    async def aux_completion(
+        self, model: str, system: str, user: str, *, max_tokens: int | None = None,
+        continuation: tuple[Message, ...] = (), answer_schema: AnswerSchema | None = None,
+    ) -> Completion | None:
+        """`aux` with the call's tokens, and `answer_schema` for a provider's structured-output mode."""
+        result = await self._call(model, self.model_call(model, system, user, max_tokens, continuation, answer_schema))
         if result.completion is None:
             log.warning("debate %s: auxiliary call to %s failed: %s", self.debate_id, model,
                         sanitize_metadata(result.error))
             return None
-        return result.completion.text
+        return result.completion
 
     async def notice(self, text: str, level: str = "info", *, with_verdict: bool = False) -> None:
         """A notice for users; `with_verdict`: a caveat the verdict message states too (see `Notice`)."""

@@ -119,6 +119,11 @@ class AnthropicProvider:
         }
         if system:
             kwargs["system"] = system
+        if call.answer_schema is not None:  # a forced tool: its input is the answer, in the schema's shape
+            answer = call.answer_schema
+            kwargs["tools"] = [{"name": answer.name, "description": answer.description or answer.name,
+                                "input_schema": answer.json_schema}]
+            kwargs["tool_choice"] = {"type": "tool", "name": answer.name}
         parts: list[str] = []
         streaming = False
         stop_reason: str | None = None
@@ -139,8 +144,9 @@ class AnthropicProvider:
                             kind = payload.get("type") or event
                             if kind == "content_block_delta":
                                 delta = payload.get("delta")
-                                if isinstance(delta, dict) and delta.get("type") == "text_delta":
-                                    text = delta.get("text")
+                                kind_of = delta.get("type") if isinstance(delta, dict) else None
+                                if isinstance(delta, dict) and kind_of in ("text_delta", "input_json_delta"):
+                                    text = delta.get("text" if kind_of == "text_delta" else "partial_json")
                                     if text and isinstance(text, str):
                                         parts.append(text)
                                         if on_delta is not None:

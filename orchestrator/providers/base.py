@@ -4,7 +4,7 @@ error a provider or the registry raises. Imports nothing else from this package.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,8 +20,22 @@ class Message(BaseModel):
     content: str
 
 
+class AnswerSchema(BaseModel):
+    """The JSON shape an answer must take: a provider with a structured-output mode enforces it in one
+    call (OpenAI `json_schema` strict, Anthropic a forced tool); the others are sent no schema and the
+    caller reads whatever shape comes back. `schema` is strict-mode JSON Schema: every object lists all
+    of its properties as required and forbids others."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    json_schema: dict[str, Any]
+
+
 class ModelCall(BaseModel):
-    """One request to a model: `model` is the part after `provider:`."""
+    """One request to a model: `model` is the part after `provider:`; `answer_schema`, when set, the
+    shape of JSON the answer must be (the text of the completion is then that JSON)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -30,6 +44,7 @@ class ModelCall(BaseModel):
     effort: Effort = "medium"
     max_tokens: int | None = None  # None: the effort's budget
     timeout_s: float = Field(default=240.0, gt=0)
+    answer_schema: AnswerSchema | None = None
 
 
 class Completion(BaseModel):

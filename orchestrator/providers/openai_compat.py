@@ -106,6 +106,10 @@ class OpenAICompatProvider:
         effort = self.spec.reasoning_effort(call.effort, call.model) if self.spec.reasoning_effort else None
         if effort:
             kwargs["reasoning_effort"] = effort
+        if call.answer_schema is not None and self.spec.json_schema:
+            answer = call.answer_schema
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": answer.name, "description": answer.description, "strict": True, "schema": answer.json_schema}}
         return kwargs
 
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:

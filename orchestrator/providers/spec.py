@@ -139,6 +139,7 @@ class ProviderSpec:
     # OpenAI-compatible wire details (other backends ignore them)
     max_tokens_field: str = "max_tokens"
     reasoning_effort: Callable[[str, str | None], str | None] | None = None  # (effort, model) → value to send
+    json_schema: bool = False  # takes `response_format: {"type": "json_schema", … "strict": true}`
 
     @property
     def required_variable(self) -> str | None:

@@ -8,7 +8,9 @@
         assert srv.requests[-1].model == "gpt-5"
 
 Speaks `POST /v1/chat/completions` (SSE streaming and plain), `GET /v1/models`, and
-`POST /v1/messages` (Anthropic events and plain). Every request is recorded in `srv.requests`
+`POST /v1/messages` (Anthropic events and plain), each with its structured-output mode (OpenAI
+`response_format` json_schema strict, Anthropic a forced tool: tests/fakes/structured.py).
+Every request is recorded in `srv.requests`
 with perf_counter timestamps, so tests can prove calls overlapped. Rules are checked in the order
 they were added; the first live one whose `match` fits answers, else `srv.default` does.
 
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes import structured
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -283,7 +287,10 @@ class FakeLLMServer:
             if reply.hang:
                 await self._closing.wait()
                 raise ConnectionResetError("server closing")
-            if reply.status != 200:
+            refused = self._schema_refused(record)
+            if refused is not None:
+                resp = await self._send_json(request, 400, refused, {})
+            elif reply.status != 200:
                 resp = await self._error(request, record, reply)
             elif api == "openai":
                 resp = await self._openai_answer(request, record, reply)
@@ -297,6 +304,20 @@ class FakeLLMServer:
         finally:
             record.finished_at = time.perf_counter()
             record.done.set()
+
+    def _schema_refused(self, record: RequestRecord) -> dict[str, Any] | None:
+        """The API's 400 body for a structured-output request it would not take, else None."""
+        try:
+            if record.api == "openai":
+                structured.openai_schema(record.body)
+            else:
+                structured.anthropic_tool(record.body)
+        except structured.SchemaRefused as exc:
+            if record.api == "openai":
+                return {"error": {"message": str(exc), "type": "invalid_request_error", "param": "response_format",
+                                  "code": None}}
+            return {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}}
+        return None
 
     async def _openai_chat(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, "openai")
@@ -390,6 +411,11 @@ class FakeLLMServer:
 
     async def _openai_answer(self, request: web.Request, record: RequestRecord, reply: Reply) -> web.StreamResponse:
         text = self._text(reply, record)
+        refusal: str | None = None
+        schema = structured.openai_schema(record.body)
+        if schema is not None:
+            shaped = structured.shaped(text, schema)
+            refusal, text = (text, "") if shaped is None else (None, shaped)
         ident = f"chatcmpl-{next(self._ids):08d}"
         created = int(time.time())
         prompt_tokens, completion_tokens = count_tokens(record.prompt_text), count_tokens(text)
@@ -407,7 +433,7 @@ class FakeLLMServer:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text, "refusal": None},
+                        "message": {"role": "assistant", "content": None if refusal else text, "refusal": refusal},
                         "logprobs": None,
                         "finish_reason": reply.finish_reason,
                     }
@@ -433,7 +459,8 @@ class FakeLLMServer:
             await resp.write_eof()
             return resp
         await resp.write(chunk({"role": "assistant", "content": ""}))
-        if not await self._stream_pieces(request, resp, reply, text, lambda p: chunk({"content": p})):
+        field = "content" if refusal is None else "refusal"
+        if not await self._stream_pieces(request, resp, reply, refusal or text, lambda p: chunk({field: p})):
             return resp
         tail = chunk({}, reply.finish_reason)
         if (record.body.get("stream_options") or {}).get("include_usage"):
@@ -447,15 +474,23 @@ class FakeLLMServer:
     ) -> web.StreamResponse:
         text = self._text(reply, record)
         ident = f"msg_{next(self._ids):08d}"
+        tool = structured.anthropic_tool(record.body)
+        block: dict[str, Any] = {"type": "text", "text": ""}
+        if tool is not None:  # a forced tool: its input is the answer, in the input schema's shape
+            meant = structured.meant_object(text) or {}
+            text = json.dumps(structured.conform(meant, tool[1]), separators=(",", ":"))
+            block = {"type": "tool_use", "id": f"toolu_{next(self._ids):08d}", "name": tool[0], "input": {}}
         input_tokens, output_tokens = count_tokens(record.prompt_text), count_tokens(text)
         stop_reason = {"stop": "end_turn", "length": "max_tokens"}.get(reply.finish_reason, reply.finish_reason)
+        if tool is not None and reply.finish_reason == "stop":
+            stop_reason = "tool_use"
         if not record.stream:
             payload = {
                 "id": ident,
                 "type": "message",
                 "role": "assistant",
                 "model": record.model,
-                "content": [{"type": "text", "text": text}],
+                "content": [{**block, "input": json.loads(text)} if tool else {"type": "text", "text": text}],
                 "stop_reason": stop_reason,
                 "stop_sequence": None,
                 "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
@@ -466,10 +501,9 @@ class FakeLLMServer:
             return f"event: {name}\ndata: {_dump(data)}\n\n".encode()
 
         def delta(piece: str) -> bytes:
-            return event(
-                "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
-            )
+            part = ({"type": "input_json_delta", "partial_json": piece} if tool is not None
+                    else {"type": "text_delta", "text": piece})
+            return event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": part})
 
         message = {
             "id": ident,
@@ -487,7 +521,7 @@ class FakeLLMServer:
             event("message_start", {"type": "message_start", "message": message})
             + event(
                 "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                {"type": "content_block_start", "index": 0, "content_block": block},
             )
             + event("ping", {"type": "ping"})
         )

@@ -32,4 +32,5 @@ SPEC = ProviderSpec(
         "gemini-2-5-flash": Price(input_per_mtok=0.30, output_per_mtok=2.50),
     },
     preload=openai_backend,
+    json_schema=True,  # Gemini's OpenAI-compatible endpoint takes response_format json_schema
 )

@@ -78,5 +78,6 @@ SPEC = ProviderSpec(
     prices=PRICES,
     preload=openai_backend,
     max_tokens_field="max_completion_tokens",  # reasoning models reject max_tokens
+    json_schema=True,
     reasoning_effort=reasoning_effort,
 )

@@ -1,0 +1,117 @@
+"""A jury: two to five judges (`spec.judges`), each asked about the anonymous transcript on its own, all
+at once, the verdict the majority's.
+
+Every juror gets the same prompt as a single judge (no model or family is named to anyone) and, by
+default (`JURY_ORDER = "swapped"`), two passes with the debaters' order swapped: a juror whose two
+passes disagree is undecided and casts no vote, so a juror's position bias costs its vote instead of
+deciding the verdict. `"alternating"` asks each juror once, the order alternating across the panel
+(half the calls); bench/jury.py measures both on the same scripted cases (BENCHMARKS.md).
+
+Majority wins; the vote count (`Jury 2–1 for A`), each dissent's reasoning and each juror's tokens and
+cost travel with the verdict. Confidence comes from agreement: every seated juror for the winner is
+high, a majority with dissent (or an undecided juror) is medium, a tie or a single counted vote is
+low. The tie rule: a tied vote goes to the first-named juror's pick among the tied debaters (the
+order of `--judges`), at low confidence. A juror that fails is dropped with a warning, and the rest
+decide. The verdict's body (reasoning, recommendation, agreements …) is the first-named winning
+juror's. Nothing here reads the clock or draws a random number: a resumed run replays to the same
+verdict.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+
+from orchestrator.debate.judge import PassResult, judge_pass
+from orchestrator.debate.run import DebateRun
+from orchestrator.models import JurorVote, Seat, Turn, Verdict
+from orchestrator.providers import family
+from orchestrator.providers.pricing import estimate_cost
+
+JuryOrder = Literal["swapped", "alternating"]
+JURY_ORDER: JuryOrder = "swapped"
+
+
+def _plan(panel: tuple[str, ...], seats: list[Seat], order: JuryOrder) -> list[tuple[int, str, list[Seat]]]:
+    """(juror index, pass kind, debaters in the order shown) for every pass the jury makes."""
+    swapped = list(reversed(seats))
+    if order == "alternating":
+        return [(i, "seated" if i % 2 == 0 else "swapped", seats if i % 2 == 0 else swapped)
+                for i in range(len(panel))]
+    return [(i, kind, shown) for i in range(len(panel)) for kind, shown in (("seated", seats), ("swapped", swapped))]
+
+
+async def jury(
+    run: DebateRun,
+    seats: list[Seat],
+    turns: list[Turn],
+    *,
+    context: str = "",
+    consensus: str | None = None,
+    descriptions: dict[str, str] | None = None,
+    order: JuryOrder = JURY_ORDER,
+) -> Verdict | None:
+    """Every juror's passes concurrently, then the majority; None when no juror gave a usable answer."""
+    panel = run.spec.judges
+    plan = _plan(panel, seats, order)
+    results = await run.steps.gather(*(
+        judge_pass(run, panel[i], shown, turns, context, descriptions or {}, f"juror {i + 1} {kind}")
+        for i, kind, shown in plan))
+    by_juror: dict[int, list[PassResult]] = {i: [] for i in range(len(panel))}
+    for (i, _kind, _shown), result in zip(plan, results, strict=True):
+        by_juror[i].append(result)
+    debating = {family(s.model) for s in seats}
+    jurors = [_vote(i + 1, panel[i], by_juror[i], family(panel[i]) in debating) for i in range(len(panel))]
+    await _say_who_sat(run, jurors)
+    votes = [j for j in jurors if j.status == "voted"]
+    if not votes:
+        return None
+    winner, tie = _majority(votes)
+    decided = next(p.verdict for j in votes if j.winner == winner
+                   for p in by_juror[j.seat - 1] if p.verdict is not None)
+    assert decided is not None
+    confidence = ("low" if tie or len(votes) == 1 else
+                  "high" if all(j.winner == winner for j in jurors if j.status != "failed") else "medium")
+    return decided.model_copy(update={
+        "winner": winner, "split": any(j.winner != winner for j in votes), "confidence": confidence,
+        "consensus": consensus, "readings": (), "tiebreak_family": None, "judge_shares_family_with": (),
+        "jury": tuple(jurors), "jury_tie": tie,
+    })
+
+
+def _vote(seat: int, model: str, passes: list[PassResult], same_family: bool) -> JurorVote:
+    usable = [p.verdict for p in passes if p.verdict is not None]
+    winners = tuple(v.winner for v in usable)
+    status = "failed" if not usable else ("voted" if len(set(winners)) == 1 else "undecided")
+    tokens_in, tokens_out = sum(p.input_tokens for p in passes), sum(p.output_tokens for p in passes)
+    return JurorVote(
+        seat=seat, model=model, family=family(model), status=status,  # type: ignore[arg-type]
+        winner=winners[0] if status == "voted" else None, reasoning=usable[0].reasoning if usable else "",
+        passes=winners, same_family=same_family, input_tokens=tokens_in, output_tokens=tokens_out,
+        cost_usd=estimate_cost(model, tokens_in, tokens_out), calls=sum(p.calls for p in passes))
+
+
+def _majority(votes: list[JurorVote]) -> tuple[str, bool]:
+    """The most-voted debater, and whether the vote was tied (then the first-named juror's pick among
+    the tied debaters wins: the README's tie rule)."""
+    counts = Counter(j.winner for j in votes)
+    top = max(counts.values())
+    leaders = {w for w, n in counts.items() if n == top}
+    first = next(j.winner for j in votes if j.winner in leaders)
+    assert first is not None
+    return first, len(leaders) > 1
+
+
+async def _say_who_sat(run: DebateRun, jurors: list[JurorVote]) -> None:
+    """Notices for the thread: a juror of a debater's family, a juror that gave no usable answer."""
+    for juror in jurors:
+        if juror.same_family:
+            await run.notice(f"{juror.name} is of a debater's model family ({juror.family}), seated because no "
+                             "judge of another family was available; a judge may favour its own family.",
+                             with_verdict=True)
+    failed = [j for j in jurors if j.status == "failed"]
+    if failed:
+        names = " and ".join(j.name for j in failed)
+        left = len(jurors) - len(failed)
+        await run.notice(f"{names} gave no usable answer, so a {left}-judge jury decided." if left else
+                         "No juror gave a usable answer.", "warning", with_verdict=True)
