@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TextIO
 
+from orchestrator.debate.jury_text import dissent_lines, juror_lines
 from orchestrator.events import (
     DebateCancelled,
     DebateContinued,
@@ -76,6 +77,10 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
             lines += ["", style(f"{reading.title}: {reading.winner} wins", "1"), reading.reasoning]
     else:
         lines += ["", style("Reasoning", "1"), verdict.reasoning]
+    if verdict.jury:
+        lines += ["", style("Jury", "1"), *(f"  • {line}" for line in juror_lines(verdict))]
+        for title, reasoning in dissent_lines(verdict):
+            lines += ["", style(title, "1"), reasoning]
     for title, items in (("Agreements", verdict.agreements), ("Disagreements", verdict.disagreements),
                          ("Unresolved", verdict.unresolved)):
         if items:

@@ -54,6 +54,7 @@ async def jury(
     """Every juror's passes concurrently, then the majority; None when no juror gave a usable answer."""
     panel = run.spec.judges
     plan = _plan(panel, seats, order)
+    _load_clients(run, panel)
     results = await run.steps.gather(*(
         judge_pass(run, panel[i], shown, turns, context, descriptions or {}, f"juror {i + 1} {kind}")
         for i, kind, shown in plan))
@@ -77,6 +78,16 @@ async def jury(
         "consensus": consensus, "readings": (), "tiebreak_family": None, "judge_shares_family_with": (),
         "jury": tuple(jurors), "jury_tie": tie,
     })
+
+
+def _load_clients(run: DebateRun, panel: tuple[str, ...]) -> None:
+    """Make each juror's client (importing its SDK) before any call is in flight: importing the
+    anthropic SDK while an openai request is streaming stalls that request until it times out."""
+    for model in panel:
+        try:
+            run.registry.resolve(model)
+        except (KeyError, ValueError):
+            continue  # the juror's call reports it, and the juror is counted as failed
 
 
 def _vote(seat: int, model: str, passes: list[PassResult], same_family: bool) -> JurorVote:
