@@ -1,6 +1,6 @@
 """One grammar and one set of rules for starting a debate, from Slack, Discord and the CLI.
 
-    /debate <topic> [--format F] [--rounds N] [--vs MODEL,MODEL] [--judge MODEL] [--effort E]
+    /debate <topic> [--format F] [--rounds N] [--vs MODEL,MODEL] [--judge MODEL] [--judges M,M,M] [--effort E]
     /debate help | models | history [N] | search <query> | show <id> | stop <id> | quote <id>
     /debate interject <id> <text> | continue <id> [facts] | rematch <id> [--vs A,B] [--format F]
           | config [key=value …]          (their words: bots/grammar.py; their rules: bots/loop.py)
@@ -42,9 +42,11 @@ from orchestrator.models import (
     EFFORTS,
     FORMATS,
     MAX_DEBATERS,
+    MAX_JUDGES,
     MAX_ROUNDS,
     MAX_TOPIC_CHARS,
     MIN_DEBATERS,
+    MIN_JUDGES,
     MIN_ROUNDS,
     ChannelDefaults,
     DebateSpec,
@@ -67,7 +69,8 @@ HELP_TEXT = (
     "*Start a debate*\n"
     "`/debate <topic>` runs a challenge debate (proposer vs challenger, 2 rounds) and a judge's verdict.\n"
     f"Options: `--format {'|'.join(FORMATS)}`  `--rounds {MIN_ROUNDS}-{MAX_ROUNDS}`  `--vs MODEL,MODEL`  "
-    f"`--judge MODEL`  `--effort {'|'.join(EFFORTS)}`\n"
+    f"`--judge MODEL`  `--judges MODEL,MODEL,MODEL` (a jury of {MIN_JUDGES}-{MAX_JUDGES})  "
+    f"`--effort {'|'.join(EFFORTS)}`\n"
     "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
@@ -85,6 +88,7 @@ class StartDebate(_Command):
     proposer: str | None = None
     challenger: str | None = None
     judge: str | None = None
+    judges: tuple[str, ...] | None = None  # a jury in place of `judge`
     effort: Effort | None = None
     rematch_of: str | None = None  # the debate this one replays (`/debate rematch`)
 
@@ -140,7 +144,7 @@ def _start(words: list[str], options: dict[str, str]) -> StartDebate:
     return start_request(
         " ".join(words), format=options.get("format"), rounds=options.get("rounds"), debaters=options.get("vs"),
         proposer=options.get("proposer"), challenger=options.get("challenger"), judge=options.get("judge"),
-        effort=options.get("effort"),
+        effort=options.get("effort"), judges=options.get("judges"),
     )
 
 
@@ -223,6 +227,18 @@ def _debaters(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(_model(m) or m for m in models)
 
 
+def judges_list(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """A jury as given (`a:x,b:y,c:z`), checked: MIN_JUDGES to MAX_JUDGES model strings."""
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else value
+    models = tuple(m.strip() for m in parts if m.strip())
+    if not MIN_JUDGES <= len(models) <= MAX_JUDGES:
+        raise CommandError(f"A jury takes {MIN_JUDGES} to {MAX_JUDGES} judges, separated by commas, "
+                           "e.g. `--judges openai:gpt-5-mini,anthropic:claude-haiku-4-5,gemini:gemini-2.5-flash`.")
+    return tuple(_model(m) or m for m in models)
+
+
 def start_request(
     topic: str,
     *,
@@ -233,6 +249,7 @@ def start_request(
     challenger: str | None = None,
     judge: str | None = None,
     effort: str | None = None,
+    judges: str | Sequence[str] | None = None,
 ) -> StartDebate:
     """Check a request to start a debate, from any surface, and return it as a `StartDebate`.
 
@@ -247,6 +264,7 @@ def start_request(
         proposer=_model(proposer),
         challenger=_model(challenger),
         judge=_model(judge),
+        judges=judges_list(judges),
         effort=_choice("effort", effort, EFFORTS),  # type: ignore[arg-type]
     )
 
@@ -294,6 +312,7 @@ def build_spec(
             proposer=command.proposer or (channel_defaults.proposer if seated_by_name else None),
             challenger=command.challenger or (channel_defaults.challenger if seated_by_name else None),
             judge=command.judge or channel_defaults.judge,
+            judges=command.judges or channel_defaults.judges or settings.debate_judges or None,
             allow=policy.allows if policy is not None else None,
         )
         spec = DebateSpec(
@@ -302,7 +321,8 @@ def build_spec(
             rounds=rounds,
             seats=seating.seats,
             judge=seating.judge,
-            tiebreak_judge=seating.tiebreak_judge,
+            tiebreak_judge=None if seating.judges else seating.tiebreak_judge,
+            judges=seating.judges,
             effort=effort,  # type: ignore[arg-type]
             platform=platform,
             channel=channel,
@@ -313,6 +333,7 @@ def build_spec(
         seats = [*((seat.role, seat.model) for seat in spec.seats), ("judge", spec.judge)]
         if spec.tiebreak_judge:
             seats.append(("judge", spec.tiebreak_judge))
+        seats += [("judge", juror) for juror in spec.judges]
         if policy is not None:  # before anything resolves a model: a refused cli: tool is never looked at
             for role, model in seats:
                 policy.check_model(model, role)

@@ -3,7 +3,7 @@ parses every `/debate …` text) and `bots/loop.py` (which applies them):
 
     /debate interject <id> <text>              a note for the debaters' next round (while it runs)
     /debate continue <id> [facts]              one more round after the verdict, then a new verdict
-    /debate rematch <id> [--vs A,B] [--format F]   the same topic again, with other debaters or format
+    /debate rematch <id> [--vs A,B] [--format F] [--judges A,B,C]   the same topic again, with other debaters or format
     /debate config [key=value …]               this channel's defaults (none: show them)
 
 Also the user-facing error every surface shows as it is (`CommandError`) and how a debate id is read.
@@ -21,8 +21,8 @@ from orchestrator.safety import scrub_user_text
 
 ID_RE = re.compile(r"^[0-9a-f]{4,32}$")
 OPTION_RE = re.compile(r"^(?:--|—|–)([a-z-]+)(?:=(.*))?$", re.IGNORECASE)  # Slack may turn `--` into a dash
-OPTIONS = ("format", "rounds", "vs", "judge", "effort", "proposer", "challenger")
-CONFIG_KEYS = ("proposer", "challenger", "judge", "format", "rounds", "effort", "interjections")
+OPTIONS = ("format", "rounds", "vs", "judge", "judges", "effort", "proposer", "challenger")
+CONFIG_KEYS = ("proposer", "challenger", "judge", "judges", "format", "rounds", "effort", "interjections")
 CLEARED = ("", "default")  # `key=` or `key=default`: back to the operator's default
 SWITCH = {"on": True, "off": False, "yes": True, "no": False, "true": True, "false": False}
 TEAM_SUBCOMMANDS = ("interject", "continue", "rematch", "config")
@@ -67,6 +67,7 @@ class Rematch(_Command):
     debate_id: str
     vs: str | None = None
     format: str | None = None
+    judges: str | None = None
 
 
 class Config(_Command):
@@ -148,8 +149,9 @@ def parse_team_command(text: str) -> Interject | Continue | Rematch | Config:
     if head == "config":
         return Config(assignments=parse_config(words))
     if head == "rematch":
-        rest, options = split_options(words, ("vs", "format"))
-        return Rematch(debate_id=debate_id(rest, head), vs=options.get("vs"), format=options.get("format"))
+        rest, options = split_options(words, ("vs", "format", "judges"))
+        return Rematch(debate_id=debate_id(rest, head), vs=options.get("vs"), format=options.get("format"),
+                       judges=options.get("judges"))
     if not words or not is_debate_id(words[0]):
         example = "Our p99 budget is 50 ms." if head == "interject" else "[new facts]"
         raise CommandError(f"`/debate {head}` takes a debate id first, e.g. `/debate {head} 3f2a9c01d4 {example}`.")

@@ -185,7 +185,8 @@ async def start_continuation(core: Core, tailer: FrontTailer | None, debate_id: 
 # ---- rematch
 
 
-def rematch_request(record: DebateRecord, *, vs: str | None, format: str | None) -> StartDebate:
+def rematch_request(record: DebateRecord, *, vs: str | None, format: str | None,
+                    judges: str | None = None) -> StartDebate:
     """The request that replays `record`'s topic as a new debate: its debaters unless `vs` names others,
     its format unless `format` says another (the rounds then are that format's default), its judge and
     effort; checked like any start (the surface's start path holds it to the chat policy)."""
@@ -196,6 +197,7 @@ def rematch_request(record: DebateRecord, *, vs: str | None, format: str | None)
     command = start_request(
         spec.topic, format=fmt, rounds=spec.rounds if fmt == spec.format else None,
         debaters=vs if vs else tuple(seat.model for seat in spec.seats), judge=spec.judge, effort=spec.effort,
+        judges=judges if judges else (spec.judges or None),
     )
     return command.model_copy(update={"rematch_of": record.id})
 
@@ -224,6 +226,12 @@ def _checked(key: str, value: str, policy: ChatPolicy, core: Core) -> object:
             policy.check_model(model, SEAT_ROLES[key])
             core.registry.resolve(model)  # a model whose credential or tool is missing is refused now
             return model
+        if key == "judges":
+            jury = start_request("x", judges=value).judges or ()
+            for model in jury:
+                policy.check_model(model, "judge")
+                core.registry.resolve(model)
+            return jury
         if key == "format":
             start_request("x", format=value)
             return value
@@ -264,7 +272,8 @@ def config_text(defaults: ChannelDefaults, settings: Settings) -> str:
     """What `/debate config` shows: each setting, set here or the operator's default, and how to change it."""
     operator: dict[str, object] = {
         "proposer": settings.debate_proposer, "challenger": settings.debate_challenger,
-        "judge": settings.debate_judge, "format": settings.debate_format, "rounds": None,
+        "judge": settings.debate_judge, "judges": ",".join(settings.debate_judges) or None,
+        "format": settings.debate_format, "rounds": None,
         "effort": settings.debate_effort,
     }
     lines = ["Debate settings for this channel:"]
@@ -273,6 +282,8 @@ def config_text(defaults: ChannelDefaults, settings: Settings) -> str:
             lines.append(f"• interjections: {'on' if defaults.interjections else 'off'}")
             continue
         value = getattr(defaults, key)
+        if isinstance(value, tuple):
+            value = ",".join(value)
         if value is not None:
             lines.append(f"• {key}: {value} (set here)")
         else:

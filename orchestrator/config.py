@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MIN_ROUNDS
+from orchestrator.models import EFFORTS, FORMATS, MAX_JUDGES, MAX_ROUNDS, MIN_JUDGES, MIN_ROUNDS
 from orchestrator.safety import use_configured_secrets
 
 
@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     debate_challenger: str | None = Field(default=None, alias="DEBATE_CHALLENGER")
     debate_judge: str | None = Field(default=None, alias="DEBATE_JUDGE")
     debate_tiebreak_judge: str | None = Field(default=None, alias="DEBATE_TIEBREAK_JUDGE")
+    debate_judges_text: str = Field(default="", alias="DEBATE_JUDGES")  # a default jury: `debate_judges`
     debate_format: str = Field(default="challenge", alias="DEBATE_FORMAT")
     debate_rounds: int = Field(default=2, alias="DEBATE_ROUNDS")
     debate_effort: str = Field(default="medium", alias="DEBATE_EFFORT")
@@ -145,6 +146,22 @@ class Settings(BaseSettings):
         if self.discord_shard_count is not None and any(i >= self.discord_shard_count for i in ids):
             raise ValueError(f"DISCORD_SHARD_IDS must be below DISCORD_SHARD_COUNT ({self.discord_shard_count})")
         return self
+
+    @field_validator("debate_judges_text")
+    @classmethod
+    def _jury(cls, value: str) -> str:
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if parts and not MIN_JUDGES <= len(parts) <= MAX_JUDGES:
+            raise ValueError(f"must name {MIN_JUDGES} to {MAX_JUDGES} comma-separated provider:model judges")
+        if any(not p.partition(":")[2] for p in parts):
+            raise ValueError("must be comma-separated provider:model entries, e.g. "
+                             "openai:gpt-5-mini,gemini:gemini-2.5-flash")
+        return value
+
+    @property
+    def debate_judges(self) -> tuple[str, ...]:
+        """DEBATE_JUDGES as a tuple (empty: one judge, DEBATE_JUDGE or the seating's choice)."""
+        return tuple(p.strip() for p in self.debate_judges_text.split(",") if p.strip())
 
     @field_validator("debate_chat_models")
     @classmethod

@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--challenger", metavar="MODEL")
     run.add_argument("--debaters", metavar="MODEL,MODEL,…")
     run.add_argument("--judge", metavar="MODEL")
+    run.add_argument("--judges", metavar="MODEL,MODEL,…", help="a jury of 2 to 5 judges in place of one")
     run.add_argument("--effort", metavar="|".join(EFFORTS))
     run.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
     run.add_argument("--interactive", action="store_true",
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("id", metavar="ID")
     again.add_argument("--debaters", metavar="MODEL,MODEL,…")
     again.add_argument("--format", metavar="|".join(FORMATS))
+    again.add_argument("--judges", metavar="MODEL,MODEL,…", help="a jury of 2 to 5 judges in place of one")
     again.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
 
     command("demo", help="run a sample debate with whatever provider is configured")
@@ -117,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
 def _start_command(args: argparse.Namespace) -> StartDebate:
     try:
         return start_request(args.topic, format=args.format, rounds=args.rounds, debaters=args.debaters,
-                             proposer=args.proposer, challenger=args.challenger, judge=args.judge, effort=args.effort)
+                             proposer=args.proposer, challenger=args.challenger, judge=args.judge, effort=args.effort,
+                             judges=args.judges)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
 
@@ -138,7 +141,7 @@ async def _demo(args: argparse.Namespace, settings: Settings) -> int:
         print(f"\nThen: make demo   (or: debate run \"{DEMO_TOPIC}\")")
         return EXIT_OK
     args.topic, args.json, args.interactive = DEMO_TOPIC, False, False
-    for name in ("format", "rounds", "proposer", "challenger", "debaters", "judge", "effort"):
+    for name in ("format", "rounds", "proposer", "challenger", "debaters", "judge", "judges", "effort"):
         setattr(args, name, None)
     args.rounds = 1
     return await _run(args, settings)
@@ -154,12 +157,15 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
         rows = await core.store.history(limit=max(1, min(args.limit, 500)))
         agreement = await core.store.judge_agreement()
+        juries = await core.store.jury_figures()
         if args.json:
             print(json.dumps({"debates": [r.model_dump(mode="json") for r in rows],
-                              "teams_vs_judge": {**agreement.model_dump(mode="json"), "rate": agreement.rate}},
+                              "teams_vs_judge": {**agreement.model_dump(mode="json"), "rate": agreement.rate},
+                              "juries": {**juries.model_dump(mode="json"), "split_rate": juries.split_rate,
+                                         "against_rate": juries.against_rate}},
                              indent=2))
         else:
-            print(render_history(rows, agreement))
+            print(render_history(rows, agreement, juries))
         return EXIT_OK
 
     return await _with_core(settings, go)

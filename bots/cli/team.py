@@ -56,7 +56,7 @@ async def rematch(args: argparse.Namespace, settings: Settings) -> int:
     async with await Core.open(settings, role="read") as core:
         original = await load(core, args.id)
     try:
-        command = rematch_request(original, vs=args.debaters, format=args.format)
+        command = rematch_request(original, vs=args.debaters, format=args.format, judges=args.judges)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
     return await run_command(command, settings, as_json=args.json)

@@ -25,6 +25,7 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import DebateRecord, DebateSummary, JudgeAgreement, SearchHit
+from orchestrator.log.jury import JuryFigures
 from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict
 
 _SEAT_COLOURS = {"A": "36", "B": "35", "C": "33", "D": "32"}  # cyan, magenta, yellow, green
@@ -172,7 +173,8 @@ def agreement_line(agreement: JudgeAgreement) -> str:
             f"side votes ({agreement.rate:.0%}).")
 
 
-def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None = None) -> str:
+def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None = None,
+                   juries: JuryFigures | None = None) -> str:
     if not rows:
         return "No debates yet. Start one: debate run \"Should we …?\""
     lines = []
@@ -184,6 +186,8 @@ def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None =
                      f"votes {row.votes:<3} {row.topic[:60]}")
     if agreement is not None:
         lines += ["", agreement_line(agreement)]
+    if juries is not None and juries.text():
+        lines.append(juries.text())
     return "\n".join(lines)
 
 

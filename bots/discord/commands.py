@@ -71,6 +71,7 @@ class DebateCog(commands.Cog, name="Debates"):
         proposer="Model for the proposer, as provider:model",
         challenger="Model for the challenger, as provider:model",
         judge="Model that judges the debate, as provider:model",
+        judges="A jury in place of one judge: 2–5 models, comma-separated provider:model",
         effort="How hard the models think: low, medium, high or max",
     )
     @app_commands.autocomplete(proposer=_models, challenger=_models, judge=_models)
@@ -84,10 +85,11 @@ class DebateCog(commands.Cog, name="Debates"):
         challenger: str | None = None,
         judge: str | None = None,
         effort: Literal["low", "medium", "high", "max"] | None = None,
+        judges: str | None = None,
     ) -> None:
         """Start a debate between two AI models in a new thread; a judge gives a verdict you can vote on."""
         command = start_request(topic, format=format, rounds=rounds, proposer=proposer, challenger=challenger,
-                                judge=judge, effort=effort)
+                                judge=judge, effort=effort, judges=judges)
         await self.start_debate(interaction, command)
 
     async def start_debate(self, interaction: discord.Interaction, command: StartDebate) -> str | None:

@@ -6,6 +6,9 @@ judge named for this debate (`--judge`) may share a debater's family while anoth
 Whenever the judge shares a debater's family, the judge's notice in the thread and the verdict's
 `judge_shares_family_with` say so. A tie-break judge, asked only when the judge's two passes split,
 comes from a third family: neither a debater's nor the judge's (DEBATE_TIEBREAK_JUDGE pins it).
+A jury (`--judges`, DEBATE_JUDGES, a channel's `judges=`) sits as named, except that a juror of a
+debater's family gives way to a configured model of another family not on the panel (noted); with
+none, it sits and the verdict flags it.
 Families, default models and the setup help come from the providers' specs (orchestrator.providers).
 """
 
@@ -52,6 +55,7 @@ class Seating:
     judge: str
     notes: list[str] = field(default_factory=list)
     tiebreak_judge: str | None = None
+    judges: tuple[str, ...] = ()  # a jury, when one was asked for (its members' families as `_choose_jury` says)
 
 
 def _default_models(settings: Settings, registry: ProviderRegistry,
@@ -98,12 +102,13 @@ def choose_seats(
     proposer: str | None = None,
     challenger: str | None = None,
     judge: str | None = None,
+    judges: tuple[str, ...] | None = None,
     count: int | None = None,
     allow: Callable[[str], bool] | None = None,
 ) -> Seating:
     """Explicit flags win, then DEBATE_* settings, then one default model per configured provider (of
     those `allow` accepts, when given)."""
-    for model in (*(debaters or []), proposer, challenger, judge):
+    for model in (*(debaters or []), proposer, challenger, judge, *(judges or ())):
         if model:
             parse_model(model)
     notes: list[str] = []
@@ -138,7 +143,8 @@ def choose_seats(
     candidates = _default_models(settings, registry, allow)
     judge_model = _choose_judge(models, judge, settings.debate_judge, candidates, notes)
     tiebreak = _choose_tiebreak(models, judge_model, settings.debate_tiebreak_judge, candidates, allow, notes)
-    return Seating(seats=seats, judge=judge_model, notes=notes, tiebreak_judge=tiebreak)
+    jury = _choose_jury(models, judges or (), candidates, notes)
+    return Seating(seats=seats, judge=judge_model, notes=notes, tiebreak_judge=tiebreak, judges=jury)
 
 
 def _debater_labels(models: list[str], fam: str) -> str:
@@ -169,6 +175,22 @@ def _choose_judge(models: list[str], named: str | None, setting: str | None, can
         notes.append(f"The judge ({chosen}) is of the same model family ({fam}) as "
                      f"{_debater_labels(models, fam)}, as named for this debate; a judge may favour its own family.")
     return chosen
+
+
+def _choose_jury(models: list[str], named: tuple[str, ...], candidates: list[str], notes: list[str]) -> tuple[str, ...]:
+    """The jury as named, except that a juror of a debater's family gives way to a configured model of a
+    family that is not debating and not yet on the panel; kept (and flagged in the verdict) when there is none."""
+    debating = {family(m) for m in models}
+    panel = list(named)
+    for i, juror in enumerate(panel):
+        if family(juror) not in debating:
+            continue
+        spare = next((m for m in candidates if family(m) not in debating and m not in panel), None)
+        if spare is not None:
+            notes.append(f"Juror {i + 1} ({juror}) is of the same model family as a debater, so {spare} sits "
+                         "instead: a judge may favour its own family.")
+            panel[i] = spare
+    return tuple(panel)
 
 
 def _choose_tiebreak(models: list[str], judge: str, setting: str | None, candidates: list[str],

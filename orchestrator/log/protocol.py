@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, Self
 
+from orchestrator.log.jury import JuryFigures
 from orchestrator.log.records import (
     DebateRecord,
     DebateSummary,
@@ -141,5 +142,9 @@ class DebateLog(Protocol):
     async def judge_agreement(
         self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
     ) -> JudgeAgreement: ...
+
+    async def jury_figures(
+        self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
+    ) -> JuryFigures: ...
 
     async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]: ...

@@ -259,6 +259,16 @@ def m010_running_slots(db: Database) -> None:
     _table(db, "continuations").create_index(["requested_by", "at"])
 
 
+@migrations()
+def m011_jury_columns(db: Database) -> None:
+    """A jury's verdict (orchestrator/log/jury.py): how many jurors sat, each one's pick in panel order
+    (a JSON list), and the share of votes for the winner. Null for a single judge's verdict."""
+    verdicts = _table(db, "verdicts")
+    verdicts.add_column("jury_size", int)
+    verdicts.add_column("jury_picks", str)
+    verdicts.add_column("jury_agreement", float)
+
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

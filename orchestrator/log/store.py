@@ -16,8 +16,10 @@ from typing import TypeVar
 
 from sqlite_utils import Database
 
+from orchestrator.log import jury as jury_reads
 from orchestrator.log import reads, renderers, team, writes
 from orchestrator.log import search as fts
+from orchestrator.log.jury import JuryFigures
 from orchestrator.log.records import (
     DebateRecord,
     DebateSummary,
@@ -226,6 +228,12 @@ class Store:
     ) -> JudgeAgreement:
         """How often the team's side votes disagreed with the judge, over what `scope` sees."""
         return await self._read(lambda db: reads.judge_agreement(db, scope, platform, channel))
+
+    async def jury_figures(
+        self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
+    ) -> JuryFigures:
+        """How often juries split and the team sided against them, over what `scope` sees."""
+        return await self._read(lambda db: jury_reads.jury_figures(db, scope, platform, channel))
 
     async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]:
         """Full-text search over topics, turns and verdicts, best bm25 first, one hit per debate.

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from orchestrator.log.jury import jury_columns
 from orchestrator.log.reads import require_debate, scope_sql, table, tally, token_totals
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally, from_iso, to_iso
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
@@ -190,6 +191,7 @@ def set_verdict(debate_id: str, verdict: Verdict, at: float, number: int = 1) ->
         "consensus": verdict.consensus,
         "json": verdict.model_dump_json(),
         "at": to_iso(at),
+        **jury_columns(verdict),
     }
     columns = ", ".join(row)
     sets = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("debate_id", "number"))

@@ -81,7 +81,7 @@ async def rematch_command(command: Rematch, inv: Invocation) -> None:
     if original is None:
         await inv.tell(not_found(command.debate_id))
         return
-    request = rematch_request(original, vs=command.vs, format=command.format)
+    request = rematch_request(original, vs=command.vs, format=command.format, judges=command.judges)
     new_id = await start_debate(request, inv)
     if new_id is not None:
         await link_rematch(original, new_id, inv)

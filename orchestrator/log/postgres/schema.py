@@ -242,6 +242,14 @@ create table continuations (
 create index continuations_requester on continuations (requested_by, at);
 """
 
+# a jury's verdict (orchestrator/log/jury.py): jurors seated, each one's pick in panel order, the share
+# of votes for the winner; null for a single judge's verdict
+_JURY_COLUMNS = """
+alter table verdicts add column jury_size integer;
+alter table verdicts add column jury_picks text;
+alter table verdicts add column jury_agreement double precision;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_text_search", _TEXT_SEARCH),
     ("m002_core_tables", _CORE_TABLES),
@@ -251,6 +259,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m006_thread_renderer", _THREAD_RENDERER),
     ("m007_turn_vectors_inline", _TURN_VECTORS_INLINE),
     ("m008_running_slots", _RUNNING_SLOTS),
+    ("m009_jury_columns", _JURY_COLUMNS),
 )
 
 

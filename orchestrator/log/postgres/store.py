@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from orchestrator.log.jury import JuryFigures
+from orchestrator.log.postgres import jury as jury_reads
 from orchestrator.log.postgres import reads, renderers, schema, team, writes
 from orchestrator.log.postgres import search as fts
 from orchestrator.log.postgres.reads import Conn
@@ -241,6 +243,11 @@ class PostgresLog:
         self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
     ) -> JudgeAgreement:
         return await self._read(lambda c: reads.judge_agreement(c, scope, platform, channel), JudgeAgreement())
+
+    async def jury_figures(
+        self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
+    ) -> JuryFigures:
+        return await self._read(lambda c: jury_reads.jury_figures(c, scope, platform, channel), JuryFigures())
 
     async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]:
         """Ranked recall over topics, turns and verdicts, one hit per debate (see search.py)."""

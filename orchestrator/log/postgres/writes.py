@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orchestrator.log.jury import jury_columns
 from orchestrator.log.postgres.reads import Conn, lock_debate, scope_sql, tally, to_time, token_totals, values
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
@@ -148,7 +149,7 @@ async def set_verdict(conn: Conn, debate_id: str, verdict: Verdict, at: float, n
     await lock_debate(conn, debate_id)
     row = {"debate_id": debate_id, "number": number, "winner": verdict.winner, "split": verdict.split,
            "reasoning": verdict.reasoning, "recommendation": verdict.recommendation, "consensus": verdict.consensus,
-           "json": verdict.model_dump_json(), "at": to_time(at)}
+           "json": verdict.model_dump_json(), "at": to_time(at), **jury_columns(verdict)}
     sets = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("debate_id", "number"))
     await insert(conn, "verdicts", row, f"on conflict (debate_id, number) do update set {sets}")
 
