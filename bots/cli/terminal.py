@@ -7,7 +7,6 @@ import sys
 import time
 from typing import TextIO
 
-from orchestrator.debate.jury_text import dissent_lines, juror_lines
 from orchestrator.events import (
     DebateCancelled,
     DebateContinued,
@@ -24,6 +23,7 @@ from orchestrator.events import (
     TurnStarted,
     VerdictReached,
 )
+from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log import DebateRecord, DebateSummary, JudgeAgreement, SearchHit
 from orchestrator.log.jury import JuryFigures
 from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict

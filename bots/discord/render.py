@@ -12,6 +12,7 @@ from discord import Colour, Embed
 
 from bots.thread.text import neutralize_discord, truncate
 from orchestrator.events import TurnStarted
+from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log import DebateRecord, Tally
 from orchestrator.models import DebateSpec, Outcome, Seat, Verdict
 
@@ -142,6 +143,11 @@ def verdict_embed(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, t
     if verdict.evidence:
         embed.add_field(name="Decisive evidence", inline=False,
                         value=safe("\n".join(f"• {item}" for item in verdict.evidence), 900))
+    if verdict.jury:
+        embed.add_field(name="Jury", value=safe("\n".join(f"• {line}" for line in juror_lines(verdict)), 1024),
+                        inline=False)
+        for title, reasoning in dissent_lines(verdict):
+            embed.add_field(name=safe(title, 256), value=safe(reasoning or "—", 600), inline=False)
     if verdict.split and verdict.readings:  # every pass's reading, the deciding one's reasoning among them
         for reading in verdict.readings:
             embed.add_field(name=safe(f"{reading.title}: {reading.winner} wins", 256),

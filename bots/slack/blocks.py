@@ -18,6 +18,7 @@ from typing import Any
 from bots.slack.markdown import fit_markdown, markdown_block, neutralize_markdown, plain_text, safe_mrkdwn
 from bots.thread.text import neutralize_slack, truncate
 from orchestrator.events import Notice, RoundStarted, TurnStarted
+from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log import Tally
 from orchestrator.models import DebateSpec, Outcome, Verdict
 
@@ -240,6 +241,11 @@ def verdict_message(
     evidence = _md_bullets("Decisive evidence", verdict.evidence, 2000)
     if evidence:
         blocks.append(markdown_block(evidence))
+    if verdict.jury:
+        jurors = "\n".join(f"- {prose(line, 300)}" for line in juror_lines(verdict))
+        blocks.append(markdown_block(f"**Jury**\n{jurors}"))
+        for title, reasoning in dissent_lines(verdict):
+            blocks.append(markdown_block(f"**{prose(title, 80)}**\n{prose(reasoning or '—', 1200)}"))
     if verdict.split:
         for reading in verdict.readings:
             blocks.append(markdown_block(f"**{prose(reading.title, 80)}: {prose(reading.winner, 10)} wins**\n"

@@ -77,6 +77,10 @@ def _verdict_json(record: DebateRecord, v: Verdict) -> dict[str, Any]:
         "judge_shares_family_with": list(v.judge_shares_family_with),
         "changed": v.changed,
         "change_note": v.change_note,
+        "jury": [j.model_dump(mode="json") for j in v.jury],  # every juror's pick, reasoning, tokens and cost
+        "jury_tally": v.jury_tally() if v.jury else None,
+        "jury_agreement": v.agreement,
+        "jury_tie": v.jury_tie,
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log.records import DebateRecord, DebateSummary, TurnRecord
 from orchestrator.models import Interjection, Verdict
 
@@ -88,6 +89,10 @@ def _verdict_lines(record: DebateRecord, verdict: Verdict, *, latest: bool) -> l
             lines += [f"**{reading.title}: {reading.winner} wins**", "", reading.reasoning.strip(), ""]
     elif verdict.reasoning:
         lines += ["**Reasoning**", "", verdict.reasoning.strip(), ""]
+    if verdict.jury:
+        lines += ["**Jury**", "", *(f"- {line}" for line in juror_lines(verdict)), ""]
+        for title, reasoning in dissent_lines(verdict):
+            lines += [f"**{title}**", "", reasoning.strip() or "—", ""]
     if verdict.recommendation:
         lines += ["**Recommendation**", "", verdict.recommendation.strip(), ""]
     if verdict.ratings:
