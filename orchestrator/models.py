@@ -240,6 +240,9 @@ class Verdict(Frozen):
         """The jury's count, its confidence and who did not vote, in plain sentences."""
         if not self.jury:
             return ""
+        if not self.votes:
+            return ("No juror's two order-swapped passes agreed: the verdict follows the jurors' passes with the "
+                    "debaters as seated — low confidence.")
         dissent = len(self.dissents())
         how = {
             "high": "high confidence — unanimous",

@@ -49,11 +49,12 @@ async def jury(
     context: str = "",
     consensus: str | None = None,
     descriptions: dict[str, str] | None = None,
-    order: JuryOrder = JURY_ORDER,
+    order: JuryOrder | None = None,
 ) -> Verdict | None:
-    """Every juror's passes concurrently, then the majority; None when no juror gave a usable answer."""
+    """Every juror's passes concurrently, then the majority; None when no juror gave a usable answer.
+    `order`: how each juror sees the debaters (None: JURY_ORDER, read when called)."""
     panel = run.spec.judges
-    plan = _plan(panel, seats, order)
+    plan = _plan(panel, seats, order or JURY_ORDER)
     _load_clients(run, panel)
     results = await run.steps.gather(*(
         judge_pass(run, panel[i], shown, turns, context, descriptions or {}, f"juror {i + 1} {kind}")
@@ -65,13 +66,15 @@ async def jury(
     jurors = [_vote(i + 1, panel[i], by_juror[i], family(panel[i]) in debating) for i in range(len(panel))]
     await _say_who_sat(run, jurors)
     votes = [j for j in jurors if j.status == "voted"]
-    if not votes:
-        return None
+    if not votes:  # no juror's passes agreed: their passes with the debaters as seated lead, at low confidence
+        votes = [j.model_copy(update={"winner": j.passes[0]}) for j in jurors if j.status == "undecided"]
+        if not votes:
+            return None
     winner, tie = _majority(votes)
     decided = next(p.verdict for j in votes if j.winner == winner
                    for p in by_juror[j.seat - 1] if p.verdict is not None)
     assert decided is not None
-    confidence = ("low" if tie or len(votes) == 1 else
+    confidence = ("low" if tie or len(votes) == 1 or votes[0].status == "undecided" else
                   "high" if all(j.winner == winner for j in jurors if j.status != "failed") else "medium")
     return decided.model_copy(update={
         "winner": winner, "split": any(j.winner != winner for j in votes), "confidence": confidence,
