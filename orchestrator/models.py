@@ -233,6 +233,8 @@ class Verdict(Frozen):
     def jury_tally(self) -> str:
         """`Jury 2–1 for A` (votes for the winner, then against)."""
         votes = self.votes
+        if not votes:
+            return f"Jury undecided, {self.winner} as seated"
         won = sum(1 for j in votes if j.winner == self.winner)
         return f"Jury {won}–{len(votes) - won} for {self.winner}"
 

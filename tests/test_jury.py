@@ -165,3 +165,19 @@ def test_the_alternating_plan_asks_each_juror_once_in_alternating_order() -> Non
     assert [(i, kind, [s.label for s in shown]) for i, kind, shown in plan] == [
         (0, "seated", ["A", "B"]), (1, "swapped", ["B", "A"]), (2, "seated", ["A", "B"])]
     assert len(_plan(JURORS, seats, "swapped")) == 6
+
+
+async def test_a_jury_whose_every_juror_splits_follows_the_seated_passes_at_low_confidence(
+    llm_server: FakeLLMServer,
+) -> None:
+    srv = llm_server
+    script_debaters(srv)
+    srv.add_rule(Reply(text=verdict_json("A")), lambda r: PROMPT in r.prompt_text)  # the first shown, always
+
+    result = await run_debate(srv, jury_spec(), env=jury_env(srv))
+
+    verdict = result.of(VerdictReached)[0].verdict
+    assert [j.status for j in verdict.jury] == ["undecided"] * 3
+    assert verdict.winner == "A" and verdict.confidence == "low"
+    assert verdict.jury_tally() == "Jury undecided, A as seated"
+    assert "No juror's two order-swapped passes agreed" in verdict.confidence_note()
