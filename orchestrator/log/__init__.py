@@ -35,7 +35,7 @@ from orchestrator.log.records import (
     TurnRecord,
 )
 from orchestrator.log.sink import StoreSink
-from orchestrator.log.store import Store
+from orchestrator.log.sqlite import Store
 from orchestrator.log.transfer import Copied, migrate_log
 
 __all__ = [
