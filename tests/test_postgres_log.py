@@ -70,7 +70,7 @@ async def test_migrations_from_empty_in_order_once_even_when_two_processes_start
 
 async def test_migrates_forward_and_indexes_rows_written_before_search_existed(postgres_url: str) -> None:
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
-        await migrate(conn, stop_before="m004_full_text_search")
+        await migrate(conn, stop_before="m003_full_text_search")
         await conn.execute("insert into debates (id, topic, format, status, created_at)"
                            " values ('old00001', 'legacy topic about tabs', 'challenge', 'completed', now())")
     async with PostgresLog(postgres_url) as log:

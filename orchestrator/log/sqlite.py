@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 from sqlite_utils import Database
 
 from orchestrator.log.dialect import Args, Conn
+from orchestrator.log.protocol import DebateLog, Op
 from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import HitWhere, Scope, SearchHit, from_iso, to_iso
 from orchestrator.log.search import SNIPPET_TOKENS, ranked
-from orchestrator.log.store import LogStore, Op
 from orchestrator.log.writer_thread import DatabaseThread
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def fts_queries(db: Database, query: str) -> list[str]:
 
 
 
-class Store(LogStore):
+class Store(DebateLog):
     """The SQLite `DebateLog`. `async with Store(path) as store:` or `start()` / `close()`."""
 
     def __init__(self, path: str | Path, *, runner: str | None = None, readonly: bool = False) -> None:

@@ -134,7 +134,7 @@ def open_reader(path: Path) -> Database:
     applied = set()
     if db[MIGRATIONS_TABLE].exists():
         applied = {r[0] for r in db.execute(f"select name from {MIGRATIONS_TABLE}").fetchall()}
-    missing = [name for name in migration_names() if name not in applied]
+    missing = [name for name in migration_names("sqlite") if name not in applied]
     if missing:
         db.close()
         raise StoreError(f"the debate log at {path} uses an older schema; run `debate serve` or `debate run` "

@@ -1,7 +1,7 @@
 """The Postgres dialect and `PostgresLog`: a small connection pool, one transaction per call.
 
 Chosen by `open_log` when DEBATE_DATABASE_URL is set; every operation is the one the SQLite log runs
-(../store.py). Here a statement's `:name` parameters are spelled `%(name)s` (and a literal `%` doubled),
+(../protocol.py). Here a statement's `:name` parameters are spelled `%(name)s` (and a literal `%` doubled),
 times are `timestamptz`, flags `boolean`, the insertion order is a `seq` column, a debate's row is locked
 `for no key update`, admission holds an advisory lock, and text loses its NULs (Postgres text cannot hold
 them). Several processes on several hosts may share one database; a migration another process is
@@ -27,8 +27,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from orchestrator.log.dialect import Args, Conn
 from orchestrator.log.postgres import schema
+from orchestrator.log.protocol import DebateLog, Op
 from orchestrator.log.records import ReadOnlyLogError, Scope, SearchHit, StoreClosedError, StoreError
-from orchestrator.log.store import LogStore, Op
 
 T = TypeVar("T")
 POOL_SIZE = 16
@@ -99,7 +99,7 @@ class PgConn(Conn):
         return await search(self, query, limit, scope)
 
 
-class PostgresLog(LogStore):
+class PostgresLog(DebateLog):
     """The Postgres `DebateLog`. `async with PostgresLog(url) as log:` or `start()` / `close()`."""
 
     def __init__(self, url: str, *, runner: str | None = None, readonly: bool = False) -> None:
@@ -137,7 +137,7 @@ class PostgresLog(LogStore):
     async def _check(self, conn: AsyncConnection[Any]) -> None:
         done = await schema.applied(conn)
         self._empty = not done
-        if done and [n for n in schema.migration_names() if n not in done]:
+        if done and [n for n in schema.migration_names("postgres") if n not in done]:
             raise StoreError(f"the debate log at {redact_url(self.url)} uses an older schema; run `debate serve` or "
                              "`debate run` once to upgrade it")
 
