@@ -52,6 +52,10 @@ class Conn(ABC):
     async def lock_admission(self) -> None:
         """Hold admission (counting the quotas and taking a slot) for this transaction, across processes."""
 
+    async def ids_written(self, tables: Sequence[str]) -> None:
+        """After rows were written with their integer `id`s given: the next id a table hands out follows them."""
+        return None
+
     async def one(self, sql: str, args: Args | None = None) -> Any:
         """The first column of the first row, or None."""
         found = await self.values(sql, args)

@@ -93,6 +93,11 @@ class PgConn(Conn):
     async def lock_admission(self) -> None:
         await self.conn.execute("select pg_advisory_xact_lock(%s)", [ADMISSION_LOCK])
 
+    async def ids_written(self, tables: Sequence[str]) -> None:
+        for table in tables:  # the identity sequences move past the ids written explicitly
+            await self.conn.execute(f"select setval(pg_get_serial_sequence('{table}', 'id'),"
+                                    f" greatest((select max(id) from {table}), 1))")
+
     async def search(self, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
         from orchestrator.log.postgres.search import search
 
