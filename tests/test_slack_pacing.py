@@ -76,6 +76,7 @@ async def test_429s_are_waited_out_and_no_text_is_lost(tmp_path: Path) -> None:
 # seconds: a stream entry is batched up to 0.5 s and read on a 0.1 s poll per debate; with 20 debates
 # streaming on a loaded 2-core machine the front was seen learning of a turn up to ~1.1 s after it began
 FEED_JITTER = 2.0
+PLACEHOLDER = "_…_"  # what a turn shows when it has no text `placeholder_after` seconds after it began
 
 
 async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
@@ -118,6 +119,8 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
     assert firsts.keys() == turns.keys()
     for key, (_, call) in firsts.items():
         body = call.markdown.split("\n", 1)[1].removesuffix(" ▍")
+        if body == PLACEHOLDER and turns[key].duration_ms / 1000 > ours.placeholder_after - FEED_JITTER:
+            continue  # the turn itself was that slow to give text (a loaded machine): the placeholder is due
         assert body and neutralize_markdown(turns[key].text).startswith(body), (key, body)
 
     # first text shows roughly in the order turns started, whatever else waits: a turn that started
