@@ -287,7 +287,7 @@ async def run(smoke: bool) -> Table:
                   "tokens/s, in its own process)")
     # smoke: each measurement once, on the shape its target is about (the others' code paths are the same)
     ack_shapes = {"front + 1 worker": 1} if smoke else dict(list(TOPOLOGIES.items())[:2])
-    level_shapes = {"front + 2 workers": 2} if smoke else TOPOLOGIES
+    level_shapes = {"front + 1 worker": 1} if smoke else TOPOLOGIES
     root = Path(tempfile.mkdtemp(prefix="bench-durable-"))
     try:
         for label, workers in ack_shapes.items():

@@ -89,11 +89,12 @@ def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None,
     """Two no-kill controls, then `single` trials of `debate serve` and `split` of front + worker
     (killing the front and the worker in turn); `counts` overrides (single, split). Then, on Postgres,
     one control and `postgres` trials killing a random worker (w1 or w2). Smoke: no controls, one kill
-    of each shape (serve, split, Postgres), so that each runs."""
+    of `debate serve` and one of a front apart from its worker; none on Postgres (its four processes and
+    server are most of a smoke run: `--postgres 1` adds one; bench.durable_pg runs that deployment)."""
     rng = random.Random(seed)
     single, split = counts or ((1, 1) if smoke else (51, 18))
     if postgres is None:
-        postgres = 1 if smoke else 32
+        postgres = 0 if smoke else 32
     controls = 0 if smoke else CONTROLS
     # two controls (platforms alternate by trial, so every format is checked on both): a clean run must pass
     trials = [Trial(n, "serve", "none", 0.0, 2) for n in range(controls)] if single or split else []
