@@ -147,7 +147,10 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
 
 
 async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> None:
-    pacer = Pacer(slack_limits(post_interval=0.05, updates=4, window=0.2, edit_interval=0.0, active_horizon=1.0))
+    # an interval long against a loaded machine's scheduling gaps (68 ms was seen between two tasks ready at
+    # once): a channel that waited for the other would be a whole interval late
+    interval = 0.4
+    pacer = Pacer(slack_limits(post_interval=interval, updates=4, window=0.2, edit_interval=0.0, active_horizon=1.0))
     loop = asyncio.get_running_loop()
     times: dict[str, list[float]] = {"C1": [], "C2": []}
 
@@ -158,8 +161,8 @@ async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> 
     await asyncio.gather(*(post(c) for c in ("C1", "C2") for _ in range(3)))
     for channel_times in times.values():
         ordered = sorted(channel_times)
-        assert all(b - a >= 0.045 for a, b in pairwise(ordered))
-    assert abs(times["C1"][0] - times["C2"][0]) < 0.04, "channels do not wait for each other"
+        assert all(b - a >= interval * 0.9 for a, b in pairwise(ordered))
+    assert abs(times["C1"][0] - times["C2"][0]) < interval / 2, "channels do not wait for each other"
 
     start = loop.time()
     for i in range(8):  # 4 from the full bucket, then 4 more at 20 per second
