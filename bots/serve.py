@@ -20,7 +20,7 @@ import logging
 import socket
 
 from bots.signals import on_stop_signals
-from bots.web import Health, WebFront, health_for
+from bots.web import Health, WebFront, check_port, health_for
 from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
 from orchestrator.logs import say
@@ -51,6 +51,7 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
         slack, discord = slack_configured(settings), bool(settings.discord_bot_token)
         if not slack and not discord:
             raise ConfigError(NOTHING_TO_SERVE)
+    check_port(host, port)
     stopping, stop = asyncio.Event(), asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="front" if front_only else "serve", name=name) as core:
@@ -100,6 +101,8 @@ async def work(settings: Settings, *, name: str | None, concurrency: int | None,
     gracefully (the calls in flight get `grace_s`; unfinished debates resume at the next start).
     `GET /healthz` on host:port answers 200 once the worker takes debates, 503 while it stops. Without
     a `port`, WORKER_PORT, or the next free one when another worker on the host holds it."""
+    if port is not None:
+        check_port(host, port)
     stopping = asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="worker", name=name, concurrency=concurrency) as core:

@@ -122,13 +122,15 @@ async def test_bad_key_is_kind_auth_without_the_key(llm_server: FakeLLMServer) -
 
 
 async def test_hang_times_out_promptly_and_the_server_sees_the_disconnect(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(text="Warm."), times=1)
     llm_server.add_rule(Reply(hang=True))
     provider = make(llm_server)
+    await provider.complete(call())  # the connection open and the SDK's first-use work done: see the Anthropic twin
     with pytest.raises(ProviderTimeout) as info:
         await provider.complete(call(timeout_s=0.3))
     assert info.value.kind == "timeout"
     assert str(info.value) == "openai:gpt-5 timed out after 0.3 s"
-    record = llm_server.requests[0]
+    record = await asyncio.wait_for(llm_server.wait_for_requests(2), 5)
     await asyncio.wait_for(record.done.wait(), 5)
     assert record.cancelled
     await provider.aclose()
