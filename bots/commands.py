@@ -41,7 +41,6 @@ from orchestrator.debate.seating import NoProviderConfigured, choose_seats
 from orchestrator.models import (
     EFFORTS,
     FORMATS,
-    MAX_DEBATERS,
     MAX_ROUNDS,
     MAX_TOPIC_CHARS,
     MIN_DEBATERS,
@@ -50,6 +49,7 @@ from orchestrator.models import (
     DebateSpec,
     Effort,
     Format,
+    max_seats,
 )
 from orchestrator.policy import ChatPolicy, NotAllowed
 from orchestrator.providers import (
@@ -212,13 +212,15 @@ def _model(value: str | None) -> str | None:
     return value.strip()
 
 
-def _debaters(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def _debaters(value: str | Sequence[str] | None, fmt: str | None = None) -> tuple[str, ...] | None:
     if value is None:
         return None
     parts = value.split(",") if isinstance(value, str) else value
     models = tuple(m.strip() for m in parts if m.strip())
-    if not MIN_DEBATERS <= len(models) <= MAX_DEBATERS:
-        raise CommandError(f"Name {MIN_DEBATERS} to {MAX_DEBATERS} debaters, separated by commas, "
+    most = max_seats(fmt)
+    if not MIN_DEBATERS <= len(models) <= most:
+        who = "council members" if fmt == "council" else "debaters"
+        raise CommandError(f"Name {MIN_DEBATERS} to {most} {who}, separated by commas, "
                            "e.g. `openai:gpt-5,anthropic:claude-sonnet-4-6`.")
     return tuple(_model(m) or m for m in models)
 
@@ -243,7 +245,7 @@ def start_request(
         topic=_topic(topic),
         format=_choice("format", format, FORMATS),  # type: ignore[arg-type]
         rounds=_rounds(rounds),
-        debaters=_debaters(debaters),
+        debaters=_debaters(debaters, format),
         proposer=_model(proposer),
         challenger=_model(challenger),
         judge=_model(judge),
@@ -252,8 +254,9 @@ def start_request(
 
 
 def _default_rounds(fmt: Format, settings: Settings) -> int:
-    """Consensus runs until agreement (at most 4 rounds); stances runs openings and 2 rebuttals."""
-    return {"consensus": 4, "stances": 3}.get(fmt, settings.debate_rounds)
+    """Consensus runs until agreement (at most 4 rounds); stances runs openings and 2 rebuttals; a council
+    answers, then ranks."""
+    return {"consensus": 4, "stances": 3, "council": 2}.get(fmt, settings.debate_rounds)
 
 
 def build_spec(
