@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.debate.engine import Engine
 from orchestrator.debate.formats.council_ranking import (
     Placing,
     Ranking,
@@ -14,10 +15,11 @@ from orchestrator.debate.formats.council_ranking import (
     ballot,
     parse_ranking,
 )
-from orchestrator.events import DebateFinished, RoundStarted, VerdictReached
+from orchestrator.events import DebateFinished, EventBus, RoundStarted, VerdictReached
 from orchestrator.log import Store
 from orchestrator.log.export import to_json, to_markdown
-from orchestrator.models import DebateSpec
+from orchestrator.models import DebateSpec, Interjection
+from orchestrator.providers import ProviderRegistry
 from tests.council_scripts import (
     CHAIR,
     MODELS,
@@ -29,7 +31,7 @@ from tests.council_scripts import (
     is_synthesis,
     script_council,
 )
-from tests.debate_harness import make_spec, run_debate
+from tests.debate_harness import CollectingSink, Result, make_spec, run_debate, settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 
@@ -158,3 +160,53 @@ def test_rankings_are_read_from_json_or_a_numbered_list_and_aggregated_by_borda(
     tie = aggregate([Ranking(ranker="A", order=(Placing(member="B"),)),
                      Ranking(ranker="B", order=(Placing(member="A"),))], ["A", "B"])
     assert [s.member for s in tie] == ["A", "B"], "a tie goes to seating order"
+
+
+class FactsAt:
+    """The audience of a continuation: `facts` for round `round`, nothing before."""
+
+    def __init__(self, round_no: int, facts: Interjection) -> None:
+        self.round_no, self.facts = round_no, facts
+
+    async def take(self, debate_id: str, round: int) -> list[Interjection]:
+        return [self.facts.model_copy(update={"round": round})] if round == self.round_no else []
+
+
+async def test_continue_ranks_the_answers_again_with_the_new_facts_and_the_chair_writes_anew(
+    llm_server: FakeLLMServer,
+) -> None:
+    srv = llm_server
+    facts = "The platform team already runs a Kafka cluster for us."
+    srv.add_rule(Reply(text="Use the existing Kafka cluster."),
+                 match=lambda r: is_synthesis(r) and facts in r.last_user)
+    script_council(srv)
+    spec = council()
+    first = await run_debate(srv, spec)
+    (verdict,) = first.of(VerdictReached)
+    srv.requests.clear()
+
+    settings = settings_for(srv)
+    registry = ProviderRegistry(settings)
+    sink = CollectingSink()
+    note = Interjection(debate_id=spec.id, author="Lee", text=facts, kind="facts")
+    try:
+        outcome = await Engine(registry, settings).continue_debate(
+            spec, segment=2, history=first.turns, previous=verdict.verdict, rounds_done=2, carried=(0, 0, None),
+            bus=EventBus([sink]), audience=FactsAt(3, note))
+    finally:
+        await registry.aclose()
+    again = Result(outcome, sink.events)
+
+    assert outcome.status == "completed", outcome.error
+    assert not any(is_answer(r) for r in srv.requests), "the answers stand; only the ranking is done again"
+    rankings = [r for r in srv.requests if is_ranking(r)]
+    assert len(rankings) == 3 and all(facts in r.last_user and SYNTHESIS in r.last_user for r in rankings)
+    by_model = {m.split(":")[1]: "ABC"[i] for i, m in enumerate(MODELS)}
+    assert all(answer_text(by_model[r.model]) not in r.prompt_text for r in rankings)
+    (synthesis,) = [r for r in srv.requests if is_synthesis(r)]
+    assert SYNTHESIS in synthesis.last_user and all(answer_text(x) in synthesis.last_user for x in "ABC")
+    assert [(e.round, e.title) for e in again.of(RoundStarted)] == [(3, "Continued")]
+    assert [t.kind for t in again.turns] == ["continuation"] * 3
+    (reached,) = again.of(VerdictReached)
+    assert reached.number == 2 and reached.verdict.recommendation == "Use the existing Kafka cluster."
+    assert reached.verdict.winner == "B" and reached.verdict.changed is False
