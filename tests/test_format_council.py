@@ -66,7 +66,7 @@ async def test_a_council_of_three_answers_first_ranks_anonymously_and_the_chair_
 
     prompt = synthesis.prompt_text
     assert all(answer_text(label) in prompt for label in "ABC"), "every surviving answer"
-    assert "points" in prompt and "B ranks: C > A" in prompt and "A ranks: B > C" in prompt, "the aggregate ranking"
+    assert "points" in prompt and "B ranks: C › A" in prompt and "A ranks: B › C" in prompt, "the aggregate ranking"
 
     assert [(e.round, e.title) for e in result.of(RoundStarted)] == [(1, "Answers"), (2, "Rankings")]
     table = next(n for n in result.notices() if n.startswith("Aggregate ranking"))

@@ -29,6 +29,7 @@ from orchestrator.debate.formats.council_ranking import (
     Standing,
     aggregate,
     ballot,
+    orders,
     parse_ranking,
     ranking_from_turn,
     render_ranking,
@@ -214,8 +215,7 @@ def _verdict(standings: list[Standing], rankings: list[Ranking], synthesis: str)
     if rankings:
         reasoning = (f"The council ranked Member {first.member}'s answer first ({first.points} Borda points, "
                      f"first on {first.first_places} of {len(rankings)} ballots). The chair's synthesis draws on "
-                     "every surviving answer.\n" + "\n".join(
-                         f"{r.ranker} ranks: " + " > ".join(p.member for p in r.order) for r in rankings))
+                     "every surviving answer.\n" + "\n".join(orders(rankings)))
     else:
         reasoning = f"No usable rankings: Member {first.member} is named first by seating order only."
     return Verdict(

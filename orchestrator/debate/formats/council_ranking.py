@@ -157,5 +157,9 @@ def render_table(standings: Sequence[Standing], rankings: Sequence[Ranking]) -> 
     for i, s in enumerate(standings, start=1):
         average = f"{s.average_place:.1f}" if s.average_place is not None else "—"
         rows.append(f"{i:>2}  {s.member:<6}  {s.points:>6}  {average:>9}  {s.first_places:>3}")
-    orders = [f"{r.ranker} ranks: " + " > ".join(p.member for p in r.order) for r in rankings]
-    return "\n".join(["```", *rows, "```", *orders])
+    return "\n".join(["```", *rows, "```", *orders(rankings)])
+
+
+def orders(rankings: Sequence[Ranking]) -> list[str]:
+    """Each ranker's order, one line each ("A ranks: B › C")."""
+    return [f"{r.ranker} ranks: " + " › ".join(p.member for p in r.order) for r in rankings]
