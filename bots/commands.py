@@ -41,6 +41,8 @@ from orchestrator.debate.seating import NoProviderConfigured, choose_seats
 from orchestrator.models import (
     EFFORTS,
     FORMATS,
+    MAX_COUNCIL,
+    MAX_DEBATERS,
     MAX_ROUNDS,
     MAX_TOPIC_CHARS,
     MIN_DEBATERS,
@@ -217,12 +219,17 @@ def _debaters(value: str | Sequence[str] | None, fmt: str | None = None) -> tupl
         return None
     parts = value.split(",") if isinstance(value, str) else value
     models = tuple(m.strip() for m in parts if m.strip())
+    if fmt is not None or not MAX_DEBATERS < len(models) <= MAX_COUNCIL:
+        _check_count(models, fmt or "challenge")  # a council's fifth member waits for the default format: build_spec
+    return tuple(_model(m) or m for m in models)
+
+
+def _check_count(models: Sequence[str], fmt: str) -> None:
     most = max_seats(fmt)
     if not MIN_DEBATERS <= len(models) <= most:
         who = "council members" if fmt == "council" else "debaters"
         raise CommandError(f"Name {MIN_DEBATERS} to {most} {who}, separated by commas, "
                            "e.g. `openai:gpt-5,anthropic:claude-sonnet-4-6`.")
-    return tuple(_model(m) or m for m in models)
 
 
 def start_request(
@@ -285,6 +292,8 @@ def build_spec(
     rounds = command.rounds or default_rounds
     effort = command.effort or default_effort
     seated_by_name = not command.debaters  # `--vs` names every debater: the channel's seats do not apply
+    if command.debaters:
+        _check_count(command.debaters, fmt)
     try:
         if policy is not None:
             rounds = policy.rounds(command.rounds, default_rounds)

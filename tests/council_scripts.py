@@ -17,7 +17,7 @@ MODELS = ("openai:alpha-7", "openai:beta-9", "openai:gamma-3")
 CHAIR = "openai:omega-1"
 TOPIC = "Which queue should the ingest service use?"
 SYNTHESIS = "Use the managed queue for a quarter, then measure the on-call load."
-PREFERENCE = ("B", "C", "A")  # members by seat label, best-liked answer first
+PREFERENCE = ("B", "C", "A", "E", "D")  # members by seat label, best-liked answer first
 
 
 def answer_text(label: str) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from bots.commands import CommandError, start_request
 from orchestrator.debate.engine import Engine
 from orchestrator.debate.formats.council_ranking import (
     Placing,
@@ -33,6 +35,7 @@ from tests.council_scripts import (
 )
 from tests.debate_harness import CollectingSink, Result, make_spec, run_debate, settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.test_cli import clean_env, debate
 
 
 def council(models: tuple[str, ...] = MODELS) -> DebateSpec:
@@ -162,8 +165,8 @@ def test_rankings_are_read_from_json_or_a_numbered_list_and_aggregated_by_borda(
     assert [s.member for s in tie] == ["A", "B"], "a tie goes to seating order"
 
 
-class FactsAt:
-    """The audience of a continuation: `facts` for round `round`, nothing before."""
+class NoteAt:
+    """An audience with one note (`facts` too) for round `round_no`, nothing before or after."""
 
     def __init__(self, round_no: int, facts: Interjection) -> None:
         self.round_no, self.facts = round_no, facts
@@ -192,7 +195,7 @@ async def test_continue_ranks_the_answers_again_with_the_new_facts_and_the_chair
     try:
         outcome = await Engine(registry, settings).continue_debate(
             spec, segment=2, history=first.turns, previous=verdict.verdict, rounds_done=2, carried=(0, 0, None),
-            bus=EventBus([sink]), audience=FactsAt(3, note))
+            bus=EventBus([sink]), audience=NoteAt(3, note))
     finally:
         await registry.aclose()
     again = Result(outcome, sink.events)
@@ -210,3 +213,58 @@ async def test_continue_ranks_the_answers_again_with_the_new_facts_and_the_chair
     (reached,) = again.of(VerdictReached)
     assert reached.number == 2 and reached.verdict.recommendation == "Use the existing Kafka cluster."
     assert reached.verdict.winner == "B" and reached.verdict.changed is False
+
+
+async def test_the_cli_runs_a_council_of_five_exports_it_and_rematches_it(tmp_path: Path) -> None:
+    members = (*MODELS, "openai:delta-5", "openai:epsilon-2")
+    async with FakeLLMServer() as srv:
+        script_council(srv, members)
+        env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL=srv.openai_base_url,
+                        DEBATE_FORMAT="council")
+        code, out, err = await debate(tmp_path, "run", TOPIC, "--debaters", ",".join(members), "--judge", CHAIR,
+                                      "--json", env=env)
+        assert code == 0, err
+        data = json.loads(out)
+        assert [s["label"] for s in data["seats"]] == list("ABCDE")
+        assert data["verdict"]["recommendation"] == SYNTHESIS and len(data["exchanges"]) == 10
+        code, markdown, err = await debate(tmp_path, "export", data["id"], "--format", "md", env=env)
+        assert code == 0 and SYNTHESIS in markdown and "1. Member" in markdown and answer_text("E") in markdown
+        srv.requests.clear()
+        code, _, err = await debate(tmp_path, "rematch", data["id"], env=env)
+        assert code == 0, err
+        assert len([r for r in srv.requests if is_ranking(r)]) == 5
+
+
+def test_five_members_sit_only_on_a_council() -> None:
+    five = ",".join(f"openai:m{i}" for i in range(5))
+    assert start_request("q", format="council", debaters=five).debaters == tuple(five.split(","))
+    with pytest.raises(CommandError, match="2 to 4 debaters"):
+        start_request("q", format="challenge", debaters=five)
+    with pytest.raises(CommandError, match="2 to 5 council members"):
+        start_request("q", format="council", debaters=five + ",openai:m5")
+
+
+async def test_a_note_reaches_every_ballot_and_the_chair_and_a_model_s_name_never_a_ballot(
+    llm_server: FakeLLMServer,
+) -> None:
+    srv = llm_server
+    srv.add_rule(Reply(text="As alpha-7 from openai:alpha-7, I say ANS-A."),
+                 match=lambda r: r.model == "alpha-7" and is_answer(r))
+    script_council(srv)
+    spec = council()
+    note = Interjection(debate_id=spec.id, author="Dana", text="Our budget is fixed at two engineers.")
+    settings = settings_for(srv)
+    registry = ProviderRegistry(settings)
+    sink = CollectingSink()
+    try:
+        await Engine(registry, settings).run(spec, EventBus([sink]), audience=NoteAt(2, note))
+    finally:
+        await registry.aclose()
+
+    rankings = [r for r in srv.requests if is_ranking(r)]
+    assert len(rankings) == 3 and all(note.text in r.last_user for r in rankings)
+    assert all("alpha-7" not in r.prompt_text for r in rankings)
+    assert any("As [a model] from [a model], I say ANS-A." in r.last_user for r in rankings)
+    (synthesis,) = [r for r in srv.requests if is_synthesis(r)]
+    assert note.text in synthesis.last_user
+    assert not any(note.text in r.last_user for r in srv.requests if is_answer(r)), "taken at round 2"
