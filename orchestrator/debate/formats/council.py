@@ -22,7 +22,7 @@ import logging
 from collections.abc import Sequence
 
 from orchestrator.debate.audience import with_audience
-from orchestrator.debate.formats.base import FormatResult
+from orchestrator.debate.formats.base import FormatResult, combine_attempts
 from orchestrator.debate.formats.council_ranking import (
     Ranking,
     RankingError,
@@ -40,7 +40,7 @@ from orchestrator.debate.jsonparse import parse_error_metadata
 from orchestrator.debate.quoting import quote_block, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus, TurnCompleted, TurnFailed, TurnStarted
-from orchestrator.models import StanceScore, Turn, TurnStatus, Verdict
+from orchestrator.models import StanceScore, Turn, Verdict
 from orchestrator.prompts import render
 
 log = logging.getLogger(__name__)
@@ -139,8 +139,8 @@ async def _ballot_turn(run: DebateRun, silent: DebateRun, ranker: Turn, answers:
     for attempt in range(2):
         last = attempts[-1]
         if last.status == "failed":
-            await run.emit(TurnFailed(debate_id=run.debate_id, turn=_combined(attempts, status="failed",
-                                                                              error=last.error)))
+            failed = combine_attempts(attempts, status="failed", error=last.error)
+            await run.emit(TurnFailed(debate_id=run.debate_id, turn=failed))
             await run.notice(f"Member {seat.label} ({seat.model}) could not rank the answers: {last.error}. "
                              "The ranking goes on without its ballot.", "warning")
             return None
@@ -153,11 +153,11 @@ async def _ballot_turn(run: DebateRun, silent: DebateRun, ranker: Turn, answers:
                 attempts.append(await silent.turn(seat, round_no, kind, system, f"{prompt}\n\n{reminder}",
                                                   record=False))
             continue
-        turn = _combined(attempts, text=render_ranking(ranking))
+        turn = combine_attempts(attempts, text=render_ranking(ranking))
         shown = (await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))).turn
         run.transcript.append(shown)
         return ranking
-    await run.emit(TurnCompleted(debate_id=run.debate_id, turn=_combined(
+    await run.emit(TurnCompleted(debate_id=run.debate_id, turn=combine_attempts(
         attempts, status="empty", error="no readable ranking, even after a reminder")))
     await run.notice(f"Member {seat.label}'s ranking could not be read, even after a reminder; it is left out.",
                      "warning")
@@ -174,16 +174,6 @@ def _ballot_prompt(run: DebateRun, letters: dict[str, str], others: list[Turn], 
         return render("council_rank_again", synthesis=quote_block("final_answer", unnamed(earlier, models)),
                       **values)
     return render("council_rank", **values)
-
-
-def _combined(attempts: list[Turn], *, text: str = "", status: TurnStatus = "ok", error: str | None = None) -> Turn:
-    """One logged turn for one or two calls: their tokens and durations added up."""
-    return attempts[0].model_copy(update={
-        "text": text, "status": status, "error": error,
-        "duration_ms": sum(t.duration_ms for t in attempts),
-        "input_tokens": sum(t.input_tokens for t in attempts),
-        "output_tokens": sum(t.output_tokens for t in attempts),
-    })
 
 
 # ---- stage 3: the chair's synthesis
