@@ -229,6 +229,8 @@ async def test_the_cli_runs_a_council_of_five_exports_it_and_rematches_it(tmp_pa
         assert data["verdict"]["recommendation"] == SYNTHESIS and len(data["exchanges"]) == 10
         code, markdown, err = await debate(tmp_path, "export", data["id"], "--format", "md", env=env)
         assert code == 0 and SYNTHESIS in markdown and "1. Member" in markdown and answer_text("E") in markdown
+        code, shown, err = await debate(tmp_path, "show", data["id"], env=env)
+        assert code == 0 and SYNTHESIS in shown and "B: 16 points — council place 1, average place 1.0" in shown, shown
         srv.requests.clear()
         code, _, err = await debate(tmp_path, "rematch", data["id"], env=env)
         assert code == 0, err
