@@ -98,6 +98,8 @@ async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp
         "stances": await play(make_spec("stances", topic=STANCE_TOPIC)),
         "stances-json-retry": await play(retry_spec),
         "council": await play(make_spec("council", COUNCIL_MODELS, topic=COUNCIL_TOPIC)),
+        "council-continuation": await play_continuation(host, make_spec("council", COUNCIL_MODELS,
+                                                                        topic=COUNCIL_TOPIC)),
         "continuation": await play_continuation(host, make_spec("challenge", rounds=1)),
     }
 
