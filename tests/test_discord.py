@@ -240,7 +240,7 @@ async def test_discord_sync_sends_the_tree_once_and_skips_it_while_unchanged(set
     assert options["topic"]["required"]
     assert (options["topic"]["min_length"], options["topic"]["max_length"]) == (1, 4000)
     assert (options["rounds"]["min_value"], options["rounds"]["max_value"]) == (1, 5)
-    assert [c["value"] for c in options["format"]["choices"]] == ["challenge", "consensus", "stances"]
+    assert [c["value"] for c in options["format"]["choices"]] == ["challenge", "consensus", "stances", "council"]
     assert all(options[name]["autocomplete"] for name in ("proposer", "challenger", "judge"))
     assert commands["debate"]["description"].startswith("Start a debate")
 

@@ -368,7 +368,7 @@ async def test_discord_sync_registers_the_team_commands_with_their_options(core:
     assert interject["debate_id"]["required"] and interject["text"]["max_length"] == 500
     assert not opts("debate-continue")["facts"].get("required", False)
     rematch = opts("debate-rematch")
-    assert [c["value"] for c in rematch["format"]["choices"]] == ["challenge", "consensus", "stances"]
+    assert [c["value"] for c in rematch["format"]["choices"]] == ["challenge", "consensus", "stances", "council"]
     config = opts("debate-config")
     assert not any(o.get("required") for o in config.values())
     assert (config["rounds"]["min_value"], config["rounds"]["max_value"]) == (1, 5)

@@ -66,7 +66,7 @@ class DebateCog(commands.Cog, name="Debates"):
     @app_commands.guild_only()
     @app_commands.describe(
         topic="The question to debate, e.g. “Should we move the ingest service to Rust?”",
-        format="challenge: proposer vs challenger · consensus: look for agreement · stances: 2–4 anonymous positions",
+        format="challenge: pro vs con · consensus: agreement · stances: anonymous positions · council: ranked",
         rounds=f"How many rounds ({MIN_ROUNDS}–{MAX_ROUNDS}); the default comes from the bot's settings",
         proposer="Model for the proposer, as provider:model",
         challenger="Model for the challenger, as provider:model",
@@ -78,7 +78,7 @@ class DebateCog(commands.Cog, name="Debates"):
         self,
         interaction: discord.Interaction,
         topic: app_commands.Range[str, 1, MAX_TOPIC_CHARS],
-        format: Literal["challenge", "consensus", "stances"] | None = None,
+        format: Literal["challenge", "consensus", "stances", "council"] | None = None,
         rounds: app_commands.Range[int, MIN_ROUNDS, MAX_ROUNDS] | None = None,
         proposer: str | None = None,
         challenger: str | None = None,

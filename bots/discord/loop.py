@@ -164,7 +164,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
     )
     async def debate_rematch(self, interaction: discord.Interaction, debate_id: str,
                              vs: app_commands.Range[str, 1, 400] | None = None,
-                             format: Literal["challenge", "consensus", "stances"] | None = None) -> None:
+                             format: Literal["challenge", "consensus", "stances", "council"] | None = None) -> None:
         """Debate the same topic again with other models or another format, linked to the first."""
         original = await self._find(debate_id, interaction)
         new_id = await self.debates.start_debate(interaction, rematch_request(original, vs=vs, format=format))
@@ -212,7 +212,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
         proposer: app_commands.Range[str, 1, 200] | None = None,
         challenger: app_commands.Range[str, 1, 200] | None = None,
         judge: app_commands.Range[str, 1, 200] | None = None,
-        format: Literal["challenge", "consensus", "stances"] | None = None,
+        format: Literal["challenge", "consensus", "stances", "council"] | None = None,
         rounds: app_commands.Range[int, MIN_ROUNDS, MAX_ROUNDS] | None = None,
         effort: Literal["low", "medium", "high", "max"] | None = None,
         interjections: Literal["on", "off"] | None = None,
