@@ -35,18 +35,12 @@ class BotSettings(Settings):
     @field_validator("discord_guild_ids")
     @classmethod
     def _guild_ids(cls, value: str) -> str:
-        for part in filter(None, (p.strip() for p in value.split(","))):
-            if not part.isdigit():
-                raise ValueError("must be comma-separated numeric guild IDs, e.g. 123456789012345678")
-        return value
+        return _numbers(value, "must be comma-separated numeric guild IDs, e.g. 123456789012345678")
 
     @field_validator("discord_shard_ids")
     @classmethod
     def _shard_ids(cls, value: str) -> str:
-        for part in filter(None, (p.strip() for p in value.split(","))):
-            if not part.isdigit():
-                raise ValueError("must be comma-separated shard numbers, e.g. 0,1")
-        return value
+        return _numbers(value, "must be comma-separated shard numbers, e.g. 0,1")
 
     @model_validator(mode="after")
     def _shards_fit(self) -> BotSettings:
@@ -78,6 +72,13 @@ class BotSettings(Settings):
         platform = [self.slack_bot_token, self.slack_app_token, self.slack_signing_secret, self.slack_client_secret,
                     self.discord_bot_token]
         return [*super().secrets(), *(v for v in platform if v and len(v) >= 6)]
+
+
+def _numbers(value: str, problem: str) -> str:
+    """`value` when it is comma-separated numbers (or empty), else ValueError(`problem`)."""
+    if not all(part.isdigit() for part in filter(None, (p.strip() for p in value.split(",")))):
+        raise ValueError(problem)
+    return value
 
 
 def load_settings(**overrides: object) -> BotSettings:
