@@ -357,7 +357,7 @@ async def chat_spec(
     cannot tell says True)."""
     if core.stopping:
         raise CommandError(RESTARTING)
-    defaults = await core.store.channel_defaults(platform, workspace, channel)
+    defaults = await core.channel_defaults(platform, workspace, channel)
     spec, notes = build_spec(command, core.settings, core.registry, policy=ChatPolicy(core.settings, core.registry),
                              platform=platform, channel=channel, requested_by=requested_by, defaults=defaults)
     spec = spec.model_copy(update={"workspace": workspace, "channel_private": channel_private})

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import socket
 
+from bots.settings import BotSettings, bot_settings
 from bots.signals import on_stop_signals
 from bots.web import Health, WebFront, check_port, health_for
 from orchestrator.app import STOP_GRACE_S, Core
@@ -37,7 +38,7 @@ NOTHING_TO_SERVE = (
 log = logging.getLogger("bots.serve")
 
 
-def slack_configured(settings: Settings) -> bool:
+def slack_configured(settings: BotSettings) -> bool:
     oauth = settings.slack_client_id and settings.slack_client_secret
     return bool((settings.slack_bot_token or oauth) and (settings.slack_app_token or settings.slack_signing_secret))
 
@@ -47,6 +48,7 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
     """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM. `name`
     (`--name`, default the host's): this front's name in the thread leases (and, with the worker in
     this process, its executor id `serve-<name>`): unique among running processes, stable across restarts."""
+    settings = bot_settings(settings)
     if not slack and not discord:
         slack, discord = slack_configured(settings), bool(settings.discord_bot_token)
         if not slack and not discord:
@@ -126,6 +128,7 @@ async def discord_sync(settings: Settings, *, guild: int | None) -> int:
     """Sync to --guild, else to every DISCORD_GUILD_IDS guild, else globally; skipped when unchanged."""
     from bots.discord.sync import sync_commands
 
+    settings = bot_settings(settings)
     targets: list[int | None] = [guild] if guild is not None else (list(settings.guild_ids) or [None])
     async with await Core.open(settings, role="read") as core:  # registers commands; never touches the log
         for target in targets:

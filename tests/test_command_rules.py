@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from bots.commands import CommandError, StartDebate, parse_command, start_request
+from bots.settings import load_settings
 from bots.slack.surface import slack_limits
 from orchestrator.app import Core
-from orchestrator.config import load_settings
 from orchestrator.models import MAX_COUNCIL, MAX_DEBATERS, MAX_ROUNDS, MAX_TOPIC_CHARS
 from tests.discord_harness import connected
 from tests.fakes.discord_api import TOKEN, DiscordPeer

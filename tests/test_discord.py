@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from bots.discord import DebateBot, point_discord_at, run_discord, sync_commands
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply

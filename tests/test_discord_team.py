@@ -14,8 +14,9 @@ import pytest
 
 from bots.discord import DebateBot, sync_commands
 from bots.discord.surface import discord_limits
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import (
     CHANNEL_ID,

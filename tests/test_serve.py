@@ -166,7 +166,7 @@ async def test_serve_with_nothing_configured_says_what_to_set(tmp_path: Path) ->
 
 
 def test_env_example_lists_every_setting() -> None:
-    from orchestrator.config import Settings
+    from bots.settings import BotSettings as Settings
 
     example = (ROOT / ".env.example").read_text()
     names = {field.alias for field in Settings.model_fields.values()}
