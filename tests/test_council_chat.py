@@ -8,8 +8,8 @@ import itertools
 import json
 from pathlib import Path
 
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import load_settings
 from tests.council_scripts import CHAIR, MODELS, SYNTHESIS, answer_text, is_answer, is_ranking, script_council
 from tests.discord_harness import connected
 from tests.fakes.discord_api import TOKEN, DiscordPeer
