@@ -553,7 +553,7 @@ today002	B	challenger	openai	openai:gpt-5	1
 --
 
 COPY public.thread_renderers (platform, workspace, renderer, until) FROM stdin;
-slack	T1	front-1	2026-12-01 17:02:25.996494+00
+slack	T1	front-1	2999-12-01 17:02:25.996494+00
 \.
 
 
