@@ -415,3 +415,29 @@ def test_openai_base_url_alone_is_enough_for_local_servers(monkeypatch: pytest.M
     settings = Settings(_env_file=None, OPENAI_BASE_URL="http://127.0.0.1:9/v1")  # type: ignore[call-arg]
     endpoint = endpoint_for("openai", settings)
     assert endpoint.base_url == "http://127.0.0.1:9/v1" and endpoint.api_key
+
+
+async def test_the_messages_reach_the_peer_without_the_sdk_walking_them(llm_server: FakeLLMServer,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's typed-dict walk over every message was a worker's largest single CPU cost per call."""
+    from openai.resources.chat.completions import completions
+
+    walked: list[object] = []
+    real = completions.async_maybe_transform
+
+    async def recording(data: object, expected_type: object) -> object:
+        if isinstance(data, dict):
+            walked.append(data.get("messages"))
+        return await real(data, expected_type)
+
+    monkeypatch.setattr(completions, "async_maybe_transform", recording)
+    llm_server.add_rule(Reply(text="Short answer."))
+    provider = make(llm_server)
+    long = "Round 1, the proposer said: " + "evidence " * 2000
+    result = await provider.complete(call(long))
+    await provider.aclose()
+
+    assert result.text == "Short answer."
+    assert llm_server.requests[0].messages == [
+        {"role": "system", "content": "You are a careful debater."}, {"role": "user", "content": long}]
+    assert walked == [[]]
