@@ -104,7 +104,11 @@ def build_app(
     oauth = oauth_settings(settings, redirect_uri=redirect_uri) if multi else None  # may raise ConfigError
     # bolt's per-request clients share the app client's session; its trace counts the writes (bots/telemetry.py)
     runtime.session = aiohttp.ClientSession(trace_configs=[write_trace(PLATFORM)])
+    # every listener acks first and spawns its work, so bolt may answer as soon as the listener returns:
+    # otherwise it runs the listener as a task and polls for the ack every 10 ms, on a loop that is busy
+    # rendering threads (the ack queued behind that work)
     app = GuardedApp(
+        process_before_response=True,
         signing_secret=settings.slack_signing_secret,
         client=web_client(settings, None if multi else settings.slack_bot_token, session=runtime.session),
         oauth_settings=oauth,
