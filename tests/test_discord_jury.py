@@ -12,7 +12,8 @@ import pytest
 
 from bots.discord import DebateBot
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from bots.settings import load_settings
+from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply

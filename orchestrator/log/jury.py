@@ -1,7 +1,6 @@
-"""A jury's verdict in the log: its columns on `verdicts` (migration `jury_columns` in both schema
-lists) and the history figures over juries, read from SQLite here (postgres/jury.py: the same in
-Postgres). The full jury (every juror's pick, reasoning, tokens and cost) also lives in the verdict's
-`json`, which `debate show` and the exports read."""
+"""A jury's verdict in the log: its columns on `verdicts` (migration m014_jury_columns) and the history
+figures over juries, one operation for both databases. The full jury (every juror's pick, reasoning,
+tokens and cost) also lives in the verdict's `json`, which `debate show` and the exports read."""
 
 from __future__ import annotations
 
@@ -9,9 +8,9 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlite_utils import Database
 
-from orchestrator.log.reads import JUDGE_AGREEMENT_SQL, scope_sql
+from orchestrator.log.dialect import Conn
+from orchestrator.log.reads import LATEST_VERDICT, filters
 from orchestrator.log.records import Scope
 from orchestrator.models import Verdict
 
@@ -56,20 +55,29 @@ class JuryFigures(BaseModel):
         return line
 
 
-_LATEST = "v.debate_id = d.id and v.number = (select max(number) from verdicts where debate_id = d.id)"
-
-
-def jury_figures(db: Database, scope: Scope | None, platform: str | None, channel: str | None) -> JuryFigures:
-    visible, args = scope_sql(scope)
-    wheres = [visible, "v.jury_size is not null"]
-    if platform is not None:
-        wheres.append("d.platform = :platform")
-    if channel is not None:
-        wheres.append("d.channel = :channel")
-    args |= {"platform": platform, "channel": channel}
-    where = " and ".join(wheres)
-    juries, split = db.execute(
-        f"select count(*), coalesce(sum(case when v.jury_agreement < 1 then 1 else 0 end), 0) "
-        f"from debates d join verdicts v on {_LATEST} where {where}", args).fetchone()
-    team, against = db.execute(JUDGE_AGREEMENT_SQL.format(where=where, latest=_LATEST), args).fetchone()
-    return JuryFigures(juries=juries or 0, split=split or 0, team_debates=team or 0, team_against=against or 0)
+async def jury_figures(c: Conn, scope: Scope | None, platform: str | None, channel: str | None) -> JuryFigures:
+    """How often juries split and the team sided against them, over what `scope` sees."""
+    where, args = filters(scope, platform, channel)
+    where = f"{where} and v.jury_size is not null"
+    (found,) = await c.rows(f"""
+        with side_votes as (
+            select debate_id, substr(choice, 6) as side, count(*) as n
+            from votes where substr(choice, 1, 5) = 'side:'
+            group by debate_id, substr(choice, 6)
+        ),
+        per_debate as (
+            select s.debate_id, max(s.n) as top,
+                   coalesce(max(case when s.side = v.winner then s.n end), 0) as for_winner
+            from side_votes s
+            join debates d on d.id = s.debate_id
+            join verdicts v on {LATEST_VERDICT}
+            where {where}
+            group by s.debate_id
+        )
+        select (select count(*) from debates d join verdicts v on {LATEST_VERDICT} where {where}) as juries,
+               (select count(*) from debates d join verdicts v on {LATEST_VERDICT}
+                 where {where} and v.jury_agreement < 1) as split,
+               (select count(*) from per_debate) as team,
+               (select count(*) from per_debate where for_winner < top) as against""", args)
+    return JuryFigures(juries=found["juries"] or 0, split=found["split"] or 0, team_debates=found["team"] or 0,
+                       team_against=found["against"] or 0)
