@@ -30,6 +30,7 @@ from tests.llm_scripts import script_judge
 
 RETRY_MODELS = ("model-c", "model-d")  # the stances debate whose Debater A answers without JSON, twice
 COUNCIL_MODELS = ("openai:member-a", "openai:member-b", "openai:member-c")
+JURORS = ("openai:juror-one", "openai:juror-two", "openai:juror-three")  # two passes each, in parallel lanes
 WRITE = os.environ.get("DEBATE_WRITE_FINGERPRINTS") == "1"
 
 
@@ -87,7 +88,7 @@ def script_json_retry(srv: FakeLLMServer) -> None:
 
 
 async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp.Fingerprint]:
-    """Every scenario's recorded steps: each format, a stances JSON retry, a continuation."""
+    """Every scenario's recorded steps: each format, a stances JSON retry, a jury, a continuation."""
     script_stances(srv)
     script_json_retry(srv)
     script_council(srv, COUNCIL_MODELS)
@@ -101,6 +102,7 @@ async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp
         "council-continuation": await play_continuation(host, make_spec("council", COUNCIL_MODELS,
                                                                         topic=COUNCIL_TOPIC)),
         "continuation": await play_continuation(host, make_spec("challenge", rounds=1)),
+        "jury": await play(make_spec("challenge", rounds=1).model_copy(update={"judges": JURORS})),
     }
 
 
