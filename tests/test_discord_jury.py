@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bots.discord import DebateBot
-from orchestrator.app import Core
 from bots.settings import load_settings
+from orchestrator.app import Core
 from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
