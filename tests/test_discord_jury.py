@@ -68,3 +68,12 @@ async def test_a_jury_named_in_the_judges_option_decides_in_the_thread(bot: Deba
     assert "Jury 2–1 for B" in shown and "medium confidence" in shown
     assert "Juror 2 (dissent, for A)" in shown and "The measured 2x was never answered." in shown
     assert "Juror 1 · gemini:juror-one (Google): for B" in shown
+
+    # /debate-rematch takes a jury too: the same topic and debaters, these judges
+    others = (JURORS[2], JURORS[0])
+    rematch_id, rematch_root = await start(peer, peer.slash_command(
+        "debate-rematch", {"debate_id": debate_id, "judges": ",".join(others)}))
+    await finished(bot, peer, rematch_root)
+    rematch = await bot.core.store.get_debate(rematch_id, turns=False)
+    assert rematch is not None and rematch.spec is not None and rematch.rematch_of == debate_id
+    assert rematch.spec.judges == others and rematch.verdict is not None and len(rematch.verdict.jury) == 2

@@ -161,13 +161,16 @@ class LoopCog(commands.Cog, name="Team in the loop"):
         debate_id=DEBATE_ID,
         vs="Other debaters, as provider:model,provider:model (default: the original's)",
         format="Another format (default: the original's)",
+        judges="A jury in place of one judge: 2–5 models, comma-separated provider:model (default: the original's)",
     )
     async def debate_rematch(self, interaction: discord.Interaction, debate_id: str,
                              vs: app_commands.Range[str, 1, 400] | None = None,
-                             format: Literal["challenge", "consensus", "stances", "council"] | None = None) -> None:
+                             format: Literal["challenge", "consensus", "stances", "council"] | None = None,
+                             judges: app_commands.Range[str, 1, 400] | None = None) -> None:
         """Debate the same topic again with other models or another format, linked to the first."""
         original = await self._find(debate_id, interaction)
-        new_id = await self.debates.start_debate(interaction, rematch_request(original, vs=vs, format=format))
+        request = rematch_request(original, vs=vs, format=format, judges=judges)
+        new_id = await self.debates.start_debate(interaction, request)
         if new_id is not None:
             await self._link_rematch(original, new_id, interaction)
 
