@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     debate_max_concurrent: int = Field(default=50, ge=1, alias="DEBATE_MAX_CONCURRENT")
     debate_max_retries: int = Field(default=2, ge=0, le=10, alias="DEBATE_MAX_RETRIES")
     debate_log_format: Literal["text", "json"] = Field(default="text", alias="DEBATE_LOG_FORMAT")
+    # the debate page (bots/page/): the fronts' public base address (unset: no links), and what signs the keys
+    debate_public_url: str | None = Field(default=None, alias="DEBATE_PUBLIC_URL")
+    debate_web_secret: str | None = Field(default=None, alias="DEBATE_WEB_SECRET")
 
     # what chat users may start (the CLI on the host is the operator and is not limited by these)
     debate_max_running_per_user: int = Field(default=2, ge=1, alias="DEBATE_MAX_RUNNING_PER_USER")
@@ -191,6 +194,7 @@ class Settings(BaseSettings):
             self.slack_signing_secret,
             self.slack_client_secret,
             self.discord_bot_token,
+            self.debate_web_secret,
             *(_url_password(url) for url in (self.debate_database_url, self.debate_workflow_db_url)),
         ]
         return [v for v in values if v and len(v) >= 6]

@@ -259,6 +259,17 @@ def m010_running_slots(db: Database) -> None:
     _table(db, "continuations").create_index(["requested_by", "at"])
 
 
+
+@migrations()
+def m011_page_keys(db: Database) -> None:
+    """The debate page's key per debate (orchestrator/log/page_keys.py): a random token the link is made
+    from; revoking a link replaces it."""
+    _table(db, "page_keys").create(
+        {"debate_id": str, "token": str, "created_at": str},
+        pk="debate_id",
+        not_null={"debate_id", "token", "created_at"},
+    )
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

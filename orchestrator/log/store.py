@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.log import reads, renderers, team, writes
+from orchestrator.log import page_keys, reads, renderers, team, writes
 from orchestrator.log import search as fts
 from orchestrator.log.records import (
     DebateRecord,
@@ -214,6 +214,14 @@ class Store:
 
     async def tally(self, debate_id: str) -> Tally:
         return await self._read(lambda db: reads.tally(db, debate_id))
+
+    # -- the debate page's key (page_keys.py) ----------------------------------------------------
+
+    async def page_token(self, debate_id: str, *, renew: bool = False) -> str:
+        return await self._write(page_keys.page_token(debate_id, renew))
+
+    async def stored_page_token(self, debate_id: str) -> str | None:
+        return await self._read(page_keys.stored_page_token(debate_id))
 
     async def history(
         self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None

@@ -242,6 +242,15 @@ create table continuations (
 create index continuations_requester on continuations (requested_by, at);
 """
 
+# the debate page's key per debate (../page_keys.py): a random token the link is made from; revoking replaces it
+_PAGE_KEYS = """
+create table page_keys (
+    debate_id text primary key,
+    token text not null,
+    created_at timestamptz not null
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_text_search", _TEXT_SEARCH),
     ("m002_core_tables", _CORE_TABLES),
@@ -251,6 +260,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m006_thread_renderer", _THREAD_RENDERER),
     ("m007_turn_vectors_inline", _TURN_VECTORS_INLINE),
     ("m008_running_slots", _RUNNING_SLOTS),
+    ("m009_page_keys", _PAGE_KEYS),
 )
 
 

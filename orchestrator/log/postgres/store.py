@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from orchestrator.log.postgres import reads, renderers, schema, team, writes
+from orchestrator.log.postgres import page_keys, reads, renderers, schema, team, writes
 from orchestrator.log.postgres import search as fts
 from orchestrator.log.postgres.reads import Conn
 from orchestrator.log.records import (
@@ -231,6 +231,12 @@ class PostgresLog:
 
     async def tally(self, debate_id: str) -> Tally:
         return await self._read(lambda c: reads.tally(c, debate_id), Tally(debate_id=debate_id))
+
+    async def page_token(self, debate_id: str, *, renew: bool = False) -> str:
+        return await self._write(lambda c: page_keys.page_token(c, debate_id, renew))
+
+    async def stored_page_token(self, debate_id: str) -> str | None:
+        return await self._read(lambda c: page_keys.stored_page_token(c, debate_id), None)
 
     async def history(
         self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
