@@ -28,7 +28,8 @@ def settings(**extra: object) -> Settings:
     return Settings(_env_file=None, **values)  # type: ignore[arg-type]
 
 
-def spec(topic: str = "Should we adopt Postgres for the debate log?", *, rounds: int = 2, **where: object) -> DebateSpec:
+def spec(topic: str = "Should we adopt Postgres for the debate log?", *, rounds: int = 2,
+         **where: object) -> DebateSpec:
     seats = (Seat(label="A", role="proposer", model="openai:gpt-5"),
              Seat(label="B", role="challenger", model="anthropic:claude-sonnet-4-5"))
     return DebateSpec(topic=topic, rounds=rounds, seats=seats, judge="gemini:gemini-2.5-pro", **where)  # type: ignore[arg-type]

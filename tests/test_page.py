@@ -12,7 +12,7 @@ import pytest
 from bots.page import RateLimit, page_link
 from orchestrator.log import DebateLog
 from tests.log_backends import LogBackend
-from tests.page_harness import PUBLIC_URL, finish, local, log_debate, serve_pages, settings, turn, turn_text
+from tests.page_harness import PUBLIC_URL, finish, local, log_debate, serve_pages, settings, turn
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
