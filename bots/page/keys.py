@@ -13,7 +13,7 @@ import hashlib
 import hmac
 
 from orchestrator.config import Settings
-from orchestrator.log import DebateLog
+from orchestrator.log import DebateLog, DebateRecord, Scope
 
 PAGE_PREFIX = "/d/"
 KEY_CHARS = 32
@@ -58,3 +58,15 @@ def parse_page_url(settings: Settings, url: str) -> tuple[str, str] | None:
         return None
     parts = url[len(base + PAGE_PREFIX):].split("?", 1)[0].split("#", 1)[0].strip("/").split("/")
     return (parts[0], parts[1]) if len(parts) == 2 and all(parts) else None
+
+
+async def linked_debate(store: DebateLog, settings: Settings, url: str, scope: Scope) -> DebateRecord | None:
+    """The debate a page link opens, when its key is right and `scope` may see it (as recall would), else None."""
+    parsed = parse_page_url(settings, url)
+    if parsed is None:
+        return None
+    debate_id, key = parsed
+    if not key_matches(settings, debate_id, await store.stored_page_token(debate_id), key):
+        return None
+    record = await store.get_debate(debate_id, scope, turns=False)
+    return record if record is not None and record.id == debate_id else None

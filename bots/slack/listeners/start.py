@@ -15,6 +15,7 @@ import logging
 from slack_sdk.errors import SlackApiError
 
 from bots.commands import StartDebate, chat_spec
+from bots.page import page_link
 from bots.slack.listeners.invocation import Invocation
 from bots.slack.surface import PLATFORM, SlackThread
 from bots.thread import ROOT, Paced, Running, ThreadSink, Urgency
@@ -36,7 +37,8 @@ async def start_debate(command: StartDebate, inv: Invocation) -> str | None:
     spec, notes = await chat_spec(command, core, platform=PLATFORM, channel=inv.channel_id, requested_by=inv.user_id,
                                   workspace=inv.team_id, channel_private=await inv.channel_private())
     pacer = inv.runtime.pacers.for_workspace(inv.team_id)
-    channel = SlackThread(inv.client, inv.channel_id, None)
+    page = await page_link(core.store, core.settings, spec.id)  # the debate page's button (None: no DEBATE_PUBLIC_URL)
+    channel = SlackThread(inv.client, inv.channel_id, None, page)
     root = Paced(channel, pacer)
     queued, sink = False, None
     try:  # admitted: from here on, a debate that does not start must give its slot back
@@ -51,7 +53,7 @@ async def start_debate(command: StartDebate, inv: Invocation) -> str | None:
             return None
         spec = spec.model_copy(update={"thread": root_ts, "workspace": inv.team_id})
         await core.store.create_debate(spec)  # the thread, in the log before any worker or restart needs it
-        sink = await ThreadSink.open(SlackThread(inv.client, inv.channel_id, root_ts), pacer, core.store, spec,
+        sink = await ThreadSink.open(SlackThread(inv.client, inv.channel_id, root_ts, page), pacer, core.store, spec,
                                      root_ts)
         holder = await core.feed.enqueue(spec, inv.request_key)
         queued = True

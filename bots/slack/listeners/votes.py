@@ -18,6 +18,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.page import page_link
 from bots.slack import blocks
 from bots.slack.runtime import SlackRuntime
 from bots.slack.scope import channel_scope
@@ -71,7 +72,8 @@ async def apply_vote(
         finished = fresh is not None and fresh.finished_at is not None
         tokens = (fresh.input_tokens, fresh.output_tokens) if fresh is not None and finished else None
         shown = await shown_verdict(store, record, ts) or record.verdict
-        message = blocks.verdict_message(record.spec, shown, tally, tokens)
+        page = await page_link(store, runtime.core.settings, record.id)
+        message = blocks.verdict_message(record.spec, shown, tally, tokens, page)
         await out.edit(ts, lambda: message, Urgency.USER, in_thread=False)
     await respond(text=f"Your vote: {describe(choice)}. Click another button to change it.",
                   response_type="ephemeral", replace_original=False)
