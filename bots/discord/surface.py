@@ -83,8 +83,10 @@ class DiscordThread:
     platform = PLATFORM
     stream_limit = EMBED_TEXT_LIMIT
 
-    def __init__(self, thread: Channel, root_channel: Channel, *, notes: Sequence[str] = ()) -> None:
+    def __init__(self, thread: Channel, root_channel: Channel, *, notes: Sequence[str] = (),
+                 page: str | None = None) -> None:
         self.thread = thread
+        self.page = page  # the debate page's link (bots/page): a link button on the root and the verdict
         self.channel = root_channel
         self.thread_channel = str(thread.id)
         self.root_channel = str(root_channel.id)
@@ -104,9 +106,10 @@ class DiscordThread:
         if isinstance(state, Ended):
             verdict = None if state.verdict is None else verdict_embed(spec, state.verdict, state.outcome, state.tally)
             status = final_status(state.outcome, verdict)
-            return {"embed": root_embed(spec, status=status, notes=self.notes), "view": None}
+            return {"embed": root_embed(spec, status=status, notes=self.notes),
+                    "view": root_view(spec, self.page, running=False)}
         status = "⏳ Starting…" if state.round is None else f"⏳ {_progress(state.round)}"
-        return {"embed": root_embed(spec, status=status, notes=self.notes), "view": root_view(spec)}
+        return {"embed": root_embed(spec, status=status, notes=self.notes), "view": root_view(spec, self.page)}
 
     def round(self, event: RoundStarted) -> Message | None:
         return {"content": f"**{neutralize_discord(_progress(event))}**"}
@@ -133,7 +136,7 @@ class DiscordThread:
         return [{"content": chunk} for chunk in split_message(text, CONTENT_LIMIT)]
 
     def verdict(self, spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
-        return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec)}
+        return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec, self.page)}
 
     def ended(self, outcome: Outcome) -> Message | None:
         return {"embed": ended_embed(outcome)}
