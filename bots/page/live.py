@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bots.page.render import render_live_turn, render_main
-from bots.page.view import PageView, page_view
+from bots.page.view import PageView, page_fingerprint, page_view
 from orchestrator.events import EventBase, TextDelta, TurnStarted
 from orchestrator.log import DebateLog
 from orchestrator.log.records import DebateRecord
@@ -38,11 +38,6 @@ Message = tuple[str, str]
 
 class Feed(Protocol):
     def events(self, debate_id: str, offset: int = 0, segment: int = 1) -> AsyncIterator[EventBase]: ...
-
-
-def _fingerprint(record: DebateRecord) -> tuple[object, ...]:
-    return (record.status, len(record.turns), len(record.verdicts), record.verdict, len(record.interjections),
-            len(record.notices), record.tally, record.rounds_completed, record.cost_usd)
 
 
 @dataclass
@@ -133,7 +128,7 @@ class LiveHub:
                     break
                 if streaming is None and record.status == "running":
                     streaming = asyncio.create_task(self._stream(watch, record.segment))
-                if (fingerprint := _fingerprint(record)) != seen:
+                if (fingerprint := page_fingerprint(record)) != seen:
                     seen = fingerprint
                     self._show(watch, record)
                 if record.status not in ("pending", "running"):

@@ -14,6 +14,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 INERT_RULES = ["link", "image", "autolink", "reference", "html_inline", "html_block"]
+CACHED = 4096  # rendered texts kept: a logged turn never changes, and its page is read again and again
 
 
 @lru_cache(maxsize=1)
@@ -21,6 +22,7 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").disable(INERT_RULES)
 
 
+@lru_cache(maxsize=CACHED)
 def render_markdown(text: str) -> Markup:
     """`text` as safe HTML (trusted by the templates: every character of `text` is escaped or markup)."""
     return Markup(_parser().render(text))  # the parser escapes all text and emits no raw HTML

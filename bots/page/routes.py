@@ -13,6 +13,7 @@ rate-limited.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable
 from importlib import resources
 
@@ -22,7 +23,7 @@ from bots.page.keys import PAGE_PREFIX, key_matches, page_path, public_url
 from bots.page.live import Feed, LiveHub
 from bots.page.render import STATIC_PATH, render_page
 from bots.page.security import RateLimit, not_found, secured
-from bots.page.view import page_view
+from bots.page.view import page_fingerprint, page_view
 from orchestrator.config import Settings
 from orchestrator.log import DebateLog
 from orchestrator.log.export import to_json, to_markdown
@@ -30,6 +31,7 @@ from orchestrator.log.records import DebateRecord
 
 STATIC_TYPES = {"page.css": "text/css", "page.js": "text/javascript"}
 EXPORTS = {"export.md": "text/markdown", "export.json": "application/json"}
+RENDERED = 256  # pages kept rendered, each until its debate changes
 
 
 def _static(name: str) -> bytes:
@@ -53,6 +55,7 @@ class PageSite:
         self.limit = limit or RateLimit()
         self.hub = LiveHub(store, feed) if poll_s is None else LiveHub(store, feed, poll_s=poll_s)
         self._files = {name: _static(name) for name in STATIC_TYPES}
+        self._rendered: OrderedDict[tuple[object, ...], str] = OrderedDict()
 
     def mount(self, front: object) -> None:
         front.mount_prefix(PAGE_PREFIX, self.handle)  # type: ignore[attr-defined]
@@ -97,8 +100,14 @@ class PageSite:
         return record if record is not None and record.id == debate_id else None
 
     def _page(self, record: DebateRecord, path: str) -> web.Response:
-        base = public_url(self.settings)
-        html = render_page(page_view(record), path, base + path if base else None)
+        key = (path, *page_fingerprint(record))
+        html = self._rendered.pop(key, None)
+        if html is None:
+            base = public_url(self.settings)
+            html = render_page(page_view(record), path, base + path if base else None)
+        self._rendered[key] = html
+        while len(self._rendered) > RENDERED:
+            self._rendered.popitem(last=False)
         return secured(web.Response(text=html, content_type="text/html", charset="utf-8"))
 
     def _export(self, record: DebateRecord, name: str) -> web.Response:

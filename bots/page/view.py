@@ -66,3 +66,11 @@ def page_view(record: DebateRecord) -> PageView:
     return PageView(record=record, rounds=[by_round[n] for n in sorted(by_round)], waiting_notes=waiting,
                     verdicts=views, votes=dict(sorted(record.tally.counts.items())),
                     live=record.status in ("pending", "running"))
+
+
+def page_fingerprint(record: DebateRecord) -> tuple[object, ...]:
+    """What changes the page of a logged debate (turns and notes are only ever added); hashable."""
+    verdict = record.verdict
+    return (record.status, len(record.turns), len(record.verdicts), len(record.interjections), len(record.notices),
+            tuple(sorted(record.tally.counts.items())), record.rounds_completed, record.cost_usd, record.error,
+            record.finished_at, None if verdict is None else (verdict.winner, verdict.recommendation))
