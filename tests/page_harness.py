@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from bots.page import PageSite, RateLimit
 from bots.web import WebFront
@@ -91,9 +92,10 @@ class Served:
 
 @asynccontextmanager
 async def serve_pages(store: DebateLog, config: Settings, *, limit: RateLimit | None = None,
-                      poll_s: float | None = None) -> AsyncIterator[Served]:
+                      poll_s: float | None = None, feed: Any = None) -> AsyncIterator[Served]:
+    """A front serving the pages; `feed`: its workflow feed (the live turns' text as it streams)."""
     front = WebFront()
-    site = PageSite(store, config, limit=limit, poll_s=poll_s)
+    site = PageSite(store, config, lambda: feed, limit=limit, poll_s=poll_s)
     site.mount(front)
     async with front.listen("127.0.0.1", 0) as port:
         try:

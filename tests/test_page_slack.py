@@ -7,14 +7,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from bots.page import page_link
 from bots.slack.blocks import PAGE_ACTION
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
-from tests.page_harness import PUBLIC_URL, VERDICT, log_debate
+from tests.page_harness import PUBLIC_URL, VERDICT, local, log_debate, serve_pages
+from tests.test_page import read_events
 
 
 @pytest.fixture
@@ -77,3 +79,30 @@ async def test_a_link_unfurls_only_where_recall_may_see_its_debate(bot: SlackBot
     (private_unfurl,) = [u for key, u in peer.unfurls.items() if key[0] == "G2"]
     assert list(private_unfurl) == [private_link] and private.topic in str(private_unfurl)
     assert all(call.ok for call in peer.of("chat.unfurl"))
+
+
+async def test_the_page_of_a_durable_debate_shows_the_turn_as_it_streams_then_settles(
+        bot: SlackBot, peer: SlackAPIPeer, llm_server: FakeLLMServer) -> None:
+    """The page reads the workers' event stream (any front can: it is in the shared workflow database),
+    so a turn's text shows while the model writes it, before the log has the turn."""
+    words = " ".join(f"point{n}" for n in range(60))
+    llm_server.add_rule(Reply(text=f"Opening: {words}", tokens_per_s=60), match="gpt-5")
+    topic = "Should the page stream turns? --rounds 1 --vs openai:gpt-5,anthropic:claude-sonnet-4-6"
+    assert (await bot.command(topic, peer))[0] == 200
+    await peer.wait_for(lambda p: p.of("chat.postMessage"))  # the root: the debate is logged, its turn begins
+    (debate,) = await bot.core.store.history(5)
+    link = await page_link(bot.core.store, bot.settings, debate.id)
+    assert link is not None
+    async with serve_pages(bot.core.store, bot.settings, feed=bot.core.feed) as served, \
+            aiohttp.ClientSession() as http, http.get(local(link, served) + "/events") as response:
+        names, partial = [], None
+        async for name, data in read_events(response):
+            names.append(name)
+            logged = await bot.core.store.get_debate(debate.id)
+            if name == "live" and "point" in data and partial is None:
+                partial = data
+                assert logged is not None and not any(t.seat == "A" for t in logged.turns)  # not logged yet
+            if name == "end":
+                break
+    assert partial is not None and "Opening:" in partial
+    assert names[-1] == "end" and "main" in names
