@@ -85,6 +85,13 @@ async def test_wrong_missing_and_revoked_keys_get_404_with_nothing_of_the_debate
             assert response.status == 200
 
 
+async def test_without_a_public_url_no_link_is_made(store: DebateLog, log_backend: LogBackend) -> None:
+    debate = await log_debate(store)
+    assert await page_link(store, settings(DEBATE_PUBLIC_URL=None), debate.id) is None
+    assert await store.stored_page_token(debate.id) is None  # no key was made either
+    assert log_backend.sql("select count(*) from page_keys") == [(0,)]
+
+
 async def test_exports_and_static_files_are_served_with_the_headers(store: DebateLog) -> None:
     config = settings()
     debate = await log_debate(store)

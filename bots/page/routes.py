@@ -12,6 +12,7 @@ rate-limited.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import OrderedDict
 from collections.abc import Callable
@@ -122,8 +123,10 @@ class PageSite:
         await response.prepare(request)
         await response.write(b"retry: 1000\n\n")
         try:
-            async for name, data in self.hub.follow(debate_id):
-                await response.write(_sse(name, data))
+            # closed with the viewer: a watch ends with its last viewer
+            async with contextlib.aclosing(self.hub.follow(debate_id)) as changes:
+                async for name, data in changes:
+                    await response.write(_sse(name, data))
         except ConnectionResetError:  # the viewer left
             return response
         await response.write_eof()
