@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from bots.page import PageSite, RateLimit
+from bots.page import PageSite, RateLimit, page_link
 from bots.web import WebFront
 from orchestrator.config import Settings
 from orchestrator.log import DebateLog
@@ -74,6 +74,14 @@ async def log_debate(store: DebateLog, *, rounds: int = 2, finished: bool = True
     if finished:
         await finish(store, debate, rounds)
     return debate
+
+
+async def linked_debate(store: DebateLog, config: Settings, **options: Any) -> tuple[DebateSpec, str]:
+    """`log_debate(store, **options)` and its page link."""
+    debate = await log_debate(store, **options)
+    link = await page_link(store, config, debate.id)
+    assert link is not None
+    return debate, link
 
 
 async def finish(store: DebateLog, debate: DebateSpec, rounds: int) -> None:

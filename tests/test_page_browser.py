@@ -20,9 +20,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
-from bots.page import page_link
 from orchestrator.log import DebateLog, open_log
-from tests.page_harness import finish, local, log_debate, serve_pages, settings, turn
+from tests.page_harness import finish, linked_debate, local, serve_pages, settings, turn
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -69,9 +68,7 @@ def shown_text(driver: webdriver.Chrome) -> str:
 async def test_a_finished_debate_shows_every_turn_and_the_verdict_and_runs_nothing_hostile(
         browser: webdriver.Chrome, store: DebateLog) -> None:
     config = settings()
-    debate = await log_debate(store, rounds=2, hostile=True)
-    link = await page_link(store, config, debate.id)
-    assert link is not None
+    debate, link = await linked_debate(store, config, rounds=2, hostile=True)
     async with serve_pages(store, config) as served:
         await run(browser.set_window_size, *DESKTOP)
         await run(browser.get, local(link, served))
@@ -108,9 +105,7 @@ async def screenshots(browser: webdriver.Chrome) -> None:
 async def test_a_running_debates_page_gains_the_next_turn_without_a_reload(
         browser: webdriver.Chrome, store: DebateLog) -> None:
     config = settings()
-    debate = await log_debate(store, rounds=1, finished=False)
-    link = await page_link(store, config, debate.id)
-    assert link is not None
+    debate, link = await linked_debate(store, config, rounds=1, finished=False)
     async with serve_pages(store, config, poll_s=0.1) as served:
         await run(browser.get, local(link, served))
         await run(wait_for, browser, lambda d: "Round 1, seat B" in shown_text(d))
