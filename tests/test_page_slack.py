@@ -84,9 +84,9 @@ async def test_a_link_unfurls_only_where_recall_may_see_its_debate(bot: SlackBot
 async def test_the_page_of_a_durable_debate_shows_the_turn_as_it_streams_then_settles(
         bot: SlackBot, peer: SlackAPIPeer, llm_server: FakeLLMServer) -> None:
     """The page reads the workers' event stream (any front can: it is in the shared workflow database),
-    so a turn's text shows while the model writes it, before the log has the turn."""
+    so a turn's text shows while the model writes it, before the log has the turn; then the page settles."""
     words = " ".join(f"point{n}" for n in range(60))
-    llm_server.add_rule(Reply(text=f"Opening: {words}", tokens_per_s=60), match="gpt-5")
+    llm_server.add_rule(Reply(text=f"Opening: {words}", tokens_per_s=12), match="gpt-5")
     topic = "Should the page stream turns? --rounds 1 --vs openai:gpt-5,anthropic:claude-sonnet-4-6"
     assert (await bot.command(topic, peer))[0] == 200
     await peer.wait_for(lambda p: p.of("chat.postMessage"))  # the root: the debate is logged, its turn begins
@@ -98,11 +98,9 @@ async def test_the_page_of_a_durable_debate_shows_the_turn_as_it_streams_then_se
         names, partial = [], None
         async for name, data in read_events(response):
             names.append(name)
-            logged = await bot.core.store.get_debate(debate.id)
-            if name == "live" and "point" in data and partial is None:
+            if name == "live" and partial is None:
                 partial = data
-                assert logged is not None and not any(t.seat == "A" for t in logged.turns)  # not logged yet
             if name == "end":
                 break
-    assert partial is not None and "Opening:" in partial
+    assert partial is not None and "Opening:" in partial and "point59" not in partial  # before the model ended
     assert names[-1] == "end" and "main" in names

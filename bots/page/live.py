@@ -23,7 +23,7 @@ from typing import Protocol
 
 from bots.page.render import render_live_turn, render_main
 from bots.page.view import PageView, page_fingerprint, page_view
-from orchestrator.events import EventBase, TextDelta, TurnStarted
+from orchestrator.events import EventBase, TextDelta, TurnCompleted, TurnFailed, TurnStarted
 from orchestrator.log import DebateLog
 from orchestrator.log.records import DebateRecord
 
@@ -34,6 +34,10 @@ LIVE_EVERY_S = 0.25  # a streaming turn is re-rendered at most this often
 HEARTBEAT_S = 15.0  # a quiet stream says it is alive this often (proxies close idle connections)
 QUEUE_MAX = 64  # a viewer this far behind is dropped (its browser reconnects and starts over)
 Message = tuple[str, str]
+
+
+def _key(round: int, seat: str, kind: str) -> str:
+    return f"{round}:{seat}:{kind}"
 
 
 class Feed(Protocol):
@@ -57,6 +61,8 @@ class _Watch:
     main: str | None = None
     view: PageView | None = None
     writing: dict[str, _Writing] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)  # turns the log has: a replayed stream's deltas for them are old
+    stale: bool = False  # a turn ended on the stream: show the log's view even if it looks unchanged
     woken: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     ended: bool = False
@@ -128,8 +134,8 @@ class LiveHub:
                     break
                 if streaming is None and record.status == "running":
                     streaming = asyncio.create_task(self._stream(watch, record.segment))
-                if (fingerprint := page_fingerprint(record)) != seen:
-                    seen = fingerprint
+                if (fingerprint := page_fingerprint(record)) != seen or watch.stale:
+                    seen, watch.stale = fingerprint, False
                     self._show(watch, record)
                 if record.status not in ("pending", "running"):
                     break
@@ -146,8 +152,8 @@ class LiveHub:
 
     def _show(self, watch: _Watch, record: DebateRecord) -> None:
         watch.view = page_view(record)
-        done = {f"{t.round}:{t.seat}:{t.kind}" for t in record.turns}
-        for key in [k for k in watch.writing if k in done]:
+        watch.done = {_key(t.round, t.seat, t.kind) for t in record.turns}
+        for key in [k for k in watch.writing if k in watch.done]:
             del watch.writing[key]
         watch.main = render_main(watch.view)
         watch.send(("main", watch.main))
@@ -167,21 +173,26 @@ class LiveHub:
             return
         try:
             async for event in feed.events(watch.debate_id, 0, segment):
-                if isinstance(event, TurnStarted):
-                    key = f"{event.round}:{event.seat}:{event.kind}"
-                    watch.writing[key] = _Writing(event.seat, event.kind, event.model)
-                elif isinstance(event, TextDelta):
-                    self._delta(watch, event)
-                else:
-                    watch.woken.set()
+                if isinstance(event, TurnStarted | TextDelta):
+                    if _key(event.round, event.seat, event.kind) not in watch.done:
+                        self._writing(watch, event)
+                    continue
+                if isinstance(event, TurnCompleted | TurnFailed):
+                    ended = _key(event.turn.round, event.turn.seat, event.turn.kind)
+                    watch.stale = watch.writing.pop(ended, None) is not None or watch.stale
+                    watch.done.add(ended)
+                watch.woken.set()
         except LookupError:  # no workflow behind it (a `debate run` debate): the log alone shows it
             return
         except Exception:
             log.warning("page: the stream of debate %s failed; reading the log only", watch.debate_id,
                         exc_info=True)
 
-    def _delta(self, watch: _Watch, event: TextDelta) -> None:
-        key = f"{event.round}:{event.seat}:{event.kind}"
+    def _writing(self, watch: _Watch, event: TurnStarted | TextDelta) -> None:
+        key = _key(event.round, event.seat, event.kind)
+        if isinstance(event, TurnStarted):
+            watch.writing[key] = _Writing(event.seat, event.kind, event.model)
+            return
         writing = watch.writing.setdefault(key, _Writing(event.seat, event.kind, ""))
         if event.attempt != writing.attempt:  # the model call ran again: its text starts over
             writing.attempt, writing.text = event.attempt, ""
