@@ -21,10 +21,10 @@ import aiohttp
 
 from bench.common import Table, percentile
 from bots.page import PageSite, RateLimit, page_link
+from bots.settings import BotSettings
 from bots.web import WebFront
-from orchestrator.config import Settings
 from orchestrator.log import DebateLog, open_log
-from tests.page_harness import PUBLIC_URL, finish, spec, turn
+from tests.page_harness import PUBLIC_URL, finish, operations, spec, turn
 
 NAME = "page"
 TARGET_MS = 50.0
@@ -67,13 +67,13 @@ async def _cpu_over(window_s: float) -> float:
 async def run(smoke: bool) -> Table:
     running, samples, window_s = (10, 40, 1.0) if smoke else (100, 400, 10.0)
     table = Table(f"debate page: a 5-round debate's page with {running} debates running; CPU per live viewer")
-    settings = Settings(_env_file=None, DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="bench")  # type: ignore[call-arg]
+    settings = BotSettings(_env_file=None, DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="bench")  # type: ignore[call-arg]
     with tempfile.TemporaryDirectory(prefix="bench-page-") as tmp:
         async with open_log(Path(tmp) / "debates.db") as store:
             finished, live = await _log(store, running)
             links = {d: await page_link(store, settings, d) or "" for d in [finished, *live]}
             front = WebFront()
-            site = PageSite(store, settings, limit=RateLimit(rate=1e9, burst=1e9))
+            site = PageSite(operations(store), settings, limit=RateLimit(rate=1e9, burst=1e9))
             site.mount(front)
             writer = asyncio.create_task(_write_turns(store, live, 0.1))
             try:

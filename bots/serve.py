@@ -20,8 +20,9 @@ import logging
 import socket
 
 from bots.page import PageSite
+from bots.settings import BotSettings, bot_settings
 from bots.signals import on_stop_signals
-from bots.web import Health, WebFront, health_for
+from bots.web import Health, WebFront, check_port, health_for
 from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
 from orchestrator.logs import say
@@ -38,7 +39,7 @@ NOTHING_TO_SERVE = (
 log = logging.getLogger("bots.serve")
 
 
-def slack_configured(settings: Settings) -> bool:
+def slack_configured(settings: BotSettings) -> bool:
     oauth = settings.slack_client_id and settings.slack_client_secret
     return bool((settings.slack_bot_token or oauth) and (settings.slack_app_token or settings.slack_signing_secret))
 
@@ -48,10 +49,12 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
     """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM. `name`
     (`--name`, default the host's): this front's name in the thread leases (and, with the worker in
     this process, its executor id `serve-<name>`): unique among running processes, stable across restarts."""
+    settings = bot_settings(settings)
     if not slack and not discord:
         slack, discord = slack_configured(settings), bool(settings.discord_bot_token)
         if not slack and not discord:
             raise ConfigError(NOTHING_TO_SERVE)
+    check_port(host, port)
     stopping, stop = asyncio.Event(), asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="front" if front_only else "serve", name=name) as core:
@@ -59,7 +62,7 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
             core.name = f"{socket.gethostname()}-{port}"
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
         front = WebFront(health_for(lambda: 0, slack=slack, discord=discord))
-        pages = PageSite(core.store, settings, lambda: core.feed)  # the debate pages (bots/page), live from the feed
+        pages = PageSite(core, settings, lambda: core.feed)  # the debate pages (bots/page), live from the feed
         pages.mount(front)
         async with front.listen(host, port), asyncio.TaskGroup() as group:
             say(log, f"GET /healthz on http://{host}:{port}")
@@ -110,6 +113,8 @@ async def work(settings: Settings, *, name: str | None, concurrency: int | None,
     gracefully (the calls in flight get `grace_s`; unfinished debates resume at the next start).
     `GET /healthz` on host:port answers 200 once the worker takes debates, 503 while it stops. Without
     a `port`, WORKER_PORT, or the next free one when another worker on the host holds it."""
+    if port is not None:
+        check_port(host, port)
     stopping = asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="worker", name=name, concurrency=concurrency) as core:
@@ -133,6 +138,7 @@ async def discord_sync(settings: Settings, *, guild: int | None) -> int:
     """Sync to --guild, else to every DISCORD_GUILD_IDS guild, else globally; skipped when unchanged."""
     from bots.discord.sync import sync_commands
 
+    settings = bot_settings(settings)
     targets: list[int | None] = [guild] if guild is not None else (list(settings.guild_ids) or [None])
     async with await Core.open(settings, role="read") as core:  # registers commands; never touches the log
         for target in targets:

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bots.page import PageSite, RateLimit, page_link
+from bots.settings import BotSettings
 from bots.web import WebFront
-from orchestrator.config import Settings
 from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Interjection, Outcome, Seat, Turn, Verdict, Vote
+from orchestrator.operations import Operations
 
 HOSTILE = (
     "Consider this: <script>document.title='pwned'</script> and <img src=x onerror=\"document.title='pwned'\">"
@@ -23,10 +24,10 @@ HOSTILE = (
 PUBLIC_URL = "https://debate.example.com"
 
 
-def settings(**extra: object) -> Settings:
+def settings(**extra: object) -> BotSettings:
     values: dict[str, object] = {"DEBATE_PUBLIC_URL": PUBLIC_URL, "DEBATE_WEB_SECRET": "page-secret-for-tests"}
     values.update(extra)
-    return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+    return BotSettings(_env_file=None, **values)  # type: ignore[arg-type]
 
 
 def spec(topic: str = "Should we adopt Postgres for the debate log?", *, rounds: int = 2,
@@ -76,7 +77,7 @@ async def log_debate(store: DebateLog, *, rounds: int = 2, finished: bool = True
     return debate
 
 
-async def linked_debate(store: DebateLog, config: Settings, **options: Any) -> tuple[DebateSpec, str]:
+async def linked_debate(store: DebateLog, config: BotSettings, **options: Any) -> tuple[DebateSpec, str]:
     """`log_debate(store, **options)` and its page link."""
     debate = await log_debate(store, **options)
     link = await page_link(store, config, debate.id)
@@ -92,6 +93,13 @@ async def finish(store: DebateLog, debate: DebateSpec, rounds: int) -> None:
                                                  cost_usd=0.0123))
 
 
+def operations(store: DebateLog) -> Operations:
+    """The core's operations over `store`, as a front's Core carries them (what the pages read through)."""
+    ops = Operations()
+    ops.store = store
+    return ops
+
+
 @dataclass
 class Served:
     base: str  # http://127.0.0.1:PORT
@@ -99,11 +107,11 @@ class Served:
 
 
 @asynccontextmanager
-async def serve_pages(store: DebateLog, config: Settings, *, limit: RateLimit | None = None,
+async def serve_pages(store: DebateLog, config: BotSettings, *, limit: RateLimit | None = None,
                       poll_s: float | None = None, feed: Any = None) -> AsyncIterator[Served]:
     """A front serving the pages; `feed`: its workflow feed (the live turns' text as it streams)."""
     front = WebFront()
-    site = PageSite(store, config, lambda: feed, limit=limit, poll_s=poll_s)
+    site = PageSite(operations(store), config, lambda: feed, limit=limit, poll_s=poll_s)
     site.mount(front)
     async with front.listen("127.0.0.1", 0) as port:
         try:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from bots.page import page_link
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import load_settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply

@@ -102,5 +102,5 @@ async def test_the_page_of_a_durable_debate_shows_the_turn_as_it_streams_then_se
                 partial = data
             if name == "end":
                 break
-    assert partial is not None and "Opening:" in partial and "point59" not in partial  # before the model ended
+    assert partial is not None and "Opening:" in partial and "point59" not in partial, names  # before the model ended
     assert names[-1] == "end" and "main" in names

@@ -11,7 +11,7 @@ import sys
 from bots.cli.running import EXIT_OK, UsageError
 from bots.page import page_link
 from bots.page.keys import public_url
-from orchestrator.config import Settings
+from bots.settings import BotSettings
 from orchestrator.log import open_log
 from orchestrator.log.records import AmbiguousIdError
 
@@ -19,7 +19,7 @@ NO_PUBLIC_URL = ("DEBATE_PUBLIC_URL is not set; set it to the address the fronts
                  "(e.g. https://debate.example.com) to make page links")
 
 
-async def link(args: argparse.Namespace, settings: Settings) -> int:
+async def link(args: argparse.Namespace, settings: BotSettings) -> int:
     if public_url(settings) is None:
         raise UsageError(NO_PUBLIC_URL)
     async with open_log(settings.debate_database_url or settings.debate_db) as store:

@@ -19,7 +19,6 @@ import discord
 from bots.discord.surface import PLATFORM, DiscordThread, discord_limits, open_thread, post_in_channel
 from bots.thread import Feed, FrontTailer, Limits, Pacer, ThreadSink
 from orchestrator.log import DebateLog, DebateRecord
-from orchestrator.models import DebateSpec
 
 THREAD_ARCHIVE_MINUTES = 1440
 THREAD_CREATE_ATTEMPTS = 8  # each after discord.py's own retries: a debate must not be lost to a 429
@@ -47,9 +46,10 @@ class DiscordOutput:
         guild = int(record.workspace) if record.workspace and record.workspace.isdigit() else None
         thread = self.client.get_partial_messageable(int(record.thread), guild_id=guild)
         root = self.client.get_partial_messageable(int(record.channel), guild_id=guild)
-        return DiscordThread(thread, root, page=await self._page(record.id)), self.pacer
+        return DiscordThread(thread, root, page=await self.page_of(record.id)), self.pacer
 
-    async def _page(self, debate_id: str) -> str | None:
+    async def page_of(self, debate_id: str) -> str | None:
+        """The debate page's link (bots/page), or None without DEBATE_PUBLIC_URL."""
         return None if self.page is None else await self.page(debate_id)
 
     async def open_thread(self, message: discord.Message, name: str) -> discord.Thread:
@@ -62,15 +62,11 @@ class DiscordOutput:
         channel = self.client.get_partial_messageable(channel_id, guild_id=guild_id)
         return await post_in_channel(self.pacer, channel, dict(message))
 
-    async def open_sink(self, spec: DebateSpec, thread: discord.Thread, root: discord.PartialMessage,
-                        notes: list[str]) -> ThreadSink:
-        """The sink that renders one debate into its thread (it records the root message first)."""
-        surface = DiscordThread(thread, root.channel, notes=notes, page=await self._page(spec.id))  # type: ignore[arg-type]
-        sink = await ThreadSink.open(surface, self.pacer, self.store, spec, str(root.id))
+    def track(self, sink: ThreadSink) -> None:
+        """A debate's sink that `rendered()` waits for until it has rendered its final event."""
         self._sinks.add(sink)
         done = asyncio.ensure_future(sink.wait_closed())
         done.add_done_callback(lambda _f: self._sinks.discard(sink))
-        return sink
 
     async def rendered(self) -> None:
         """Wait until every debate's sink has rendered its final event (and landed its final root edit)."""

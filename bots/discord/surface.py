@@ -28,6 +28,7 @@ from bots.discord.render import (
     turn_header,
     verdict_embed,
     verdict_embeds,
+    with_tally,
 )
 from bots.thread import STRICT, Ended, Limits, Paced, Pacer, RootState, Urgency, run_to_completion
 from bots.thread.text import neutralize_discord, split_message
@@ -136,10 +137,24 @@ class DiscordThread:
         return [{"content": chunk} for chunk in split_message(text, CONTENT_LIMIT)]
 
     def verdict(self, spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
-        return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec, self.page)}
+        return verdict_message(spec, verdict, tally, outcome, self.page)
 
     def ended(self, outcome: Outcome) -> Message | None:
         return {"embed": ended_embed(outcome)}
+
+
+def verdict_message(spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None,
+                    page: str | None = None) -> Message:
+    """The verdict message, its embeds and buttons, and the debate page's link (the one place it is drawn)."""
+    return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec, page)}
+
+
+def voted(embeds: Sequence[discord.Embed], spec: DebateSpec, verdict: Verdict, tally: Tally) -> Message:
+    """A posted verdict message after a vote: its tally and judge-beside-team lines replaced, the rest as
+    posted (the judge's points keep the room the layout gave them)."""
+    labels = tuple(seat.label for seat in spec.seats)
+    first, *rest = embeds
+    return {"embeds": [with_tally(first, tally, labels, verdict.winner), *rest]}
 
 
 def _progress(event: RoundStarted) -> str:

@@ -21,10 +21,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bots.page.keys import LinkedDebates
 from bots.page.render import render_live_turn, render_main
 from bots.page.view import PageView, page_fingerprint, page_view
 from orchestrator.events import EventBase, TextDelta, TurnCompleted, TurnFailed, TurnStarted
-from orchestrator.log import DebateLog
 from orchestrator.log.records import DebateRecord
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class _Watch:
 class LiveHub:
     """Watches of the running debates this front's viewers follow; a watch ends with its last viewer."""
 
-    def __init__(self, store: DebateLog, feed: Callable[[], Feed | None] = lambda: None, *,
+    def __init__(self, store: LinkedDebates, feed: Callable[[], Feed | None] = lambda: None, *,
                  poll_s: float = POLL_S) -> None:
         self.store = store
         self.feed = feed
@@ -129,10 +129,12 @@ class LiveHub:
         try:
             seen: tuple[object, ...] | None = None
             while True:
-                record = await self.store.get_debate(watch.debate_id)
+                record = await self.store.debate(watch.debate_id)
                 if record is None or record.id != watch.debate_id:
                     break
-                if streaming is None and record.status == "running":
+                # again while its workflow is not queued yet (a page opened as the debate starts)
+                unqueued = streaming is not None and streaming.done() and streaming.result() is False
+                if (streaming is None or unqueued) and record.status == "running":
                     streaming = asyncio.create_task(self._stream(watch, record.segment))
                 if (fingerprint := page_fingerprint(record)) != seen or watch.stale:
                     seen, watch.stale = fingerprint, False
@@ -167,10 +169,11 @@ class LiveHub:
         watch.send(("live", json.dumps({"key": key, "html": html})))
         writing.shown = time.monotonic()
 
-    async def _stream(self, watch: _Watch, segment: int) -> None:
+    async def _stream(self, watch: _Watch, segment: int) -> bool:
+        """Follows the debate's event stream; False when it has no workflow (yet, or a `debate run` debate)."""
         feed = self.feed()
         if feed is None:
-            return
+            return True
         try:
             async for event in feed.events(watch.debate_id, 0, segment):
                 if isinstance(event, TurnStarted | TextDelta):
@@ -182,11 +185,12 @@ class LiveHub:
                     watch.stale = watch.writing.pop(ended, None) is not None or watch.stale
                     watch.done.add(ended)
                 watch.woken.set()
-        except LookupError:  # no workflow behind it (a `debate run` debate): the log alone shows it
-            return
+        except LookupError:  # no workflow behind it (not yet, or a `debate run` debate): the log shows it
+            return False
         except Exception:
             log.warning("page: the stream of debate %s failed; reading the log only", watch.debate_id,
                         exc_info=True)
+        return True
 
     def _writing(self, watch: _Watch, event: TurnStarted | TextDelta) -> None:
         key = _key(event.round, event.seat, event.kind)

@@ -20,13 +20,12 @@ from importlib import resources
 
 from aiohttp import web
 
-from bots.page.keys import PAGE_PREFIX, key_matches, page_path, public_url
+from bots.page.keys import PAGE_PREFIX, LinkedDebates, key_matches, page_path, public_url
 from bots.page.live import Feed, LiveHub
 from bots.page.render import STATIC_PATH, render_page
 from bots.page.security import RateLimit, not_found, secured
 from bots.page.view import page_fingerprint, page_view
-from orchestrator.config import Settings
-from orchestrator.log import DebateLog
+from bots.settings import BotSettings
 from orchestrator.log.export import to_json, to_markdown
 from orchestrator.log.records import DebateRecord
 
@@ -49,7 +48,7 @@ def _sse(name: str, data: str) -> bytes:
 class PageSite:
     """The pages of the debates in `store`; `feed()`: the front's workflow feed, when it has one."""
 
-    def __init__(self, store: DebateLog, settings: Settings, feed: Callable[[], Feed | None] = lambda: None, *,
+    def __init__(self, store: LinkedDebates, settings: BotSettings, feed: Callable[[], Feed | None] = lambda: None, *,
                  limit: RateLimit | None = None, poll_s: float | None = None) -> None:
         self.store = store
         self.settings = settings
@@ -97,7 +96,7 @@ class PageSite:
         token = await self.store.stored_page_token(debate_id)
         if not key_matches(self.settings, debate_id, token, key):
             return None
-        record = await self.store.get_debate(debate_id)
+        record = await self.store.debate(debate_id)
         return record if record is not None and record.id == debate_id else None
 
     def _page(self, record: DebateRecord, path: str) -> web.Response:

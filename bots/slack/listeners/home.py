@@ -17,9 +17,9 @@ from bots.slack.views import HOME_LIMIT, home_view
 
 
 async def publish_home(user_id: str, team_id: str | None, runtime: SlackRuntime, client: AsyncWebClient) -> None:
-    store = runtime.core.store
-    summaries = await store.history(HOME_LIMIT, home_scope(team_id))
-    items = [(s, await store.tally(s.id) if s.votes else None) for s in summaries]
+    core = runtime.core
+    summaries = await core.history(HOME_LIMIT, home_scope(team_id))
+    items = [(s, await core.tally(s.id) if s.votes else None) for s in summaries]
     await client.views_publish(user_id=user_id, view=home_view(items, await thread_links(client, summaries)))
 
 

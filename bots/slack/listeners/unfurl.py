@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.page.keys import linked_debate
+from bots.settings import bot_settings
 from bots.slack import blocks
 from bots.slack.runtime import SlackRuntime
 from bots.slack.scope import channel_scope
@@ -47,10 +48,11 @@ async def link_shared(event: dict[str, Any], body: dict[str, Any], client: Async
         return
     team_id = body.get("team_id")
     scope = channel_scope(team_id, channel, await runtime.privacy.is_private(client, team_id, channel))
+    settings = bot_settings(core.settings)
     unfurls: dict[str, Any] = {}
     for link in (event.get("links") or [])[:MAX_UNFURLS]:
         url = link.get("url") if isinstance(link, dict) else None
-        if isinstance(url, str) and (record := await linked_debate(core.store, core.settings, url, scope)):
+        if isinstance(url, str) and (record := await linked_debate(core, settings, url, scope)):
             unfurls[url] = unfurl_blocks(record)
     if not unfurls:
         return
