@@ -11,6 +11,7 @@ import pytest
 
 from bots.page import RateLimit, page_link
 from orchestrator.log import DebateLog
+from orchestrator.models import DebateSpec, Seat, StanceScore, Turn, Verdict
 from tests.log_backends import LogBackend
 from tests.page_harness import PUBLIC_URL, finish, local, log_debate, serve_pages, settings, turn
 
@@ -168,3 +169,27 @@ async def test_a_running_debates_stream_sends_each_new_turn_and_ends_at_the_verd
             seen = [message async for message in events]  # the verdict, the vote, the end may come apart
             assert seen[-1][0] == "end" and all(name == "main" for name, _ in seen[:-1])
             assert "Adopt Postgres for the log" in seen[-2][1] and "status-completed" in seen[-2][1]
+
+
+async def test_a_council_debates_page_shows_its_answers_ranking_and_synthesis(store: DebateLog) -> None:
+    config = settings()
+    seats = tuple(Seat(label=label, role="debater", model="openai:gpt-5") for label in ("A", "B", "C"))
+    debate = DebateSpec(topic="Which queue should we run?", format="council", rounds=1, seats=seats,
+                        judge="openai:gpt-5")
+    await store.create_debate(debate)
+    for label in ("A", "B", "C"):
+        await store.add_turn(Turn(debate_id=debate.id, round=1, seat=label, role="debater", kind="answer",
+                                  model="openai:gpt-5", text=f"Member {label}'s answer: use queue-{label}."))
+    scores = tuple(StanceScore(seat=s, stance=f"council place {n}", score=7 - 2 * n) for n, s in enumerate("BAC", 1))
+    await store.set_verdict(debate.id, Verdict(winner="B", reasoning="The council ranked Member B's answer first.",
+                                               recommendation="Run queue-B, with A's retries.", scores=scores))
+    link = await page_link(store, config, debate.id)
+    assert link is not None
+    async with serve_pages(store, config) as served, aiohttp.ClientSession() as http, \
+            http.get(local(link, served)) as response:
+        assert response.status == 200
+        html = await response.text()
+    for label in ("A", "B", "C"):
+        assert f"use queue-{label}." in html
+    assert "council place 1" in html and html.index("council place 1") < html.index("council place 3")
+    assert "Run queue-B, with A&#39;s retries." in html or "Run queue-B, with A's retries." in html
