@@ -19,6 +19,7 @@ import asyncio
 import logging
 import socket
 
+from bots.page import PageSite
 from bots.settings import BotSettings, bot_settings
 from bots.signals import on_stop_signals
 from bots.web import Health, WebFront, check_port, health_for
@@ -61,6 +62,8 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
             core.name = f"{socket.gethostname()}-{port}"
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
         front = WebFront(health_for(lambda: 0, slack=slack, discord=discord))
+        pages = PageSite(core, settings, lambda: core.feed)  # the debate pages (bots/page), live from the feed
+        pages.mount(front)
         async with front.listen(host, port), asyncio.TaskGroup() as group:
             say(log, f"GET /healthz on http://{host}:{port}")
             say(log, f"this front renders threads as {core.renderer}")
@@ -80,7 +83,14 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
                 say(log, "Discord (gateway)")
                 group.create_task(run_discord(core, stop, health=front.health), name="discord")
             group.create_task(graceful_stop(core, front.health, stopping, stop, grace_s), name="graceful-stop")
+            group.create_task(_close_on(stop, pages), name="pages")
     return 0
+
+
+async def _close_on(stop: asyncio.Event, pages: PageSite) -> None:
+    """The live pages' watches end with the platforms, so the task group can finish."""
+    await stop.wait()
+    await pages.close()
 
 
 async def graceful_stop(core: Core, health: Health, stopping: asyncio.Event, stop: asyncio.Event,

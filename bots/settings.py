@@ -22,6 +22,10 @@ class BotSettings(Settings):
     # turns as Slack's native streams (chat.startStream) where the workspace's Tier 2 budget has room
     slack_native_streams: bool = Field(default=False, alias="SLACK_NATIVE_STREAMS")
 
+    # the debate page (bots/page/): the fronts' public base address (unset: no links), and what signs the keys
+    debate_public_url: str | None = Field(default=None, alias="DEBATE_PUBLIC_URL")
+    debate_web_secret: str | None = Field(default=None, alias="DEBATE_WEB_SECRET")
+
     # discord
     discord_bot_token: str | None = Field(default=None, alias="DISCORD_BOT_TOKEN")
     discord_guild_ids: str = Field(default="", alias="DISCORD_GUILD_IDS")
@@ -70,7 +74,7 @@ class BotSettings(Settings):
 
     def secrets(self) -> list[str]:
         platform = [self.slack_bot_token, self.slack_app_token, self.slack_signing_secret, self.slack_client_secret,
-                    self.discord_bot_token]
+                    self.discord_bot_token, self.debate_web_secret]
         return [*super().secrets(), *(v for v in platform if v and len(v) >= 6)]
 
 

@@ -88,11 +88,15 @@ class WebFront:
     def __init__(self, health: Health | None = None) -> None:
         self.health = health or Health()
         self._routes: dict[str, dict[str, Handler]] = {}
+        self._prefixes: dict[str, Handler] = {}  # every method of every path under the prefix (the debate pages)
         self.mount("GET", HEALTH_PATH, self._healthz)
         self.mount("GET", METRICS_PATH, self._metrics)
 
     def mount(self, method: str, path: str, handler: Handler) -> None:
         self._routes.setdefault(path, {})[method.upper()] = handler
+
+    def mount_prefix(self, prefix: str, handler: Handler) -> None:
+        self._prefixes[prefix] = handler
 
     async def _healthz(self, _: web.Request) -> web.Response:
         status, body = await self.health.report()
@@ -106,6 +110,9 @@ class WebFront:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         methods = self._routes.get(request.path)
         if methods is None:
+            prefixed = next((h for p, h in self._prefixes.items() if request.path.startswith(p)), None)
+            if prefixed is not None:
+                return await prefixed(request)
             raise web.HTTPNotFound()
         handler = methods.get(request.method) or (methods.get("GET") if request.method == "HEAD" else None)
         if handler is None:

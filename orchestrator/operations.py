@@ -45,6 +45,13 @@ class Operations:
         """End a debate that cannot go on (`outcome.status` failed), its counts kept."""
         await self.store.finish_debate(debate_id, outcome)
 
+    # -- the debate page's key (orchestrator/log/page_keys.py): made on first use; `renew`: old links 404
+    async def page_token(self, debate_id: str, *, renew: bool = False) -> str:
+        return await self.store.page_token(debate_id, renew=renew)
+
+    async def stored_page_token(self, debate_id: str) -> str | None:
+        return await self.store.stored_page_token(debate_id)
+
     # -- reads, each scoped to what the asker may see
     async def debate(self, id_or_prefix: str, scope: Scope | None = None, *, turns: bool = True
                      ) -> DebateRecord | None:

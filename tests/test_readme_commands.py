@@ -37,6 +37,7 @@ SKIPPED: dict[str, str] = {
     "make test": "the whole suite, of which this test is part; CI runs it",
     "export ": "sets a provider's key; this test sets the same variables, pointed at the LLM peer",
     "debate serve": "needs Slack or Discord credentials; tests/test_serve.py runs it against the platform peers",
+    "debate link": "needs DEBATE_PUBLIC_URL; tests/test_page_link_cli.py runs it and opens the links it prints",
     "debate discord-sync": "needs Discord credentials; tests/test_discord.py syncs against the Discord peer",
     "debate migrate-log --to postgresql://": "needs a Postgres server at the example's host; "
                                              "tests/test_postgres_log.py migrates into the test server",

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bots.cli.link import link
 from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
 from bots.cli.terminal import Style, render_history, render_hits, render_record
@@ -107,6 +108,10 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=("md", "json"), required=True)
     export.add_argument("-o", "--output", metavar="FILE")
+
+    page = command("link", help="print a debate page's link (needs DEBATE_PUBLIC_URL); --revoke: a new key")
+    page.add_argument("id", metavar="ID")
+    page.add_argument("--revoke", action="store_true", help="make every earlier link answer 404")
 
     migrate = command("migrate-log", help="copy the log into another SQLite file or Postgres database")
     migrate.add_argument("--to", required=True, metavar="URL",
@@ -252,6 +257,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = 
     "show": _show,
     "search": _search,
     "export": _export,
+    "link": link,
     "discord-sync": _discord_sync,
     "migrate-log": _migrate_log,
 }

@@ -129,8 +129,13 @@ class ContinueButton(ui.DynamicItem[ui.Button[Any]], template=CONTINUE_TEMPLATE)
 BUTTONS: tuple[type[ui.DynamicItem[Any]], ...] = (VoteButton, QuoteButton, InterjectButton, ContinueButton)
 
 
-def verdict_view(spec: DebateSpec) -> ui.View:
-    """Agree / Disagree / Side with each seat / Quote / Continue: all persistent."""
+def page_button(page: str) -> ui.Button[ui.View]:
+    """The debate page's link (bots/page): a link button, which Discord opens without an interaction."""
+    return ui.Button(style=discord.ButtonStyle.link, label="Open the debate page", url=page)
+
+
+def verdict_view(spec: DebateSpec, page: str | None = None) -> ui.View:
+    """Agree / Disagree / Side with each seat / Quote / Continue: all persistent; and the page's link."""
     view = ui.View(timeout=None)
     view.add_item(VoteButton(spec.id, "agree", "Agree", discord.ButtonStyle.success, "👍"))
     view.add_item(VoteButton(spec.id, "disagree", "Disagree", discord.ButtonStyle.danger, "👎"))
@@ -140,14 +145,19 @@ def verdict_view(spec: DebateSpec) -> ui.View:
         )
     view.add_item(QuoteButton(spec.id))
     view.add_item(ContinueButton(spec.id))
+    if page:
+        view.add_item(page_button(page))
     return view
 
 
-def root_view(spec: DebateSpec) -> ui.View:
-    """A running debate's root message: the Interject button (taken off once the debate ends)."""
+def root_view(spec: DebateSpec, page: str | None = None, *, running: bool = True) -> ui.View | None:
+    """A debate's root message: the Interject button while it runs, and the page's link; None: no buttons."""
     view = ui.View(timeout=None)
-    view.add_item(InterjectButton(spec.id))
-    return view
+    if running:
+        view.add_item(InterjectButton(spec.id))
+    if page:
+        view.add_item(page_button(page))
+    return view if view.children else None
 
 
 def debate_id_of(message: discord.Message) -> str | None:

@@ -27,6 +27,7 @@ from bots.discord.loop import LoopCog
 from bots.discord.output import DiscordOutput
 from bots.discord.recall import RecallCog
 from bots.discord.surface import NO_MENTIONS, PLATFORM
+from bots.page import page_link
 from bots.settings import BotSettings, bot_settings
 from bots.telemetry import write_trace
 from bots.thread import Limits
@@ -54,7 +55,8 @@ class DebateBot(commands.Bot):
                          **options)
         self.core = core
         self.output = DiscordOutput(self, core.store, pacing, feed=core.feed, renderer=core.renderer,
-                                    owns=bot_settings(core.settings).owns_guild)
+                                    owns=bot_settings(core.settings).owns_guild,
+                                    page=lambda debate_id: page_link(core, bot_settings(core.settings), debate_id))
 
     async def setup_hook(self) -> None:
         """Runs once, after login and before the gateway connects: the cog, persistent buttons, slow

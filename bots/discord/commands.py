@@ -56,7 +56,8 @@ class DiscordRoot:
         self.posted: list[discord.Thread | discord.Message] = []
 
     async def post(self, spec: DebateSpec, notes: list[str]) -> PostedRoot:
-        surface = DiscordThread(self.channel, self.channel, notes=notes)  # type: ignore[arg-type]
+        page = await self.output.page_of(spec.id)  # the debate page's link button (None: no DEBATE_PUBLIC_URL)
+        surface = DiscordThread(self.channel, self.channel, notes=notes, page=page)  # type: ignore[arg-type]
         response = await self.interaction.response.send_message(**surface.root(spec, Running()),
                                                                 allowed_mentions=NO_MENTIONS)
         message = response.resource
@@ -65,7 +66,7 @@ class DiscordRoot:
         self.posted.append(message)
         thread = await self.output.open_thread(message, thread_name(spec.topic))
         self.posted.insert(0, thread)
-        surface = DiscordThread(thread, self.channel, notes=notes)  # type: ignore[arg-type]
+        surface = DiscordThread(thread, self.channel, notes=notes, page=page)  # type: ignore[arg-type]
         return PostedRoot(surface, str(message.id), str(thread.id))
 
     async def delete(self, posted: PostedRoot) -> None:

@@ -12,7 +12,7 @@ itself lives in `bots.discord.surface` and `bots.thread`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import discord
 
@@ -27,10 +27,12 @@ THREAD_CREATE_ATTEMPTS = 8  # each after discord.py's own retries: a debate must
 class DiscordOutput:
     def __init__(self, client: discord.Client, store: DebateLog, limits: Limits | None = None, *,
                  feed: Feed | None = None, renderer: str | None = None,
-                 owns: Callable[[str], bool] | None = None) -> None:
+                 owns: Callable[[str], bool] | None = None,
+                 page: Callable[[str], Awaitable[str | None]] | None = None) -> None:
         """`renderer`: the front's name in the thread leases; `owns(guild_id)`: the guilds of this
-        process's shards, the only ones whose threads its tailer takes."""
+        process's shards, the only ones whose threads its tailer takes; `page(id)`: a debate page's link."""
         self.client = client
+        self.page = page
         self.store = store
         self.pacer = Pacer(limits or discord_limits())
         self.tailer = None if feed is None else FrontTailer(feed, store, PLATFORM, self.reach, renderer=renderer,
@@ -44,7 +46,11 @@ class DiscordOutput:
         guild = int(record.workspace) if record.workspace and record.workspace.isdigit() else None
         thread = self.client.get_partial_messageable(int(record.thread), guild_id=guild)
         root = self.client.get_partial_messageable(int(record.channel), guild_id=guild)
-        return DiscordThread(thread, root), self.pacer
+        return DiscordThread(thread, root, page=await self.page_of(record.id)), self.pacer
+
+    async def page_of(self, debate_id: str) -> str | None:
+        """The debate page's link (bots/page), or None without DEBATE_PUBLIC_URL."""
+        return None if self.page is None else await self.page(debate_id)
 
     async def open_thread(self, message: discord.Message, name: str) -> discord.Thread:
         """A public thread on a debate's root message, first in line in the parent channel."""

@@ -84,8 +84,10 @@ class DiscordThread:
     platform = PLATFORM
     stream_limit = EMBED_TEXT_LIMIT
 
-    def __init__(self, thread: Channel, root_channel: Channel, *, notes: Sequence[str] = ()) -> None:
+    def __init__(self, thread: Channel, root_channel: Channel, *, notes: Sequence[str] = (),
+                 page: str | None = None) -> None:
         self.thread = thread
+        self.page = page  # the debate page's link (bots/page): a link button on the root and the verdict
         self.channel = root_channel
         self.thread_channel = str(thread.id)
         self.root_channel = str(root_channel.id)
@@ -105,9 +107,10 @@ class DiscordThread:
         if isinstance(state, Ended):
             verdict = None if state.verdict is None else verdict_embed(spec, state.verdict, state.outcome, state.tally)
             status = final_status(state.outcome, verdict)
-            return {"embed": root_embed(spec, status=status, notes=self.notes), "view": None}
+            return {"embed": root_embed(spec, status=status, notes=self.notes),
+                    "view": root_view(spec, self.page, running=False)}
         status = "⏳ Starting…" if state.round is None else f"⏳ {_progress(state.round)}"
-        return {"embed": root_embed(spec, status=status, notes=self.notes), "view": root_view(spec)}
+        return {"embed": root_embed(spec, status=status, notes=self.notes), "view": root_view(spec, self.page)}
 
     def round(self, event: RoundStarted) -> Message | None:
         return {"content": f"**{neutralize_discord(_progress(event))}**"}
@@ -134,15 +137,16 @@ class DiscordThread:
         return [{"content": chunk} for chunk in split_message(text, CONTENT_LIMIT)]
 
     def verdict(self, spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
-        return verdict_message(spec, verdict, tally, outcome)
+        return verdict_message(spec, verdict, tally, outcome, self.page)
 
     def ended(self, outcome: Outcome) -> Message | None:
         return {"embed": ended_embed(outcome)}
 
 
-def verdict_message(spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
-    """The verdict message, its embeds and buttons (the one place it is drawn)."""
-    return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec)}
+def verdict_message(spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None,
+                    page: str | None = None) -> Message:
+    """The verdict message, its embeds and buttons, and the debate page's link (the one place it is drawn)."""
+    return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec, page)}
 
 
 def voted(embeds: Sequence[discord.Embed], spec: DebateSpec, verdict: Verdict, tally: Tally) -> Message:

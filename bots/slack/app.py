@@ -18,6 +18,7 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.page import page_link
 from bots.settings import BotSettings, bot_settings
 from bots.slack.listeners import register_listeners
 from bots.slack.listeners.shapes import shape_problem
@@ -138,6 +139,7 @@ def thread_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
             client = web_client(bot_settings(runtime.core.settings), bot.bot_token, session=runtime.session)
         if record.channel is None or record.thread is None:
             return None
-        return SlackThread(client, record.channel, record.thread), runtime.pacers.for_workspace(team)
+        page = await page_link(runtime.core, bot_settings(runtime.core.settings), record.id)
+        return SlackThread(client, record.channel, record.thread, page), runtime.pacers.for_workspace(team)
 
     return reach

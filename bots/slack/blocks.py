@@ -32,6 +32,7 @@ VOTE_ACTION = "debate_vote"
 QUOTE_ACTION = "quote_recommendation"
 INTERJECT_ACTION = "debate_interject"
 CONTINUE_ACTION = "debate_continue"
+PAGE_ACTION = "debate_page"  # a link button: Slack opens the page and sends the click, which is only acked
 STATUS_ICON = {"running": ":hourglass_flowing_sand:", "completed": ":white_check_mark:",
                "failed": ":x:", "cancelled": ":no_entry_sign:", "pending": ":hourglass:"}
 
@@ -85,6 +86,12 @@ def button(label: str, action_id: str, value: str, style: str | None = None) -> 
     return element
 
 
+def page_button(page: str) -> Block:
+    """The debate page's link (bots/page): a button that opens it; its click is only acked."""
+    return {"type": "button", "text": {"type": "plain_text", "text": "Open the debate page"}, "url": page,
+            "action_id": PAGE_ACTION}
+
+
 def seat_line(spec: DebateSpec) -> str:
     seats = " · ".join(f"*{s.label}* {s.role} `{safe(s.model, 80)}`" for s in spec.seats)
     return f"{seats} · judge `{safe(spec.judge, 80)}`"
@@ -95,8 +102,8 @@ def debate_block_id(debate_id: str, part: str) -> str:
     return f"debate:{debate_id}:{part}"
 
 
-def root_message(spec: DebateSpec, status: str, detail: str = "") -> tuple[str, list[Block]]:
-    """The channel message every turn is threaded under."""
+def root_message(spec: DebateSpec, status: str, detail: str = "", page: str | None = None) -> tuple[str, list[Block]]:
+    """The channel message every turn is threaded under; `page`: the debate page's link, when there is one."""
     icon = STATUS_ICON.get(status, "")
     status_text = f"{icon} *{status}*" + (f" — {safe(detail, 600)}" if detail else "")
     blocks = [
@@ -109,9 +116,11 @@ def root_message(spec: DebateSpec, status: str, detail: str = "") -> tuple[str, 
         blocks.append(context(f":repeat: Rematch of `{safe(spec.rematch_of, 40)}`",
                               debate_block_id(spec.id, "rematch")))
     blocks.append(section(status_text, debate_block_id(spec.id, "status")))
-    if status == "running":  # only while it runs: a note for a debate that ended would reach no prompt
-        blocks.append({"type": "actions", "block_id": debate_block_id(spec.id, "root-actions"),
-                       "elements": [button("Interject", INTERJECT_ACTION, spec.id)]})
+    # Interject only while it runs: a note for a debate that ended would reach no prompt
+    actions = [button("Interject", INTERJECT_ACTION, spec.id)] if status == "running" else []
+    actions += [page_button(page)] if page else []
+    if actions:
+        blocks.append({"type": "actions", "block_id": debate_block_id(spec.id, "root-actions"), "elements": actions})
     text = f"Debate ({status}): {safe(spec.topic, 300)}"
     return text, blocks
 
@@ -130,10 +139,11 @@ def outcome_detail(outcome: Outcome, winner: str | None = None) -> str:
     return " · ".join(parts)
 
 
-def final_root(spec: DebateSpec, outcome: Outcome, verdict: Verdict | None = None) -> tuple[str, list[Block]]:
+def final_root(spec: DebateSpec, outcome: Outcome, verdict: Verdict | None = None,
+               page: str | None = None) -> tuple[str, list[Block]]:
     """The root message once the debate has ended: its outcome and, with a verdict, the winner."""
     winner = winner_text(spec, verdict) if verdict else None
-    return root_message(spec, outcome.status, outcome_detail(outcome, winner))
+    return root_message(spec, outcome.status, outcome_detail(outcome, winner), page)
 
 
 def turn_header(event: TurnStarted) -> str:
@@ -206,7 +216,7 @@ def tally_text(spec: DebateSpec, tally: Tally | None) -> str:
     return f":ballot_box_with_ballot: {tally.total} vote{'s' if tally.total != 1 else ''} · " + " · ".join(parts)
 
 
-def vote_buttons(spec: DebateSpec) -> Block:
+def vote_buttons(spec: DebateSpec, page: str | None = None) -> Block:
     elements = [
         button("Agree", f"{VOTE_ACTION}_agree", f"{spec.id}|agree", "primary"),
         button("Disagree", f"{VOTE_ACTION}_disagree", f"{spec.id}|disagree", "danger"),
@@ -216,11 +226,14 @@ def vote_buttons(spec: DebateSpec) -> Block:
                                f"{spec.id}|side:{seat.label}"))
     elements.append(button("Quote", QUOTE_ACTION, spec.id))
     elements.append(button("Continue", CONTINUE_ACTION, spec.id))
+    if page:
+        elements.append(page_button(page))
     return {"type": "actions", "block_id": debate_block_id(spec.id, "actions"), "elements": elements}
 
 
 def verdict_message(
-    spec: DebateSpec, verdict: Verdict, tally: Tally | None = None, tokens: tuple[int, int] | None = None
+    spec: DebateSpec, verdict: Verdict, tally: Tally | None = None, tokens: tuple[int, int] | None = None,
+    page: str | None = None,
 ) -> tuple[str, list[Block]]:
     """The judge's verdict with vote and quote buttons; re-rendered whenever the tally changes."""
     winner = winner_text(spec, verdict)
@@ -270,7 +283,7 @@ def verdict_message(
     if tokens is not None:
         blocks.append(context(f"Tokens: {tokens[0]:,} in · {tokens[1]:,} out · debate `{spec.id}`"))
     blocks.append(context(tally_text(spec, tally), debate_block_id(spec.id, "tally")))
-    blocks.append(vote_buttons(spec))
+    blocks.append(vote_buttons(spec, page))
     text = plain_text(f"Verdict: {winner} wins. {prose(verdict.recommendation, 2000)}")
     return truncate(text, TEXT_FALLBACK_LIMIT), fit_markdown(blocks[:50])
 

@@ -82,8 +82,9 @@ class SlackThread:
     platform = PLATFORM
     stream_limit = STREAM_LIMIT
 
-    def __init__(self, client: AsyncWebClient, channel: str, root_ts: str | None) -> None:
+    def __init__(self, client: AsyncWebClient, channel: str, root_ts: str | None, page: str | None = None) -> None:
         self.client = client
+        self.page = page  # the debate page's link (bots/page), a button on the root and the verdict
         self.root_channel = self.thread_channel = channel
         self.root_ts = root_ts
 
@@ -162,8 +163,9 @@ class SlackThread:
 
     def root(self, spec: DebateSpec, state: RootState) -> Message:
         if isinstance(state, Ended):
-            return blocks.final_root(spec, state.outcome, state.verdict)
-        return blocks.root_message(spec, "running", blocks.round_status(state.round) if state.round else "starting")
+            return blocks.final_root(spec, state.outcome, state.verdict, self.page)
+        return blocks.root_message(spec, "running", blocks.round_status(state.round) if state.round else "starting",
+                                   self.page)
 
     def round(self, event: RoundStarted) -> Message | None:
         return None  # progress goes into the root's status: no post takes a channel slot ahead of turn text
@@ -189,7 +191,7 @@ class SlackThread:
 
     def verdict(self, spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
         tokens = None if outcome is None else (outcome.input_tokens, outcome.output_tokens)
-        return blocks.verdict_message(spec, verdict, tally, tokens)
+        return blocks.verdict_message(spec, verdict, tally, tokens, self.page)
 
     def ended(self, outcome: Outcome) -> Message | None:
         return None  # the root message's final status says how it ended

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Self, TypeVar
 
-from orchestrator.log import reads, renderers, team, writes
+from orchestrator.log import page_keys, reads, renderers, team, writes
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -186,6 +186,13 @@ class DebateLog(ABC):
 
     async def tally(self, debate_id: str) -> Tally:
         return await self._read(lambda c: reads.tally(c, debate_id), Tally(debate_id=debate_id))
+
+    # -- the debate page's key (page_keys.py): made on first use; `renew` replaces it (old links 404)
+    async def page_token(self, debate_id: str, *, renew: bool = False) -> str:
+        return await self._write(lambda c: page_keys.page_token(c, debate_id, renew))
+
+    async def stored_page_token(self, debate_id: str) -> str | None:
+        return await self._read(lambda c: page_keys.stored_page_token(c, debate_id), None)
 
     async def history(
         self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None

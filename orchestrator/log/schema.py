@@ -349,6 +349,16 @@ def m011_turn_vectors_inline(step: Step) -> None:
 
 
 @migration
+def m013_page_keys(step: Step) -> None:
+    """The debate page's key per debate (orchestrator/log/page_keys.py): a random token the link is made
+    from; revoking a link replaces it."""
+    step.both("""
+        create table page_keys (
+            debate_id text primary key, token text not null, created_at {time} not null
+        );""")
+
+
+@migration
 def m014_jury_columns(step: Step) -> None:
     """A jury's verdict (orchestrator/log/jury.py): how many jurors sat, each one's pick in panel order
     (a JSON list), and the share of votes for the winner. Null for a single judge's verdict."""

@@ -188,6 +188,8 @@ class SlackAPIPeer:
         self.users: dict[str, UserRole] = {}
         self.names: dict[str, tuple[str, str]] = {}  # user → (display_name, real_name)
         self.opened: list[dict[str, Any]] = []  # every modal views.open showed, with its "id"
+        self.shared: dict[tuple[str, str], list[str]] = {}  # (channel, ts) → the links a link_shared event named
+        self.unfurls: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) → chat.unfurl's `unfurls`
         self._triggers: set[str] = set()
         self.socket_acks: list[dict[str, Any]] = []
         self._forced: dict[str, deque[int]] = {}
@@ -517,6 +519,47 @@ class SlackAPIPeer:
         if self.messages.pop(key, None) is None:
             return {"ok": False, "error": "message_not_found"}
         return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    def _m_chat_unfurl(self, params: dict[str, Any]) -> dict[str, Any]:
+        """As Slack: `channel` + `ts` of a message whose link_shared event was sent (or `unfurl_id` +
+        `source`), and `unfurls`, a JSON object keyed by the shared URLs; others are `cannot_unfurl_url`."""
+        unfurls = params.get("unfurls")
+        if isinstance(unfurls, str):
+            unfurls = json.loads(unfurls)
+        key = (str(params.get("channel") or ""), str(params.get("ts") or ""))
+        if not isinstance(unfurls, dict) or not unfurls:
+            return {"ok": False, "error": "invalid_unfurls"}
+        if key not in self.shared:
+            return {"ok": False, "error": "cannot_find_message"}
+        if any(url not in self.shared[key] for url in unfurls):
+            return {"ok": False, "error": "cannot_unfurl_url"}
+        for shown in unfurls.values():
+            if not isinstance(shown, dict) or _block_problem(shown.get("blocks") or [], markdown=False):
+                return {"ok": False, "error": "invalid_unfurls"}
+        self.unfurls[key] = unfurls
+        return {"ok": True}
+
+    async def share_links(self, events_url: str, urls: list[str], *, channel: str = "C1", user: str = "U1",
+                          team: str = "T1", secret: str | None = None) -> int:
+        """A user posts `urls` in `channel`: Slack sends the app a signed `link_shared` event (JSON, as
+        the Events API does) naming the message and its links; returns the app's HTTP status."""
+        import aiohttp
+
+        ts = self._next_ts()
+        self.messages[(channel, ts)] = Message(channel=channel, ts=ts, text=" ".join(urls), blocks=None,
+                                               thread_ts=None)
+        self.shared[(channel, ts)] = list(urls)
+        body = json.dumps({
+            "token": "legacy", "team_id": team, "api_app_id": "A1", "type": "event_callback",
+            "event_id": f"Ev{ts.replace('.', '')}", "event_time": int(time.time()), "authed_users": [user],
+            "event": {"type": "link_shared", "channel": channel, "is_bot_user_member": True, "user": user,
+                      "message_ts": ts, "unfurl_id": f"{channel}.{ts}.unfurl", "event_ts": ts,
+                      "source": "conversations_history",
+                      "links": [{"domain": url.split("/")[2], "url": url} for url in urls]},
+        })
+        headers = {"Content-Type": "application/json", **sign(secret or SIGNING_SECRET, body)}
+        async with aiohttp.ClientSession() as http, http.post(events_url, data=body.encode(), headers=headers) as r:
+            return r.status
 
     def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         if problem := self._content_problem(params, markdown=False):

@@ -10,11 +10,12 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from bots.slack.blocks import CONTINUE_ACTION, INTERJECT_ACTION, QUOTE_ACTION, VOTE_ACTION
+from bots.slack.blocks import CONTINUE_ACTION, INTERJECT_ACTION, PAGE_ACTION, QUOTE_ACTION, VOTE_ACTION
 from bots.slack.listeners.command import debate_command
 from bots.slack.listeners.forms import continue_button, continue_submitted, interject_button, interject_submitted
 from bots.slack.listeners.home import home_opened
 from bots.slack.listeners.quote import quote_button, quote_shortcut
+from bots.slack.listeners.unfurl import link_shared, page_opened
 from bots.slack.listeners.votes import vote_button
 from bots.slack.modals import CONTINUE_VIEW, INTERJECT_VIEW
 from bots.slack.runtime import SlackRuntime
@@ -51,6 +52,8 @@ def register_listeners(app: AsyncApp, runtime: SlackRuntime) -> None:
     app.view_submission(INTERJECT_VIEW)(interject_submitted)
     app.view_submission(CONTINUE_VIEW)(continue_submitted)
     app.event("app_home_opened")(home_opened)
+    app.event("link_shared")(link_shared)  # a debate page's link unfurled where recall may show it
+    app.action(PAGE_ACTION)(page_opened)
     if runtime.multi_workspace:
         app.enable_token_revocation_listeners()  # deletes installations on app_uninstalled / tokens_revoked
     else:

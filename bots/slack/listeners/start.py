@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 
 from bots.commands import StartDebate
+from bots.page import page_link
+from bots.settings import bot_settings
 from bots.slack.listeners.invocation import Invocation
 from bots.slack.surface import PLATFORM, SlackThread
 from bots.thread import Paced, Running, Urgency
@@ -35,7 +37,9 @@ class SlackRoot:
     pacer: Pacer
 
     async def post(self, spec: DebateSpec, notes: list[str]) -> PostedRoot:
-        channel = SlackThread(self.inv.client, self.inv.channel_id, None)
+        core = self.inv.runtime.core
+        page = await page_link(core, bot_settings(core.settings), spec.id)  # the page's button (None: no public URL)
+        channel = SlackThread(self.inv.client, self.inv.channel_id, None, page)
         try:
             ts = await Paced(channel, self.pacer).post(lambda: channel.root(spec, Running()), Urgency.STATUS,
                                                        in_thread=False)
@@ -44,7 +48,7 @@ class SlackRoot:
             user_text = (NOT_IN_CHANNEL if error in ("not_in_channel", "channel_not_found") else
                          f"I couldn't post the debate here (Slack said `{error}`).")
             raise RootRefused(user_text, f"the root message could not be posted (Slack said {error})") from None
-        return PostedRoot(SlackThread(self.inv.client, self.inv.channel_id, ts), ts, ts)
+        return PostedRoot(SlackThread(self.inv.client, self.inv.channel_id, ts, page), ts, ts)
 
     async def delete(self, posted: PostedRoot) -> None:
         try:

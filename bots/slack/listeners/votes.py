@@ -17,6 +17,8 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.commands import CommandError
+from bots.page import page_link
+from bots.settings import bot_settings
 from bots.slack.runtime import SlackRuntime
 from bots.slack.scope import channel_scope
 from bots.slack.surface import PLATFORM, SlackThread
@@ -42,6 +44,7 @@ async def apply_vote(
         except CommandError as exc:
             await respond(text=str(exc), response_type="ephemeral", replace_original=False)
             return
+        surface.page = await page_link(runtime.core, bot_settings(runtime.core.settings), shown.spec.id)
         message = surface.verdict(shown.spec, shown.verdict, shown.tally, shown.outcome)
         out = Paced(surface, runtime.pacers.for_workspace(team_id))
         await out.edit(ts, lambda: message, Urgency.USER, in_thread=False)
