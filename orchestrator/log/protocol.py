@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, Self
 
+from orchestrator.budgets import CallUsage, SpentCall
 from orchestrator.log.records import (
     DebateRecord,
     DebateSummary,
@@ -46,6 +47,12 @@ class DebateLog(Protocol):
     async def create_debate(self, spec: DebateSpec, *, at: float | None = None) -> None: ...
 
     async def add_turn(self, turn: Turn) -> int: ...
+
+    async def add_call(self, call: CallUsage) -> None: ...
+
+    async def spent_calls(self, since: float) -> list[SpentCall]:
+        """Every model call logged since `since` (debaters' turns and the rest), with whom it counts for."""
+        ...
 
     async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None: ...
 

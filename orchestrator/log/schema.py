@@ -259,6 +259,25 @@ def m010_running_slots(db: Database) -> None:
     _table(db, "continuations").create_index(["requested_by", "at"])
 
 
+
+@migrations()
+def m011_budget_model_calls(db: Database) -> None:
+    """The model calls that are not a debater's turn (judge passes, tie-breaks, summaries, stance
+    splits), each with its tokens and cost, so the spend budgets and `debate usage` count every call
+    (orchestrator/budgets.py). `attempt` is drawn where the call ran: a write repeated is one row. And what
+    admission reserved for each running debate (`reserved_usd`: its estimate), so two starts admitted at
+    once cannot both count on the same money."""
+    _table(db, "model_calls").create(
+        {"attempt": str, "debate_id": str, "at": str, "purpose": str, "model": str, "input_tokens": int,
+         "output_tokens": int, "cost_usd": float},
+        pk="attempt",
+        not_null={"debate_id", "at", "model"},
+    )
+    _table(db, "model_calls").create_index(["at"])
+    _table(db, "turns").create_index(["started_at"])
+    # what admission reserved for a running debate (its estimate); spend recorded since it was admitted comes off
+    _table(db, "debates").add_column("reserved_usd", float)
+
 # unicode61 with symbols (So) as token characters, so an emoji in a topic can be searched for;
 # diacritics folded, so "debat" finds "débat". An SQLite too old for `categories` gets the default.
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"

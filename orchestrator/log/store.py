@@ -16,7 +16,8 @@ from typing import TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.log import reads, renderers, team, writes
+from orchestrator.budgets import CallUsage, SpentCall
+from orchestrator.log import reads, renderers, spend, team, writes
 from orchestrator.log import search as fts
 from orchestrator.log.records import (
     DebateRecord,
@@ -87,6 +88,14 @@ class Store:
     async def add_turn(self, turn: Turn) -> int:
         """Log one turn (ok, failed or empty) with its estimated cost; returns its row id."""
         return await self._write(writes.add_turn(turn))
+
+    async def add_call(self, call: CallUsage) -> None:
+        """Log a model call that is not a debater's turn (a judge pass, a summary) with its estimated cost."""
+        await self._write(spend.add_call(call))
+
+    async def spent_calls(self, since: float) -> list[SpentCall]:
+        """Every model call logged since `since`, with whom it counts for (orchestrator/budgets.py)."""
+        return await self._read(spend.spent_calls(since))
 
     async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None:
         await self._write(writes.add_notice(debate_id, level, text, at if at is not None else now()))

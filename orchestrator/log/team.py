@@ -16,6 +16,7 @@ from sqlite_utils import Database
 from orchestrator.log import rows
 from orchestrator.log.reads import dict_rows, interjection_rows, table
 from orchestrator.log.records import ContinuationRefused, DebateNotFoundError, InterjectionRefused, from_iso, to_iso
+from orchestrator.log.spend import reserve
 from orchestrator.log.writes import check_room
 from orchestrator.models import ChannelDefaults, Interjection
 from orchestrator.quotas import Claim, Quota
@@ -88,6 +89,7 @@ def begin_continuation(debate_id: str, quota: Quota | None, requested_by: str | 
         if quota is not None:
             check_room(db, quota, Claim(platform=found[2], workspace=found[3], user=requested_by, channel=found[4]),
                        at)
+            reserve(db, debate_id, quota)
         # facts wait on the completed debate, whatever else waits: the continuation's one round takes them first
         if facts is not None and not db.execute("select 1 from interjections where id = ?", [facts.id]).fetchone():
             table(db, "interjections").insert(rows.interjection_row(facts.model_copy(update={"round": None}), to_iso))

@@ -14,8 +14,10 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from orchestrator.budgets import estimate_usd
 from orchestrator.log.reads import require_debate, scope_sql, table, tally, token_totals
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally, from_iso, to_iso
+from orchestrator.log.spend import check_spend, reservation
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
 from orchestrator.quotas import Claim, Quota, QuotaExceeded
@@ -82,13 +84,14 @@ def admit(spec: DebateSpec, quota: Quota, at: float, runner: str | None) -> Call
     can count in between. Raises QuotaExceeded naming the first limit without room; a repeat is a no-op."""
     row, seats = _debate_rows(spec, at, runner)
     claim = Claim(platform=spec.platform, workspace=spec.workspace, user=spec.requested_by, channel=spec.channel)
+    quota = quota.for_cost(estimate_usd(spec)) if quota.budget is not None else quota
 
     def fn(db: Database) -> None:
         debates = table(db, "debates")
         if debates.count_where("id = ?", [spec.id]):
             return
         check_room(db, quota, claim, at)
-        debates.insert(row)
+        debates.insert(row | {"reserved_usd": reservation(quota)})
         table(db, "seats").insert_all(seats)
 
     return fn
@@ -130,6 +133,7 @@ def check_room(db: Database, quota: Quota, claim: Claim, at: float) -> None:
     (count,) = db.execute(f"select count(*) from debates where {live}", args).fetchone()
     if count >= quota.max_running:
         raise QuotaExceeded("global", quota.max_running, at=at, count=count)
+    check_spend(db, quota, claim, at)
 
 
 def add_turn(turn: Turn) -> Callable[[Database], int]:

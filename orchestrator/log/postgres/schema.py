@@ -241,6 +241,24 @@ create table continuations (
 );
 create index continuations_requester on continuations (requested_by, at);
 """
+# the model calls that are not a debater's turn (judge passes, tie-breaks, summaries, stance splits), each
+# with its tokens and cost, so the spend budgets and `debate usage` count every call (orchestrator/budgets.py);
+# and what admission reserved for each running debate (its estimate; what it has spent since comes off)
+_BUDGET_MODEL_CALLS = """
+create table model_calls (
+    attempt text primary key,
+    debate_id text not null references debates (id) on delete cascade,
+    at timestamptz not null,
+    purpose text,
+    model text not null,
+    input_tokens integer,
+    output_tokens integer,
+    cost_usd double precision
+);
+create index model_calls_at on model_calls (at);
+create index turns_started_at on turns (started_at);
+alter table debates add column reserved_usd double precision;
+"""
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_text_search", _TEXT_SEARCH),
@@ -251,6 +269,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m006_thread_renderer", _THREAD_RENDERER),
     ("m007_turn_vectors_inline", _TURN_VECTORS_INLINE),
     ("m008_running_slots", _RUNNING_SLOTS),
+    ("m009_budget_model_calls", _BUDGET_MODEL_CALLS),
 )
 
 

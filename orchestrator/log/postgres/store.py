@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from orchestrator.log.postgres import reads, renderers, schema, team, writes
+from orchestrator.budgets import CallUsage, SpentCall
+from orchestrator.log.postgres import reads, renderers, schema, spend, team, writes
 from orchestrator.log.postgres import search as fts
 from orchestrator.log.postgres.reads import Conn
 from orchestrator.log.records import (
@@ -140,6 +141,12 @@ class PostgresLog:
 
     async def add_turn(self, turn: Turn) -> int:
         return await self._write(lambda c: writes.add_turn(c, turn))
+
+    async def add_call(self, call: CallUsage) -> None:
+        await self._write(lambda c: spend.add_call(c, call))
+
+    async def spent_calls(self, since: float) -> list[SpentCall]:
+        return await self._read(lambda c: spend.spent_calls(c, since), [])
 
     async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None:
         await self._write(lambda c: writes.add_notice(c, debate_id, level, text, at if at is not None else now()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from orchestrator.log import rows as shared_rows
 from orchestrator.log.postgres.reads import Conn, from_time, interjection_rows, lock_debate, rows, to_time, values
+from orchestrator.log.postgres.spend import reserve
 from orchestrator.log.postgres.writes import ADMISSION_LOCK, check_room, insert
 from orchestrator.log.records import ContinuationRefused, InterjectionRefused
 from orchestrator.models import ChannelDefaults, Interjection
@@ -67,6 +68,7 @@ async def begin_continuation(conn: Conn, debate_id: str, quota: Quota | None, re
     if quota is not None:
         await check_room(conn, quota, Claim(platform=debate["platform"], workspace=debate["workspace"],
                                             user=requested_by, channel=debate["channel"]), at)
+        await reserve(conn, debate_id, quota)
     if facts is not None:  # facts wait on the completed debate, whatever else waits (../team.py)
         await insert(conn, "interjections", shared_rows.interjection_row(facts.model_copy(update={"round": None}),
                                                                          to_time), "on conflict do nothing")

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orchestrator.budgets import estimate_usd
 from orchestrator.log.postgres.reads import Conn, lock_debate, scope_sql, tally, to_time, token_totals, values
+from orchestrator.log.postgres.spend import check_spend, reservation
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
@@ -81,8 +83,10 @@ async def admit(conn: Conn, spec: DebateSpec, quota: Quota, at: float, runner: s
     if await values(conn, "select 1 from debates where id = %s", [spec.id]):
         return
     claim = Claim(platform=spec.platform, workspace=spec.workspace, user=spec.requested_by, channel=spec.channel)
+    quota = quota.for_cost(estimate_usd(spec)) if quota.budget is not None else quota
     await check_room(conn, quota, claim, at)
-    await _insert_debate(conn, *debate_rows(spec, at, runner))
+    row, seats = debate_rows(spec, at, runner)
+    await _insert_debate(conn, row | {"reserved_usd": reservation(quota)}, seats)
 
 
 async def check_room(conn: Conn, quota: Quota, claim: Claim, at: float) -> None:
@@ -116,6 +120,7 @@ async def check_room(conn: Conn, quota: Quota, claim: Claim, at: float) -> None:
     (count,) = await values(conn, f"select count(*) from debates where {live}", args)
     if count >= quota.max_running:
         raise QuotaExceeded("global", quota.max_running, at=at, count=count)
+    await check_spend(conn, quota, claim, at)
 
 
 async def add_turn(conn: Conn, turn: Turn) -> int:
