@@ -358,7 +358,7 @@ class DebateRun:
         self.end_round_span()
         if reason is not None:
             self.stopped_early = reason
-            await self.notice(reason, "warning", with_verdict=True)
+            await self.notice(reason, "warning")
 
     def end_round_span(self) -> None:
         """End the current round's span (called in the context that opened it: the format's)."""
