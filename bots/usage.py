@@ -12,9 +12,11 @@ from orchestrator.quotas import Budget, Claim
 from orchestrator.usage import standing_lines, standings
 
 
-async def usage_lines(core: Core, platform: str, workspace: str | None, user: str, *, admin: bool) -> list[str]:
+async def usage_lines(core: Core, platform: str, workspace: str | None, user: str, *, admin: bool,
+                      place: str = "workspace") -> list[str]:
     """The asker's standing lines: a workspace's for an admin, their own for anyone else."""
     at = time.time()
     calls = await core.store.spent_calls(month_start(at))
     claim = Claim(platform=platform, workspace=workspace, user=user, channel=None)
-    return standing_lines(standings(calls, claim, Budget.from_settings(core.settings), at, admin=admin), admin=admin)
+    return standing_lines(standings(calls, claim, Budget.from_settings(core.settings), at, admin=admin), admin=admin,
+                          place=place)

@@ -129,9 +129,10 @@ def standings(calls: Iterable[SpentCall], claim: Claim, budget: Budget | None, a
     return found
 
 
-def standing_lines(found: list[Standing], *, admin: bool) -> list[str]:
-    """The standings in words, one line each (markdown-free: each platform formats its own)."""
-    whose = "This workspace" if admin else "You"
+def standing_lines(found: list[Standing], *, admin: bool, place: str = "workspace") -> list[str]:
+    """The standings in words, one line each (markdown-free: each platform formats its own); `place`: what
+    the platform calls a workspace (Discord: server)."""
+    whose = f"This {place}" if admin else "You"
     lines = []
     for n, s in enumerate(found):
         span = "today" if s.window != "month" else "this month"
