@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from orchestrator.budgets import BudgetExceeded, CallUsage, estimate_usd
-from orchestrator.log import DebateLog
+from orchestrator.log import DebateLog, migrate_log
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
 from orchestrator.providers.pricing import estimate_cost, highest_price
 from orchestrator.quotas import Budget, Quota, QuotaExceeded
@@ -159,3 +160,21 @@ async def test_two_processes_starting_at_once_cannot_both_count_on_the_same_mone
         with pytest.raises(BudgetExceeded) as raised:
             await b.admit(spec("U7"), limit, at=NOON + 2)
         assert raised.value.spent_usd == pytest.approx(estimate * 2)
+
+
+@pytest.mark.postgres
+async def test_migrate_log_carries_every_calls_cost_and_the_reservations(tmp_path: Path, postgres_url: str) -> None:
+    sqlite, postgres = LogBackend("sqlite", str(tmp_path / "a.db")), LogBackend("postgres", postgres_url)
+    async with sqlite.open() as store:
+        await spent(store, "U1", 2.0, NOON - 60)
+        running = spec("U2")
+        await store.admit(running, quota(per_month=100.0), at=NOON)
+        before = await store.spent_calls(LAST_MONTH)
+    copied = await migrate_log(Path(sqlite.target), postgres.target)
+    assert copied.tables["model_calls"] == 1
+    async with postgres.open() as store:
+        assert sorted(c.counted_usd for c in await store.spent_calls(LAST_MONTH)) == sorted(
+            c.counted_usd for c in before)
+        with pytest.raises(BudgetExceeded) as raised:  # the running debate's reservation came along
+            await store.admit(spec("U3"), quota(per_month=2.0 + estimate_usd(running) * 1.5), at=NOON + 1)
+        assert raised.value.spent_usd == pytest.approx(2.0 + estimate_usd(running))
