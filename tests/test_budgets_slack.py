@@ -37,13 +37,19 @@ def settings_for(tmp_path: Path, peer: SlackAPIPeer, llm: FakeLLMServer, **extra
     return slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url, **extra)
 
 
-@pytest.mark.parametrize("variable", list(VARIABLES))
+CASES = [*((variable, "sqlite") for variable in VARIABLES),
+         pytest.param("DEBATE_BUDGET_USD_PER_USER_DAY", "postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.mark.parametrize(("variable", "backend"), CASES)
 async def test_each_budget_refuses_a_start_a_continue_and_a_rematch_privately(
-    tmp_path: Path, peer: SlackAPIPeer, llm_server: FakeLLMServer, variable: str
+    tmp_path: Path, peer: SlackAPIPeer, llm_server: FakeLLMServer, variable: str, backend: str,
+    request: pytest.FixtureRequest
 ) -> None:
     llm_server.add_rule(Reply(text=LONG), match=lambda r: not is_judge(r))
     script_judge(llm_server, "A")
-    async with SlackBot(settings_for(tmp_path, peer, llm_server), LIMITS, name="first") as first:
+    log = {"DEBATE_DATABASE_URL": request.getfixturevalue("postgres_url")} if backend == "postgres" else {}
+    async with SlackBot(settings_for(tmp_path, peer, llm_server, **log), LIMITS, name="first") as first:
         done = await debated(first, peer, "Tabs or spaces? --rounds 1", user="U1")
         record = await first.core.store.get_debate(done, turns=False)
         assert record is not None and record.spec is not None and record.status == "completed"
@@ -54,7 +60,7 @@ async def test_each_budget_refuses_a_start_a_continue_and_a_rematch_privately(
     budget = estimate + recorded / 2  # what was spent plus one more such debate would pass it; one alone fits
 
     refused, admitted = VARIABLES[variable]
-    settings = settings_for(tmp_path, peer, llm_server, **{variable: str(budget)})
+    settings = settings_for(tmp_path, peer, llm_server, **log, **{variable: str(budget)})
     async with SlackBot(settings, LIMITS, name="second") as second:  # a second process on the same log
         before = len(peer.of("chat.postMessage"))
         replies = [await answer(peer, await ask(second, peer, text, user=refused))
