@@ -8,10 +8,9 @@ import json
 import time
 from datetime import UTC, datetime
 
+from bots.cli.running import EXIT_OK
 from orchestrator.app import Core
 from orchestrator.usage import BY, Usage, parse_since, usage
-
-EXIT_OK = 0
 
 
 def add_parser(command: argparse.ArgumentParser) -> None:
