@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from orchestrator.config import Settings
+from bots.settings import BotSettings as Settings
 from orchestrator.models import DebateSpec, Seat
 
 Verdict = Literal["pass", "miss", "info", "n/a"]

@@ -171,8 +171,9 @@ async def run(smoke: bool, *, levels: list[int] | None = None, workers: tuple[in
               statements: bool = False, keep: bool = False) -> Table:
     statements = statements or profile
     plan, rounds = plan_for(smoke)
-    levels = levels if levels is not None else ([5] if smoke else [1, 100, 1000])
-    workers = workers if workers is not None else ((2,) if smoke else WORKERS)
+    levels = levels if levels is not None else ([3] if smoke else [1, 100, 1000])
+    workers = workers if workers is not None else ((1,) if smoke else WORKERS)
+    ack = ack and not smoke  # smoke: bench.durable measures the same ack path on SQLite
     within = within or (60.0 if smoke else DEADLINE_S)
     table = Table(f"durable_pg — one front, 1/2/4 workers, all on Postgres (DEBATE_DATABASE_URL; challenge {rounds} "
                   f"rounds, peer {plan.latency_s:g} s, {plan.tokens_per_s:g} tokens/s, in its own process; "
@@ -231,7 +232,7 @@ if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--smoke", action="store_true", help="a few seconds: 5 short debates on 2 workers, a small ack")
+    parser.add_argument("--smoke", action="store_true", help="a few seconds: 3 short debates on 1 worker, no ack")
     parser.add_argument("--levels", type=lambda v: [int(x) for x in v.split(",") if x and x != "none"],
                         help="concurrent debates per level, comma-separated (default 1,100,1000; none: ack only)")
     parser.add_argument("--workers", type=lambda v: tuple(int(x) for x in v.split(",")),

@@ -88,13 +88,16 @@ def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None,
          postgres: int | None = None) -> list[Trial]:
     """Two no-kill controls, then `single` trials of `debate serve` and `split` of front + worker
     (killing the front and the worker in turn); `counts` overrides (single, split). Then, on Postgres,
-    one control and `postgres` trials killing a random worker (w1 or w2)."""
+    one control and `postgres` trials killing a random worker (w1 or w2). Smoke: no controls, one kill
+    of `debate serve` and one of a front apart from its worker; none on Postgres (its four processes and
+    server are most of a smoke run: `--postgres 1` adds one; bench.durable_pg runs that deployment)."""
     rng = random.Random(seed)
-    single, split = counts or ((3, 2) if smoke else (51, 18))
+    single, split = counts or ((1, 1) if smoke else (51, 18))
     if postgres is None:
-        postgres = 1 if smoke else 32
+        postgres = 0 if smoke else 32
+    controls = 0 if smoke else CONTROLS
     # two controls (platforms alternate by trial, so every format is checked on both): a clean run must pass
-    trials = [Trial(n, "serve", "none", 0.0, 2) for n in range(CONTROLS)] if single or split else []
+    trials = [Trial(n, "serve", "none", 0.0, 2) for n in range(controls)] if single or split else []
     first = len(trials)
     for n in range(first, first + single + split):
         mode = "serve" if n < first + single else "split"
@@ -102,8 +105,9 @@ def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None,
         trials.append(Trial(n, mode, victim, rng.uniform(*KILL_WINDOW_S), rng.choice((1, 2))))
     if postgres:
         first = len(trials)
-        trials.append(Trial(first, "postgres", "none", 0.0, 2))
-        for n in range(first + 1, first + 1 + postgres):
+        if controls:
+            trials.append(Trial(first, "postgres", "none", 0.0, 2))
+        for n in range(first + int(controls > 0), first + int(controls > 0) + postgres):
             trials.append(Trial(n, "postgres", rng.choice(("w1", "w2")), rng.uniform(*KILL_WINDOW_S),
                                 rng.choice((1, 2))))
     return trials

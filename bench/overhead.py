@@ -165,7 +165,7 @@ def _ideal_path(plan: ReplyPlan, rounds: int) -> float:
 async def run(smoke: bool) -> Table:
     if smoke:
         plan = ReplyPlan(latency_s=0.05, tokens_per_s=1000.0, debater_words=30, judge_words=60, summary_words=30)
-        levels, rounds, deadline = [1, 5], 3, 20.0
+        levels, rounds, deadline = [4], 1, 20.0
     else:
         plan = ReplyPlan(latency_s=0.2, tokens_per_s=200.0, debater_words=100, judge_words=100, summary_words=100)
         levels, rounds, deadline = [1, 100, 1000], 2, DEADLINE_S

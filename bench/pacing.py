@@ -267,7 +267,7 @@ def _stream_rows(table: Table, platform: str, result: dict[str, Any]) -> None:
 
 
 async def run(smoke: bool, platforms: tuple[str, ...] = ("slack", "slack-streams", "discord")) -> Table:
-    n, scale = (4, 10.0) if smoke else (20, 4.0)
+    n, scale = (2, 20.0) if smoke else (20, 4.0)
     # An LLM at about 1 s to first token and 50 tokens/s, 100-word turns, run `scale`× faster.
     plan = ReplyPlan(latency_s=1.0 / scale, tokens_per_s=50.0 * scale, debater_words=100, judge_words=100)
     table = Table(f"pacing — {n} debates (1 round) at once into one Slack channel / one Discord channel, "

@@ -28,7 +28,7 @@ SEAT_MODELS = ("openai:bench-w100", "anthropic:bench-w90", "openai:bench-w80", "
 
 async def run(smoke: bool) -> Table:
     plan = ReplyPlan(latency_s=0.2, tokens_per_s=200.0)
-    repeats = 3 if smoke else 9
+    repeats = 1 if smoke else 9
     table = Table(f"parallel — one round of N debaters (gather of DebateRun.turn), peer latency {plan.latency_s:g} s, "
                   f"{plan.tokens_per_s:g} tokens/s, 70–100-word replies, {repeats} rounds each")
     ratios: dict[int, list[int]] = {2: [], 4: []}  # the tags of the counted rounds

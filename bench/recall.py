@@ -170,7 +170,7 @@ async def time_writes(add_turn: Callable[[Turn], Awaitable[int]], turn: Turn, wr
 
 def sizes(smoke: bool) -> tuple[int, int, int, int]:
     """(turns, queries per class, sequential writes, words per turn)."""
-    return (6_000, 10, 200, 150) if smoke else (100_000, 40, 2_000, 150)
+    return (1_000, 5, 50, 150) if smoke else (100_000, 40, 2_000, 150)
 
 
 def write_turn(prose: Prose, words_per_turn: int) -> Turn:

@@ -44,7 +44,7 @@ from bench.recall import (
 )
 from orchestrator.log import Store
 from orchestrator.log.postgres import PostgresLog
-from orchestrator.log.postgres.reads import to_time
+from orchestrator.log.postgres.store import to_time
 
 NAME = "recall_pg"
 

@@ -168,7 +168,7 @@ class Proc:
                 stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
             )
 
-    async def ready(self, peers: Peers, *, identifies_before: int | None = None, within: float = 60.0) -> None:
+    async def ready(self, peers: Peers, *, identifies_before: int | None = None, within: float = 180.0) -> None:
         """Until /healthz answers 200 and (when given) the Discord peer saw a new IDENTIFY. A process
         without a port (a worker) is ready once it has not exited in its first half second."""
         if self.port is None:

@@ -22,7 +22,7 @@ TARGET_P99_MS = 50.0
 
 
 async def run(smoke: bool) -> Table:
-    concurrency, batches = (10, 1) if smoke else (50, 4)
+    concurrency, batches = (5, 1) if smoke else (50, 4)
     plan = ReplyPlan(latency_s=0.2, tokens_per_s=200.0)
     table = Table(f"slack-ack — {batches} × {concurrency} concurrent signed /debate POSTs to /slack/events "
                   "(HTTP mode), each starting a debate in its own channel")

@@ -41,6 +41,7 @@ from orchestrator.debate.seating import NoProviderConfigured, choose_seats
 from orchestrator.models import (
     EFFORTS,
     FORMATS,
+    MAX_COUNCIL,
     MAX_DEBATERS,
     MAX_ROUNDS,
     MAX_TOPIC_CHARS,
@@ -50,6 +51,7 @@ from orchestrator.models import (
     DebateSpec,
     Effort,
     Format,
+    max_seats,
 )
 from orchestrator.policy import ChatPolicy, NotAllowed
 from orchestrator.providers import (
@@ -219,15 +221,22 @@ def _model(value: str | None) -> str | None:
     return value.strip()
 
 
-def _debaters(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def _debaters(value: str | Sequence[str] | None, fmt: str | None = None) -> tuple[str, ...] | None:
     if value is None:
         return None
     parts = value.split(",") if isinstance(value, str) else value
     models = tuple(m.strip() for m in parts if m.strip())
-    if not MIN_DEBATERS <= len(models) <= MAX_DEBATERS:
-        raise CommandError(f"Name {MIN_DEBATERS} to {MAX_DEBATERS} debaters, separated by commas, "
-                           "e.g. `openai:gpt-5,anthropic:claude-sonnet-4-6`.")
+    if fmt is not None or not MAX_DEBATERS < len(models) <= MAX_COUNCIL:
+        _check_count(models, fmt or "challenge")  # a council's fifth member waits for the default format: build_spec
     return tuple(_model(m) or m for m in models)
+
+
+def _check_count(models: Sequence[str], fmt: str) -> None:
+    most = max_seats(fmt)
+    if not MIN_DEBATERS <= len(models) <= most:
+        who = "council members" if fmt == "council" else "debaters"
+        raise CommandError(f"Name {MIN_DEBATERS} to {most} {who}, separated by commas, "
+                           "e.g. `openai:gpt-5,anthropic:claude-sonnet-4-6`.")
 
 
 def start_request(
@@ -250,7 +259,7 @@ def start_request(
         topic=_topic(topic),
         format=_choice("format", format, FORMATS),  # type: ignore[arg-type]
         rounds=_rounds(rounds),
-        debaters=_debaters(debaters),
+        debaters=_debaters(debaters, format),
         proposer=_model(proposer),
         challenger=_model(challenger),
         judge=_model(judge),
@@ -259,8 +268,9 @@ def start_request(
 
 
 def _default_rounds(fmt: Format, settings: Settings) -> int:
-    """Consensus runs until agreement (at most 4 rounds); stances runs openings and 2 rebuttals."""
-    return {"consensus": 4, "stances": 3}.get(fmt, settings.debate_rounds)
+    """Consensus runs until agreement (at most 4 rounds); stances runs openings and 2 rebuttals; a council
+    answers, then ranks."""
+    return {"consensus": 4, "stances": 3, "council": 2}.get(fmt, settings.debate_rounds)
 
 
 def build_spec(
@@ -289,6 +299,8 @@ def build_spec(
     rounds = command.rounds or default_rounds
     effort = command.effort or default_effort
     seated_by_name = not command.debaters  # `--vs` names every debater: the channel's seats do not apply
+    if command.debaters:
+        _check_count(command.debaters, fmt)
     try:
         if policy is not None:
             rounds = policy.rounds(command.rounds, default_rounds)
@@ -352,7 +364,7 @@ async def chat_spec(
     cannot tell says True)."""
     if core.stopping:
         raise CommandError(RESTARTING)
-    defaults = await core.store.channel_defaults(platform, workspace, channel)
+    defaults = await core.channel_defaults(platform, workspace, channel)
     spec, notes = build_spec(command, core.settings, core.registry, policy=ChatPolicy(core.settings, core.registry),
                              platform=platform, channel=channel, requested_by=requested_by, defaults=defaults)
     spec = spec.model_copy(update={"workspace": workspace, "channel_private": channel_private})

@@ -25,7 +25,7 @@ from bots.commands import CommandError, StartDebate, start_request
 from bots.grammar import CLEARED, CONFIG_KEYS, parse_config, parse_switch
 from bots.thread.keys import ROOT, root_key
 from bots.thread.tail import FrontTailer
-from orchestrator.app import RESTARTING, Core
+from orchestrator.app import NOT_A_FRONT, RESTARTING, Core
 from orchestrator.budgets import estimate_usd
 from orchestrator.config import Settings
 from orchestrator.log import (
@@ -59,7 +59,6 @@ __all__ = ["Asker", "channel_config", "config_text", "interject", "parse_config"
 
 log = logging.getLogger(__name__)
 
-NOT_A_FRONT = "This process takes no debates (it is not a front); see README, Restarts and deploys."
 OPERATOR = "operator"  # the author of a note given on the host (the CLI), where no one is signed in
 SEAT_ROLES = {"proposer": "proposer", "challenger": "challenger", "judge": "judge"}
 
@@ -80,7 +79,7 @@ class Asker(BaseModel):
 
 async def _find(core: Core, debate_id: str, scope: Scope | None) -> DebateRecord:
     try:
-        record = await core.store.get_debate(debate_id.strip().lower(), scope, turns=False)
+        record = await core.debate(debate_id.strip().lower(), scope, turns=False)
     except AmbiguousIdError as exc:
         raise CommandError(f"The id `{exc.prefix}` matches several debates here; type more of it.") from None
     if record is None:
@@ -115,13 +114,13 @@ async def interject(core: Core, debate_id: str, text: str, asker: Asker) -> Inte
     if record.status != "running":
         raise CommandError(f"Debate `{record.id}` is {record.status}; audience notes reach only a debate in progress.")
     if record.channel is not None and record.platform is not None:
-        defaults = await core.store.channel_defaults(record.platform, record.workspace, record.channel)
+        defaults = await core.channel_defaults(record.platform, record.workspace, record.channel)
         if not defaults.interjections:
             raise CommandError("Interjections are turned off in this debate's channel; a channel admin can turn "
                                "them on with `/debate config interjections=on`.")
     note = _note(record.id, text, asker, "interjection")
     try:
-        await core.store.add_interjection(note, max_waiting=MAX_INTERJECTIONS_PER_ROUND)
+        await core.add_interjection(note, max_waiting=MAX_INTERJECTIONS_PER_ROUND)
     except InterjectionRefused as exc:
         raise CommandError(str(exc)) from None
     return note
@@ -154,7 +153,7 @@ async def prepare_continuation(core: Core, debate_id: str, facts: str | None,
     if quota.budget is not None and record.spec is not None:  # one more round and its verdict
         quota = quota.for_cost(estimate_usd(record.spec, rounds=1))
     try:
-        segment = await core.store.begin_continuation(record.id, quota=quota, facts=note,
+        segment = await core.begin_continuation(record.id, quota=quota, facts=note,
                                                       requested_by=asker.user if asker is not None else None)
     except ContinuationRefused as exc:
         raise CommandError(str(exc)) from None
@@ -170,14 +169,14 @@ async def start_continuation(core: Core, tailer: FrontTailer | None, debate_id: 
     if core.feed is None or tailer is None:
         raise CommandError(NOT_A_FRONT)
     record, segment = await prepare_continuation(core, debate_id, facts, asker)
-    root = (await core.store.messages(record.id)).get(ROOT)
+    root = (await core.messages(record.id)).get(ROOT)
     try:
         if root is not None:  # the root shows the verdict as final: it is to show this segment's progress and end
-            await core.store.set_message(record.id, root_key(segment), root.platform or tailer.platform,
-                                         root.channel, root.message_id, final=False)
+            await core.show_message(record.id, root_key(segment), root.platform or tailer.platform,
+                                    root.channel, root.message_id, final=False)
         await core.feed.enqueue_continuation(record.id, segment, request_key)
     except BaseException:  # nothing will run it: the debate must not stay "running"
-        await core.store.finish_debate(record.id, Outcome(
+        await core.fail(record.id, Outcome(
             status="failed", rounds_completed=record.rounds_completed, rounds_planned=record.rounds_planned,
             error="the continuation could not be queued"))
         raise
@@ -215,7 +214,7 @@ def rematch_shown_beside(rematch: DebateRecord, original: DebateRecord) -> bool:
 
 
 async def channel_config(core: Core, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:
-    return await core.store.channel_defaults(platform, workspace, channel)
+    return await core.channel_defaults(platform, workspace, channel)
 
 
 def _checked(key: str, value: str, policy: ChatPolicy, core: Core) -> object:
@@ -257,9 +256,9 @@ async def set_channel_config(core: Core, platform: str, workspace: str | None, c
             changes[key] = True if key == "interjections" else None
         else:
             changes[key] = _checked(key, value, policy, core)
-    current = await core.store.channel_defaults(platform, workspace, channel)
+    current = await core.channel_defaults(platform, workspace, channel)
     updated = ChannelDefaults.model_validate(current.model_dump() | changes)
-    await core.store.set_channel_defaults(platform, workspace, channel, updated, by=by)
+    await core.set_channel_defaults(platform, workspace, channel, updated, by=by)
     return updated
 
 

@@ -19,8 +19,9 @@ import asyncio
 import logging
 import socket
 
+from bots.settings import BotSettings, bot_settings
 from bots.signals import on_stop_signals
-from bots.web import Health, WebFront, health_for
+from bots.web import Health, WebFront, check_port, health_for
 from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
 from orchestrator.logs import say
@@ -37,7 +38,7 @@ NOTHING_TO_SERVE = (
 log = logging.getLogger("bots.serve")
 
 
-def slack_configured(settings: Settings) -> bool:
+def slack_configured(settings: BotSettings) -> bool:
     oauth = settings.slack_client_id and settings.slack_client_secret
     return bool((settings.slack_bot_token or oauth) and (settings.slack_app_token or settings.slack_signing_secret))
 
@@ -47,10 +48,12 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
     """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM. `name`
     (`--name`, default the host's): this front's name in the thread leases (and, with the worker in
     this process, its executor id `serve-<name>`): unique among running processes, stable across restarts."""
+    settings = bot_settings(settings)
     if not slack and not discord:
         slack, discord = slack_configured(settings), bool(settings.discord_bot_token)
         if not slack and not discord:
             raise ConfigError(NOTHING_TO_SERVE)
+    check_port(host, port)
     stopping, stop = asyncio.Event(), asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="front" if front_only else "serve", name=name) as core:
@@ -100,6 +103,8 @@ async def work(settings: Settings, *, name: str | None, concurrency: int | None,
     gracefully (the calls in flight get `grace_s`; unfinished debates resume at the next start).
     `GET /healthz` on host:port answers 200 once the worker takes debates, 503 while it stops. Without
     a `port`, WORKER_PORT, or the next free one when another worker on the host holds it."""
+    if port is not None:
+        check_port(host, port)
     stopping = asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="worker", name=name, concurrency=concurrency) as core:
@@ -123,6 +128,7 @@ async def discord_sync(settings: Settings, *, guild: int | None) -> int:
     """Sync to --guild, else to every DISCORD_GUILD_IDS guild, else globally; skipped when unchanged."""
     from bots.discord.sync import sync_commands
 
+    settings = bot_settings(settings)
     targets: list[int | None] = [guild] if guild is not None else (list(settings.guild_ids) or [None])
     async with await Core.open(settings, role="read") as core:  # registers commands; never touches the log
         for target in targets:

@@ -16,7 +16,7 @@ async def usage_lines(core: Core, platform: str, workspace: str | None, user: st
                       place: str = "workspace") -> list[str]:
     """The asker's standing lines: a workspace's for an admin, their own for anyone else."""
     at = time.time()
-    calls = await core.store.spent_calls(month_start(at))
+    calls = await core.spent_calls(month_start(at))
     claim = Claim(platform=platform, workspace=workspace, user=user, channel=None)
     return standing_lines(standings(calls, claim, Budget.from_settings(core.settings), at, admin=admin), admin=admin,
                           place=place)

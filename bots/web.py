@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import inspect
 import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 
@@ -129,6 +130,26 @@ class WebFront:
             yield bound
         finally:
             await runner.cleanup()
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise the ConfigError `listen` would when host:port is taken, before a process spends its start-up
+    (the workflow engine, the platforms) on it; `listen` still decides (the port can be taken meanwhile)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return  # `listen` reports a host it cannot resolve
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds: TIME_WAIT is no conflict
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                                  "choose another with --host/--port") from None
 
 
 async def _bind(runner: web.AppRunner, host: str, port: int, tries: int) -> web.TCPSite:

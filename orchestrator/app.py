@@ -34,6 +34,7 @@ from orchestrator.debate.engine import Engine
 from orchestrator.debate.jobs import DebateJobs
 from orchestrator.log import DebateLog, open_log
 from orchestrator.models import DebateSpec, Outcome
+from orchestrator.operations import Operations
 from orchestrator.providers import ProviderRegistry
 from orchestrator.quotas import Quota
 
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 Role = Literal["serve", "front", "worker", "run", "read"]
 DURABLE_ROLES: tuple[Role, ...] = ("serve", "front", "worker")
 RESTARTING = "The bot is restarting; try again in a minute."
+NOT_A_FRONT = "This process takes no debates (it is not a front); see README, Restarts and deploys."
 RUN_CUT_OFF = ("Debate failed: the `debate run` process running it stopped before its end was logged "
                "(start it again).")
 STOP_GRACE_S = 20.0  # how long a stopping worker lets the model calls in flight finish
@@ -97,7 +99,9 @@ async def sweep_dead_runs(store: DebateLog) -> list[str]:
 
 
 @dataclass
-class Core:
+class Core(Operations):
+    """The core's services, and the operations the adapters call (`Operations`: never the log itself)."""
+
     settings: Settings
     store: DebateLog
     registry: ProviderRegistry

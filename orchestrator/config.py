@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from orchestrator.models import EFFORTS, FORMATS, MAX_ROUNDS, MIN_ROUNDS
@@ -18,6 +18,8 @@ class ConfigError(Exception):
 
 
 class Settings(BaseSettings):
+    """The core's settings: storage, seats, limits, providers. A platform's live in bots/settings.py."""
+
     model_config = SettingsConfigDict(
         env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True, populate_by_name=True
     )
@@ -70,26 +72,6 @@ class Settings(BaseSettings):
     vllm_base_url: str | None = Field(default=None, alias="VLLM_BASE_URL")
     vllm_api_key: str | None = Field(default=None, alias="VLLM_API_KEY")
 
-    # slack
-    slack_bot_token: str | None = Field(default=None, alias="SLACK_BOT_TOKEN")
-    slack_app_token: str | None = Field(default=None, alias="SLACK_APP_TOKEN")
-    slack_signing_secret: str | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
-    slack_client_id: str | None = Field(default=None, alias="SLACK_CLIENT_ID")
-    slack_client_secret: str | None = Field(default=None, alias="SLACK_CLIENT_SECRET")
-    slack_api_base_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_BASE_URL")
-    # turns as Slack's native streams (chat.startStream) where the workspace's Tier 2 budget has room
-    slack_native_streams: bool = Field(default=False, alias="SLACK_NATIVE_STREAMS")
-
-    # discord
-    discord_bot_token: str | None = Field(default=None, alias="DISCORD_BOT_TOKEN")
-    discord_guild_ids: str = Field(default="", alias="DISCORD_GUILD_IDS")
-    discord_api_base_url: str = Field(default="https://discord.com/api/v10", alias="DISCORD_API_BASE_URL")
-    discord_gateway_url: str = Field(default="wss://gateway.discord.gg/", alias="DISCORD_GATEWAY_URL")
-    # sharding: unset, one process holds every guild; set, this process connects only DISCORD_SHARD_IDS
-    # of DISCORD_SHARD_COUNT shards (a guild's shard is (guild_id >> 22) % count) and renders only their threads
-    discord_shard_count: int | None = Field(default=None, ge=1, alias="DISCORD_SHARD_COUNT")
-    discord_shard_ids: str = Field(default="", alias="DISCORD_SHARD_IDS")
-
     @field_validator("debate_database_url")
     @classmethod
     def _postgres_url(cls, value: str | None) -> str | None:
@@ -126,31 +108,6 @@ class Settings(BaseSettings):
             raise ValueError(f"must be between {MIN_ROUNDS} and {MAX_ROUNDS}")
         return value
 
-    @field_validator("discord_guild_ids")
-    @classmethod
-    def _guild_ids(cls, value: str) -> str:
-        for part in filter(None, (p.strip() for p in value.split(","))):
-            if not part.isdigit():
-                raise ValueError("must be comma-separated numeric guild IDs, e.g. 123456789012345678")
-        return value
-
-    @field_validator("discord_shard_ids")
-    @classmethod
-    def _shard_ids(cls, value: str) -> str:
-        for part in filter(None, (p.strip() for p in value.split(","))):
-            if not part.isdigit():
-                raise ValueError("must be comma-separated shard numbers, e.g. 0,1")
-        return value
-
-    @model_validator(mode="after")
-    def _shards_fit(self) -> Settings:
-        ids = self.shard_ids
-        if ids and self.discord_shard_count is None:
-            raise ValueError("DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT (the total number of shards)")
-        if self.discord_shard_count is not None and any(i >= self.discord_shard_count for i in ids):
-            raise ValueError(f"DISCORD_SHARD_IDS must be below DISCORD_SHARD_COUNT ({self.discord_shard_count})")
-        return self
-
     @field_validator("debate_chat_models")
     @classmethod
     def _chat_models(cls, value: str) -> str:
@@ -166,53 +123,35 @@ class Settings(BaseSettings):
         API provider, and never a `cli:` tool."""
         return [p.strip() for p in self.debate_chat_models.split(",") if p.strip()]
 
-    @property
-    def shard_ids(self) -> list[int]:
-        """This process's Discord shards; empty with DISCORD_SHARD_COUNT set means all of them."""
-        return [int(p) for p in self.discord_shard_ids.split(",") if p.strip()]
-
-    def owns_guild(self, guild_id: int | str | None) -> bool:
-        """Whether this process's Discord shards hold `guild_id` (always, unsharded; DMs go to shard 0)."""
-        count = self.discord_shard_count
-        if count is None or not self.shard_ids:
-            return True
-        shard = (int(guild_id) >> 22) % count if guild_id else 0
-        return shard in self.shard_ids
-
-    @property
-    def guild_ids(self) -> list[int]:
-        return [int(p) for p in self.discord_guild_ids.split(",") if p.strip()]
-
     def secrets(self) -> list[str]:
-        """Every configured secret, so outgoing text and logs can be scrubbed of them."""
+        """Every configured secret, so outgoing text and logs can be scrubbed of them (a subclass adds its own)."""
         values = [
             self.openai_api_key,
             self.anthropic_api_key,
             self.gemini_api_key,
             self.openrouter_api_key,
             self.vllm_api_key,
-            self.slack_bot_token,
-            self.slack_app_token,
-            self.slack_signing_secret,
-            self.slack_client_secret,
-            self.discord_bot_token,
             *(_url_password(url) for url in (self.debate_database_url, self.debate_workflow_db_url)),
         ]
         return [v for v in values if v and len(v) >= 6]
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Build Settings or raise ConfigError with one readable line naming the variable and the fix. The
-    configured secrets are scrubbed from user text from then on (orchestrator/safety.py)."""
+S = TypeVar("S", bound=Settings)
+
+
+def load_settings(kind: type[S] = Settings, **overrides: object) -> S:  # type: ignore[assignment]
+    """Build `kind` (Settings, or a subclass adding a platform's) or raise ConfigError with one readable
+    line naming the variable and the fix. The configured secrets are scrubbed from user text from then
+    on (orchestrator/safety.py)."""
     try:
-        settings = Settings(**overrides)  # type: ignore[arg-type]
+        settings = kind(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
         if not first["loc"]:  # a rule across variables: its input is every setting, secrets included
             raise ConfigError(f"{str(first['msg']).removeprefix('Value error, ')}; fix it in the environment "
                               "or .env") from None
         field = str(first["loc"][0])
-        alias = Settings.model_fields[field].alias if field in Settings.model_fields else field
+        alias = kind.model_fields[field].alias if field in kind.model_fields else field
         message = str(first["msg"]).removeprefix("Value error, ")
         got = _shown_value(alias or field, first.get("input"))
         raise ConfigError(f"{alias or field}: {message} (got {got}); fix it in the environment or .env") from None

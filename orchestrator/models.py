@@ -6,11 +6,11 @@ import time
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from orchestrator.safety import scrub_user_text
 
-Format = Literal["challenge", "consensus", "stances"]
+Format = Literal["challenge", "consensus", "stances", "council"]
 Effort = Literal["low", "medium", "high", "max"]
 Role = Literal["proposer", "challenger", "debater", "judge"]
 TurnStatus = Literal["ok", "failed", "empty"]
@@ -20,17 +20,23 @@ Confidence = Literal["high", "medium", "low"]
 PassKind = Literal["seated", "swapped", "tiebreak"]
 
 # The limits every surface checks, through bots/commands.py; the models below enforce them again.
-FORMATS: tuple[str, ...] = ("challenge", "consensus", "stances")
+FORMATS: tuple[str, ...] = ("challenge", "consensus", "stances", "council")
 EFFORTS: tuple[str, ...] = ("low", "medium", "high", "max")  # in order: each spends more than the one before
 MAX_TOPIC_CHARS = 4000
 MIN_ROUNDS = 1
 MAX_ROUNDS = 5
 MIN_DEBATERS = 2
 MAX_DEBATERS = 4
+MAX_COUNCIL = 5  # members of a council (--format council); every other format seats at most MAX_DEBATERS
 MAX_INTERJECTIONS_PER_ROUND = 3  # audience notes one round's prompts take; more wait for the next round
 MAX_INTERJECTION_CHARS = 500
 MAX_CONTINUATIONS = 3  # `continue` runs after the first verdict, per debate
 InterjectionKind = Literal["interjection", "facts"]  # facts: given with `continue`
+
+
+def max_seats(format: str | None) -> int:
+    """How many debaters (or council members) `format` seats at most."""
+    return MAX_COUNCIL if format == "council" else MAX_DEBATERS
 
 
 def new_debate_id() -> str:
@@ -92,9 +98,10 @@ class DebateSpec(Frozen):
 
     @field_validator("seats")
     @classmethod
-    def _enough_seats(cls, value: tuple[Seat, ...]) -> tuple[Seat, ...]:
-        if not MIN_DEBATERS <= len(value) <= MAX_DEBATERS:
-            raise ValueError(f"a debate needs {MIN_DEBATERS} to {MAX_DEBATERS} debaters")
+    def _enough_seats(cls, value: tuple[Seat, ...], info: ValidationInfo) -> tuple[Seat, ...]:
+        most = max_seats(info.data.get("format", "challenge"))
+        if not MIN_DEBATERS <= len(value) <= most:
+            raise ValueError(f"a debate needs {MIN_DEBATERS} to {most} debaters")
         return value
 
     def seat(self, label: str) -> Seat:

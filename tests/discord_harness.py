@@ -11,6 +11,7 @@ import discord
 
 from bots.discord import DebateBot, point_discord_at
 from orchestrator.app import Core
+from orchestrator.providers.registry import preload_sdks
 from tests.fakes.discord_api import TOKEN
 
 B = TypeVar("B", bound=discord.Client)
@@ -27,6 +28,9 @@ async def connected(core: Core, **options: Any) -> AsyncIterator[DebateBot]:
 @asynccontextmanager
 async def running(bot: B) -> AsyncIterator[B]:
     """`bot` logged in and connected (its settings already point at the peer), until the block ends."""
+    # the bot's setup_hook imports the model SDKs (seconds of CPU, the first time in a process): done
+    # first, the wait for ready below times the login and the gateway only, not a loaded machine's imports
+    await preload_sdks()
     async with bot:
         task = asyncio.create_task(bot.start(TOKEN))
         await asyncio.wait_for(bot.wait_until_ready(), 10)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from bots.discord import DebateBot
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord

@@ -185,7 +185,7 @@ def before_slots(log_backend: LogBackend) -> None:
     else:
         async def old() -> None:
             async with await psycopg.AsyncConnection.connect(log_backend.target, autocommit=True) as conn:
-                await migrate(conn, stop_before="m008_running_slots")
+                await migrate(conn, stop_before="m010_running_slots")
 
         asyncio.run(old())
     log_backend.insert("debates", [{"id": "run00001", "topic": "Tabs or spaces?", "format": "challenge",

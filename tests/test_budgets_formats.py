@@ -1,7 +1,7 @@
 """Every format stops after the round in which a budget is spent (issue 20), run by the real engine through
 the real SDKs against the LLM peer, its events in a real SQLite log: the verdict covers the rounds played,
 a notice says which budget stopped it, and the calls that are not debaters' turns (the consensus
-question, the stances split, the judge) are in the log with their cost."""
+question, the stances split, the judge, the council's chair) are in the log with their cost."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from orchestrator.log import Store, StoreSink
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn
 from orchestrator.providers import ProviderRegistry
 from orchestrator.quotas import Budget, Quota
+from tests.council_scripts import CHAIR, is_ranking, script_council
+from tests.council_scripts import MODELS as COUNCIL_MODELS
+from tests.council_scripts import TOPIC as COUNCIL_TOPIC
 from tests.debate_harness import CollectingSink, make_spec, settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
@@ -96,3 +99,18 @@ def store_rows(db: Path) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in conn.execute("select purpose, model from model_calls")]
     finally:
         conn.close()
+
+
+async def test_council_stops_after_its_answers_round_in_which_the_budget_is_spent(
+    llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    script_council(llm_server, latency_s=0.0)
+    spec = make_spec("council", COUNCIL_MODELS, judge=CHAIR, topic=COUNCIL_TOPIC)
+    outcome, sink, store = await run_watched(llm_server, spec, tmp_path / "d.db")
+    try:
+        assert outcome.status == "completed" and outcome.rounds_completed == 1, outcome
+        stopped_by_the_budget(sink)
+        assert not [r for r in llm_server.requests if is_ranking(r)], "no member was asked to rank"
+        assert ("judge", CHAIR) in store_rows(tmp_path / "d.db"), "the chair's synthesis is logged with its cost"
+    finally:
+        await store.close()

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from bots.settings import load_settings
 from bots.slack.surface import slack_limits
 from orchestrator.app import Core
-from orchestrator.config import load_settings
 from orchestrator.policy import ChatPolicy, NotAllowed
 from orchestrator.providers import ProviderRegistry
 from tests.conftest import CLI_BIN

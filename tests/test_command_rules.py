@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from bots.commands import CommandError, StartDebate, parse_command, start_request
+from bots.settings import load_settings
 from bots.slack.surface import slack_limits
 from orchestrator.app import Core
-from orchestrator.config import load_settings
-from orchestrator.models import MAX_DEBATERS, MAX_ROUNDS, MAX_TOPIC_CHARS
+from orchestrator.models import MAX_COUNCIL, MAX_DEBATERS, MAX_ROUNDS, MAX_TOPIC_CHARS
 from tests.discord_harness import connected
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer
@@ -44,7 +44,11 @@ def _message(**request: object) -> str:
     ({"topic": "T", "format": "duel"}, "Unknown format `duel`"),
     ({"topic": "T", "effort": "extreme"}, "Unknown effort `extreme`"),
     ({"topic": "T", "debaters": "openai:gpt-5"}, f"2 to {MAX_DEBATERS} debaters"),
-    ({"topic": "T", "debaters": ",".join(["openai:gpt-5"] * (MAX_DEBATERS + 1))}, f"2 to {MAX_DEBATERS} debaters"),
+    ({"topic": "T", "debaters": ",".join(["openai:gpt-5"] * (MAX_COUNCIL + 1))}, f"2 to {MAX_DEBATERS} debaters"),
+    ({"topic": "T", "format": "stances", "debaters": ",".join(["openai:gpt-5"] * (MAX_DEBATERS + 1))},
+     f"2 to {MAX_DEBATERS} debaters"),
+    ({"topic": "T", "format": "council", "debaters": ",".join(["openai:gpt-5"] * (MAX_COUNCIL + 1))},
+     f"2 to {MAX_COUNCIL} council members"),
     ({"topic": "T", "judge": "no-colon"}, "provider:model"),
     ({"topic": "T", "proposer": "bogus:model"}, "valid providers"),
 ])

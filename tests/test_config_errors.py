@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.config import ConfigError, load_settings
+from bots.settings import load_settings
+from orchestrator.config import ConfigError
 
 
 def test_a_bad_database_url_is_named_without_its_password() -> None:

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from bots.discord import DebateBot, point_discord_at, run_discord, sync_commands
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -240,7 +241,7 @@ async def test_discord_sync_sends_the_tree_once_and_skips_it_while_unchanged(set
     assert options["topic"]["required"]
     assert (options["topic"]["min_length"], options["topic"]["max_length"]) == (1, 4000)
     assert (options["rounds"]["min_value"], options["rounds"]["max_value"]) == (1, 5)
-    assert [c["value"] for c in options["format"]["choices"]] == ["challenge", "consensus", "stances"]
+    assert [c["value"] for c in options["format"]["choices"]] == ["challenge", "consensus", "stances", "council"]
     assert all(options[name]["autocomplete"] for name in ("proposer", "challenger", "judge"))
     assert commands["debate"]["description"].startswith("Start a debate")
 

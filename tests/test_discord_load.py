@@ -18,10 +18,11 @@ import pytest
 
 from bots.discord import DebateBot, point_discord_at
 from bots.discord.surface import DiscordThread, discord_limits
+from bots.settings import load_settings
 from bots.thread import Paced, Pacer, Urgency, run_to_completion, turn_key
 from bots.thread.text import neutralize_discord
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from bots.discord import render
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from orchestrator.log import Scope, Tally
 from orchestrator.models import JudgeReading, Outcome, Verdict
 from tests.debate_harness import make_spec

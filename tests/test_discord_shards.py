@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bots.discord import DebateBot, ShardedDebateBot, debate_bot, point_discord_at
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import load_settings
 from tests.discord_harness import running
 from tests.fakes.discord_api import CHANNEL_ID, GUILD_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply

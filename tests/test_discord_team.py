@@ -14,8 +14,9 @@ import pytest
 
 from bots.discord import DebateBot, sync_commands
 from bots.discord.surface import discord_limits
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import (
     CHANNEL_ID,
@@ -368,7 +369,7 @@ async def test_discord_sync_registers_the_team_commands_with_their_options(core:
     assert interject["debate_id"]["required"] and interject["text"]["max_length"] == 500
     assert not opts("debate-continue")["facts"].get("required", False)
     rematch = opts("debate-rematch")
-    assert [c["value"] for c in rematch["format"]["choices"]] == ["challenge", "consensus", "stances"]
+    assert [c["value"] for c in rematch["format"]["choices"]] == ["challenge", "consensus", "stances", "council"]
     config = opts("debate-config")
     assert not any(o.get("required") for o in config.values())
     assert (config["rounds"]["min_value"], config["rounds"]["max_value"]) == (1, 5)

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Seat, Verdict
 from tests.discord_harness import connected

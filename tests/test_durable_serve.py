@@ -110,7 +110,7 @@ async def until(predicate: Callable[[], object], within: float = 30.0) -> None:
 async def test_a_discord_interaction_delivered_again_after_a_restart_starts_nothing_new(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from orchestrator.config import load_settings
+    from bots.settings import load_settings
 
     caplog.set_level(logging.INFO, logger="bots.discord.commands")
 

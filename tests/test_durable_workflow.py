@@ -23,6 +23,7 @@ from orchestrator.durable import (
 )
 from orchestrator.events import DebateFinished, TurnCompleted
 from orchestrator.log import Store
+from tests.council_scripts import script_council
 from tests.debate_harness import make_spec, run_debate, settings_for
 from tests.durable_harness import (
     STANCE_TOPIC,
@@ -103,7 +104,7 @@ async def test_a_front_and_a_worker_given_only_the_database_url_keep_log_and_wor
 # -- a debate as a workflow -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", ["challenge", "consensus", "stances"])
+@pytest.mark.parametrize("fmt", ["challenge", "consensus", "stances", "council"])
 async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
     fmt: str, llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend
 ) -> None:
@@ -111,6 +112,8 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
     script_judge(srv, "A")
     if fmt == "stances":
         script_stances(srv)
+    if fmt == "council":
+        script_council(srv, ("openai:model-a", "openai:model-b"))
     topic = STANCE_TOPIC if fmt == "stances" else "Should a small team adopt a monorepo for its services?"
     direct_spec = make_spec(fmt, topic=topic)
     direct = await run_debate(srv, direct_spec, db=tmp_path / "direct.db")
@@ -129,7 +132,7 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
 
     assert outcome == direct.outcome.model_dump(mode="json")
     if fmt == "challenge":  # a turn is one step; a changed layout must bump WORKFLOW_VERSION (README, deploys)
-        round_steps = ["start_round", "model_turn", "model_turn", "emit"]
+        round_steps = ["start_round", "model_turn", "model_turn", "complete_round"]
         assert steps == ["emit", *round_steps, *round_steps, "emit", "model_call", "model_call", "emit", "deliver"], (
             f"the step layout of {WORKFLOW_VERSION} changed: {steps}")
     durable_turns = logged_turns(log, spec.id)  # a parallel round logs in completion order
@@ -145,7 +148,8 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
     assert isinstance(events[-1], DebateFinished)
     streamed = shown_texts(events)
     for event in events:
-        if isinstance(event, TurnCompleted) and fmt != "stances":  # stances shows its envelopes, never streams
+        # stances shows its envelopes and a council its ballots rendered, never streamed
+        if isinstance(event, TurnCompleted) and fmt != "stances" and event.turn.kind != "ranking":
             assert streamed[event.key.removesuffix(":end")] == event.turn.text
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from slack_sdk.oauth.installation_store import Installation
 
+from bots.settings import load_settings
 from bots.slack.oauth import install_db_path, oauth_settings
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer, SlackBot, sign, slack_settings, slash_body
 
 UNUSED_LLM = "http://127.0.0.1:9"

@@ -10,11 +10,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from bots.settings import load_settings
 from bots.slack.app import web_client
 from bots.slack.surface import SlackThread
 from bots.thread import ROOT, ThreadSink, turn_key
 from bots.thread.pacing import Pacer
-from orchestrator.config import load_settings
 from orchestrator.events import TextDelta
 from orchestrator.log import Store
 from orchestrator.models import DebateSpec

@@ -114,11 +114,15 @@ async def test_bad_key_is_kind_auth(llm_server: FakeLLMServer) -> None:
 
 
 async def test_hang_times_out_and_disconnects(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(text="Warm."), times=1)
     llm_server.add_rule(Reply(hang=True))
     provider = make(llm_server)
+    # a first call opens the connection and loads what the SDK loads on first use: on a loaded machine
+    # that alone outlasted 0.3 s, and the timed call then ended before its request reached the server
+    await provider.complete(call())
     with pytest.raises(ProviderTimeout, match=r"anthropic:claude-sonnet-4-6 timed out after 0\.3 s"):
         await provider.complete(call(timeout_s=0.3))
-    record = llm_server.requests[0]
+    record = await asyncio.wait_for(llm_server.wait_for_requests(2), 5)
     await asyncio.wait_for(record.done.wait(), 5)
     assert record.cancelled
     await provider.aclose()

@@ -122,13 +122,15 @@ async def test_bad_key_is_kind_auth_without_the_key(llm_server: FakeLLMServer) -
 
 
 async def test_hang_times_out_promptly_and_the_server_sees_the_disconnect(llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(text="Warm."), times=1)
     llm_server.add_rule(Reply(hang=True))
     provider = make(llm_server)
+    await provider.complete(call())  # the connection open and the SDK's first-use work done: see the Anthropic twin
     with pytest.raises(ProviderTimeout) as info:
         await provider.complete(call(timeout_s=0.3))
     assert info.value.kind == "timeout"
     assert str(info.value) == "openai:gpt-5 timed out after 0.3 s"
-    record = llm_server.requests[0]
+    record = await asyncio.wait_for(llm_server.wait_for_requests(2), 5)
     await asyncio.wait_for(record.done.wait(), 5)
     assert record.cancelled
     await provider.aclose()
@@ -413,3 +415,29 @@ def test_openai_base_url_alone_is_enough_for_local_servers(monkeypatch: pytest.M
     settings = Settings(_env_file=None, OPENAI_BASE_URL="http://127.0.0.1:9/v1")  # type: ignore[call-arg]
     endpoint = endpoint_for("openai", settings)
     assert endpoint.base_url == "http://127.0.0.1:9/v1" and endpoint.api_key
+
+
+async def test_the_messages_reach_the_peer_without_the_sdk_walking_them(llm_server: FakeLLMServer,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's typed-dict walk over every message was a worker's largest single CPU cost per call."""
+    from openai.resources.chat.completions import completions
+
+    walked: list[object] = []
+    real = completions.async_maybe_transform
+
+    async def recording(data: object, expected_type: object) -> object:
+        if isinstance(data, dict):
+            walked.append(data.get("messages"))
+        return await real(data, expected_type)
+
+    monkeypatch.setattr(completions, "async_maybe_transform", recording)
+    llm_server.add_rule(Reply(text="Short answer."))
+    provider = make(llm_server)
+    long = "Round 1, the proposer said: " + "evidence " * 2000
+    result = await provider.complete(call(long))
+    await provider.aclose()
+
+    assert result.text == "Short answer."
+    assert llm_server.requests[0].messages == [
+        {"role": "system", "content": "You are a careful debater."}, {"role": "user", "content": long}]
+    assert walked == [[]]

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from bots.settings import load_settings
 from bots.slack.surface import slack_limits
 from orchestrator.app import Core
-from orchestrator.config import load_settings
 from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Outcome, Seat
 from orchestrator.quotas import HOUR_S, STALE_AFTER_S, Quota, QuotaExceeded

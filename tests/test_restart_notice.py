@@ -19,13 +19,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.discord import run_discord
 from bots.discord.render import root_embed
+from bots.settings import load_settings
 from bots.slack import blocks
 from bots.slack.oauth import AsyncSQLiteInstallationStore, install_db_path
 from bots.slack.runtime import SlackRuntime
 from bots.slack.serve import run_slack
 from bots.thread.tail import NO_RESULT
 from orchestrator.app import Core
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import Settings
 from orchestrator.log import DebateLog, Store
 from orchestrator.models import DebateSpec, Seat, Turn, now
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer

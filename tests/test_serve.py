@@ -132,6 +132,10 @@ async def test_discord_only_serve_answers_healthz_and_says_when_the_gateway_is_d
     assert proc.returncode == 0, err.decode()[-2000:]
 
 
+def logs_in(folder: Path) -> list[Path]:
+    return list(folder.glob("debates.db*"))
+
+
 async def test_serve_says_so_in_one_line_when_its_port_is_taken(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -147,6 +151,7 @@ async def test_serve_says_so_in_one_line_when_its_port_is_taken(tmp_path: Path) 
         _, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 2, err.decode()
     assert f"127.0.0.1:{port}" in err.decode() and "--port" in err.decode() and "Traceback" not in err.decode()
+    assert not logs_in(tmp_path), "told before it opens the log and the workflow engine"
 
 
 async def test_serve_with_nothing_configured_says_what_to_set(tmp_path: Path) -> None:
@@ -161,7 +166,7 @@ async def test_serve_with_nothing_configured_says_what_to_set(tmp_path: Path) ->
 
 
 def test_env_example_lists_every_setting() -> None:
-    from orchestrator.config import Settings
+    from bots.settings import BotSettings as Settings
 
     example = (ROOT / ".env.example").read_text()
     names = {field.alias for field in Settings.model_fields.values()}

@@ -16,9 +16,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from bots.settings import load_settings
 from bots.slack.oauth import install_db_path, install_stores
 from orchestrator.app import Core
-from orchestrator.config import ConfigError, load_settings
+from orchestrator.config import ConfigError
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge

@@ -10,11 +10,14 @@ from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+
 from bots.slack.blocks import turn_header
 from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import slack_limits
 from bots.thread import Pacer, Urgency, turn_key
-from orchestrator.events import TurnStarted
+from bots.thread.sink import ThreadSink
+from orchestrator.events import EventBase, TurnStarted
 from orchestrator.log import DebateRecord, Store
 from orchestrator.models import Turn
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -76,6 +79,7 @@ async def test_429s_are_waited_out_and_no_text_is_lost(tmp_path: Path) -> None:
 # seconds: a stream entry is batched up to 0.5 s and read on a 0.1 s poll per debate; with 20 debates
 # streaming on a loaded 2-core machine the front was seen learning of a turn up to ~1.1 s after it began
 FEED_JITTER = 2.0
+PLACEHOLDER = "_…_"  # what a turn shows when it has no text `placeholder_after` seconds after it began
 
 
 async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
@@ -85,7 +89,23 @@ async def _until(predicate: Callable[[], object], within: float = 20.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path: Path) -> None:
+def learned_starts(monkeypatch: pytest.MonkeyPatch) -> dict[TurnKey, float]:
+    """When the front's thread sinks are handed each turn's start (monotonic; the first time, repeats aside)."""
+    learned: dict[TurnKey, float] = {}
+    handle = ThreadSink.handle
+
+    async def noting(sink: ThreadSink, event: EventBase) -> None:
+        if isinstance(event, TurnStarted):
+            learned.setdefault((event.debate_id, event.round, event.seat, event.kind), time.monotonic())
+        await handle(sink, event)
+
+    monkeypatch.setattr(ThreadSink, "handle", noting)
+    return learned
+
+
+async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    learned = learned_starts(monkeypatch)
     # Slack's limits, 30 times faster: 1 post per 0.033 s per channel, 50 chat.update per 2 s per workspace
     peer_limits = Limits(post_interval=1 / 30, updates=50, window=2.0, retry_after=0)
     ours = slack_limits(post_interval=0.04, updates=45, window=2.0, edit_interval=0.1, active_horizon=0.5,
@@ -118,16 +138,21 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
     assert firsts.keys() == turns.keys()
     for key, (_, call) in firsts.items():
         body = call.markdown.split("\n", 1)[1].removesuffix(" ▍")
+        if body == PLACEHOLDER and turns[key].duration_ms / 1000 > ours.placeholder_after - FEED_JITTER:
+            continue  # the turn itself was that slow to give text (a loaded machine): the placeholder is due
         assert body and neutralize_markdown(turns[key].text).startswith(body), (key, body)
 
     # first text shows roughly in the order turns started, whatever else waits: a turn that started
     # later overtakes only the few whose first text was still being collected or was about to be posted.
     # The front learns of a turn from the worker's stream (batched, polled): turns that started within
-    # FEED_JITTER of each other reach it in either order, so only a later start beyond that counts
-    by_start = sorted(turns, key=lambda k: turns[k].started_at)
+    # FEED_JITTER of each other reach it in either order, so only a later start beyond that counts. A start
+    # is when the front learned of it (on a loaded machine the stream reached it seconds after the worker's
+    # clock said, and the pacer can only order what it has been told)
+    assert learned.keys() == turns.keys()
+    by_start = sorted(turns, key=lambda k: learned[k])
     shown_rank = {key: rank for rank, key in enumerate(sorted(firsts, key=lambda k: firsts[k][0]))}
     overtaken = [sum(1 for later in by_start[i + 1:] if shown_rank[later] < shown_rank[key]
-                     and turns[later].started_at > turns[key].started_at + FEED_JITTER)
+                     and learned[later] > learned[key] + FEED_JITTER)
                  for i, key in enumerate(by_start)]
     assert max(overtaken) <= 4, overtaken
 
@@ -144,7 +169,10 @@ async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path:
 
 
 async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> None:
-    pacer = Pacer(slack_limits(post_interval=0.05, updates=4, window=0.2, edit_interval=0.0, active_horizon=1.0))
+    # an interval long against a loaded machine's scheduling gaps (68 ms was seen between two tasks ready at
+    # once): a channel that waited for the other would be a whole interval late
+    interval = 0.4
+    pacer = Pacer(slack_limits(post_interval=interval, updates=4, window=0.2, edit_interval=0.0, active_horizon=1.0))
     loop = asyncio.get_running_loop()
     times: dict[str, list[float]] = {"C1": [], "C2": []}
 
@@ -155,8 +183,8 @@ async def test_pacer_spaces_posts_per_channel_and_shares_the_update_budget() -> 
     await asyncio.gather(*(post(c) for c in ("C1", "C2") for _ in range(3)))
     for channel_times in times.values():
         ordered = sorted(channel_times)
-        assert all(b - a >= 0.045 for a, b in pairwise(ordered))
-    assert abs(times["C1"][0] - times["C2"][0]) < 0.04, "channels do not wait for each other"
+        assert all(b - a >= interval * 0.9 for a, b in pairwise(ordered))
+    assert abs(times["C1"][0] - times["C2"][0]) < interval / 2, "channels do not wait for each other"
 
     start = loop.time()
     for i in range(8):  # 4 from the full bucket, then 4 more at 20 per second

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -108,3 +109,26 @@ async def test_recall_commands(bot: SlackBot, peer: SlackAPIPeer) -> None:
     assert any("Models you can use here" in a and "`openai:" in a for a in answers)
     assert any(f"No running debate with id `{summary.id}`" in a for a in answers)
     assert any("No debate with id `ffff0000`" in a for a in answers)
+
+
+async def test_the_ack_is_the_listeners_return_not_a_polled_flag(bot: SlackBot, peer: SlackAPIPeer,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """bolt polls for an ack every 10 ms when it runs a listener as a task: on a front busy rendering threads
+    each poll queues behind that work. Our listeners ack first and spawn the rest, so bolt answers when the
+    listener returns, without polling."""
+    from slack_bolt.listener import asyncio_runner
+
+    polls: list[float] = []
+    real_sleep = asyncio_runner.asyncio.sleep
+
+    async def recording_sleep(delay: float, *args: object) -> object:
+        if sys._getframe(1).f_code.co_filename == asyncio_runner.__file__:  # bolt's runner, nobody else
+            polls.append(delay)
+        return await real_sleep(delay, *args)
+
+    monkeypatch.setattr(asyncio_runner.asyncio, "sleep", recording_sleep)
+    status, _ = await bot.command("help", peer)
+    await bot.settle()
+    assert status == 200
+    assert any("/debate <topic>" in text for text in ephemeral(peer))
+    assert polls == []

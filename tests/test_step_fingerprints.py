@@ -21,12 +21,15 @@ from orchestrator.durable import steps as durable_steps
 from orchestrator.durable.names import segment_workflow_id
 from orchestrator.events import Notice
 from orchestrator.models import DebateSpec
+from tests.council_scripts import TOPIC as COUNCIL_TOPIC
+from tests.council_scripts import script_council
 from tests.debate_harness import make_spec
 from tests.durable_harness import STANCE_TOPIC, DurableBackend, script_stances, stances_debater, worker_host
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 
 RETRY_MODELS = ("model-c", "model-d")  # the stances debate whose Debater A answers without JSON, twice
+COUNCIL_MODELS = ("openai:member-a", "openai:member-b", "openai:member-c")
 WRITE = os.environ.get("DEBATE_WRITE_FINGERPRINTS") == "1"
 
 
@@ -87,12 +90,16 @@ async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp
     """Every scenario's recorded steps: each format, a stances JSON retry, a continuation."""
     script_stances(srv)
     script_json_retry(srv)
+    script_council(srv, COUNCIL_MODELS)
     retry_spec = make_spec("stances", tuple(f"openai:{m}" for m in RETRY_MODELS), topic=STANCE_TOPIC)
     return {
         "challenge": await play(make_spec("challenge")),
         "consensus": await play(make_spec("consensus")),
         "stances": await play(make_spec("stances", topic=STANCE_TOPIC)),
         "stances-json-retry": await play(retry_spec),
+        "council": await play(make_spec("council", COUNCIL_MODELS, topic=COUNCIL_TOPIC)),
+        "council-continuation": await play_continuation(host, make_spec("council", COUNCIL_MODELS,
+                                                                        topic=COUNCIL_TOPIC)),
         "continuation": await play_continuation(host, make_spec("challenge", rounds=1)),
     }
 
@@ -135,9 +142,20 @@ async def test_a_reordered_step_fails_the_comparison_and_says_to_bump_the_versio
     problem = fp.mismatch(WORKFLOW_VERSION, checked_in | {"challenge": reordered})
     assert problem is not None
     assert ("challenge: step 4 was `4 DebateRun.turn.<locals>.model_turn turn:1:B:challenge:end`, "
-            "now `4 EventBus.emit`") in problem
+            "now `4 DebateRun.round_completed.<locals>.complete_round`") in problem
     assert "bump WORKFLOW_VERSION" in problem and fp.REGENERATE in problem
     assert fp.mismatch(WORKFLOW_VERSION, checked_in) is None
+
+
+async def test_a_budget_set_leaves_the_step_sequence_as_checked_in(
+    llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
+) -> None:
+    """The after-round budget check is part of the round's last step whether or not a budget is set, so
+    setting or unsetting one while debates are in flight never shifts the steps they replay."""
+    script_judge(llm_server, "A")
+    async with worker_host(llm_server, sqlite.log(tmp_path), sqlite, env={"DEBATE_BUDGET_USD_PER_MONTH": "1000"}):
+        recorded = await play(make_spec("challenge"))
+    assert recorded == fp.load()[WORKFLOW_VERSION]["challenge"]
 
 
 def test_a_version_s_fingerprints_are_never_rewritten(tmp_path: Path) -> None:
@@ -152,6 +170,10 @@ def test_a_version_s_fingerprints_are_never_rewritten(tmp_path: Path) -> None:
     fp.write("v2", {"challenge": ["1 b", "2 a"]}, path)  # a new version keeps the old one's entry
     assert json.loads(path.read_text()) == {"v1": {"challenge": ["1 a", "2 b"]}, "v2": {"challenge": ["1 b", "2 a"]}}
     assert fp.mismatch("v2", {"challenge": ["1 b", "2 a"]}, path) is None
+    fp.write("v2", {"challenge": ["1 b", "2 a"], "council": ["1 c"]}, path)  # a new format's scenario is added
+    assert json.loads(path.read_text())["v2"] == {"challenge": ["1 b", "2 a"], "council": ["1 c"]}
+    with pytest.raises(ValueError, match="bump WORKFLOW_VERSION"):
+        fp.write("v2", {"council": ["1 c"]}, path)  # but none is dropped
 
 
 def test_two_seats_turns_swapped_under_one_step_name_are_told_apart() -> None:

@@ -270,7 +270,7 @@ def old_log(log_backend: LogBackend) -> None:
     else:
         async def old() -> None:
             async with await psycopg.AsyncConnection.connect(log_backend.target, autocommit=True) as conn:
-                await migrate(conn, stop_before="m005_team_in_the_loop")
+                await migrate(conn, stop_before="m008_team_in_the_loop")
 
         asyncio.run(old())
     log_backend.insert("debates", [{"id": "old00001", "topic": "Tabs or spaces?", "format": "challenge",

@@ -196,12 +196,14 @@ async def test_a_reader_never_writes_migrates_or_creates(tmp_path: Path) -> None
 
     old = tmp_path / "old.db"
     db = Database(old)
-    migrations.apply(db, stop_before=migration_names()[-1])
+    migrations.apply(db, stop_before=migration_names("sqlite")[-1])
     db.close()
     with pytest.raises(StoreError, match="debate serve"):
         await Store(old, readonly=True).start()
+    # every migration before the last is recorded (one that does nothing on SQLite too), the last is not
+    last = migration_names("sqlite")[-1]
     assert [r[0] for r in sqlite3.connect(old).execute("select name from _sqlite_migrations")] == \
-        migration_names()[:-1]
+        migration_names()[:migration_names().index(last)]
 
 
 def file_modes(folder: Path) -> dict[str, int]:

@@ -19,6 +19,7 @@ import discord
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.discord.surface import DiscordThread, discord_limits
+from bots.settings import load_settings
 from bots.slack.blocks import turn_header as slack_header
 from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import SlackThread, slack_limits
@@ -26,7 +27,6 @@ from bots.thread import ROOT, VERDICT, Pacer, ThreadSink, turn_key
 from bots.thread.keys import notice_key
 from bots.thread.tail import FrontTailer
 from orchestrator.app import Core
-from orchestrator.config import load_settings
 from orchestrator.events import (
     DebateFinished,
     DebateStarted,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from bots.settings import BotSettings, load_settings
 from orchestrator.app import Core
 from orchestrator.budgets import CallUsage
-from orchestrator.config import Settings, load_settings
 from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn
 from tests.discord_harness import connected
@@ -34,7 +34,7 @@ async def peer() -> AsyncIterator[DiscordPeer]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, peer: DiscordPeer) -> Settings:
+def settings(tmp_path: Path, peer: DiscordPeer) -> BotSettings:
     return load_settings(DEBATE_DB=str(tmp_path / "debates.db"), DISCORD_BOT_TOKEN=TOKEN,
                          DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
                          DEBATE_BUDGET_USD_PER_USER_DAY="3", DEBATE_BUDGET_USD_PER_WORKSPACE_DAY="25")
@@ -58,7 +58,7 @@ def described(answers: list[dict[str, Any]]) -> str:
 
 
 async def test_usage_shows_an_admin_the_servers_spend_and_anyone_else_their_own(
-    settings: Settings, peer: DiscordPeer
+    settings: BotSettings, peer: DiscordPeer
 ) -> None:
     async with await Core.open(settings) as core, connected(core):
         await spend(core.store, ME, 100_000, 50_000)

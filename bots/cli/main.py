@@ -17,8 +17,9 @@ from bots.cli.terminal import Style, render_history, render_hits, render_record
 from bots.cli.usage import add_parser as add_usage_parser
 from bots.cli.usage import since_of, usage_command
 from bots.commands import CommandError, StartDebate, start_request
+from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import ConfigError, Settings, load_settings
+from orchestrator.config import ConfigError, Settings
 from orchestrator.debate.seating import SETUP_HINT
 from orchestrator.log import StoreError, to_json, to_markdown
 from orchestrator.logs import configure_logging
@@ -156,8 +157,8 @@ async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -
 
 async def _history(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
-        rows = await core.store.history(limit=max(1, min(args.limit, 500)))
-        agreement = await core.store.judge_agreement()
+        rows = await core.history(limit=max(1, min(args.limit, 500)))
+        agreement = await core.judge_agreement()
         if args.json:
             print(json.dumps({"debates": [r.model_dump(mode="json") for r in rows],
                               "teams_vs_judge": {**agreement.model_dump(mode="json"), "rate": agreement.rate}},
@@ -171,7 +172,7 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
-        hits = await core.store.search(args.query, limit=max(1, min(args.limit, 200)))
+        hits = await core.search(args.query, limit=max(1, min(args.limit, 200)))
         print(json.dumps([h.model_dump(mode="json") for h in hits], indent=2) if args.json else render_hits(hits))
         return EXIT_OK
 

@@ -71,7 +71,7 @@ async def follow(core: Core, debate_id: str, as_json: bool, start: Callable[[], 
     on_stop_signals(task.cancel)
     outcome = await task
     if as_json:
-        record = await core.store.get_debate(debate_id)
+        record = await core.debate(debate_id)
         if record is not None:
             print(json.dumps(to_json(record), ensure_ascii=False, indent=2))
     if outcome.status == "failed":

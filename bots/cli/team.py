@@ -22,7 +22,7 @@ from orchestrator.log import AmbiguousIdError, DebateRecord
 
 async def load(core: Core, debate_id: str) -> DebateRecord:
     try:
-        record = await core.store.get_debate(debate_id)
+        record = await core.debate(debate_id)
     except AmbiguousIdError as exc:
         raise UsageError(str(exc)) from None
     if record is None:

@@ -24,7 +24,7 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.log import DebateRecord, DebateSummary, JudgeAgreement, SearchHit
-from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict
+from orchestrator.models import DebateSpec, Interjection, Outcome, StanceScore, Verdict
 
 _SEAT_COLOURS = {"A": "36", "B": "35", "C": "33", "D": "32"}  # cyan, magenta, yellow, green
 
@@ -82,9 +82,16 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
             lines += ["", style(title, "1"), *(f"  • {item}" for item in items)]
     if verdict.scores:
         lines += ["", style("Scores", "1")]
-        lines += [f"  {s.seat}: {s.score:g}/10 — {s.stance} | strongest: {s.strongest_point} | weakest: "
-                  f"{s.fatal_weakness}" for s in verdict.scores]
+        lines += [_score_line(s) for s in verdict.scores]
     return lines
+
+
+def _score_line(score: StanceScore) -> str:
+    """A judge's 0–10 score with its points, or a council's Borda points with the member's place."""
+    if not (score.strongest_point or score.fatal_weakness):
+        return f"  {score.seat}: {score.score:g} points — {score.stance}"
+    return (f"  {score.seat}: {score.score:g}/10 — {score.stance} | strongest: {score.strongest_point} | weakest: "
+            f"{score.fatal_weakness}")
 
 
 class TerminalSink:

@@ -39,6 +39,6 @@ def since_of(args: argparse.Namespace) -> float:
 
 
 async def usage_command(args: argparse.Namespace, since: float, core: Core) -> int:
-    found = usage(await core.store.spent_calls(since), since, args.by)
+    found = usage(await core.spent_calls(since), since, args.by)
     print(json.dumps(found.model_dump(mode="json"), indent=2) if args.json else render_usage(found))
     return EXIT_OK

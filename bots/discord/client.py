@@ -28,17 +28,18 @@ from bots.discord.output import DiscordOutput
 from bots.discord.recall import RecallCog
 from bots.discord.surface import NO_MENTIONS, PLATFORM
 from bots.discord.usage import UsageCog
+from bots.settings import BotSettings, bot_settings
 from bots.telemetry import write_trace
 from bots.thread import Limits
 from bots.web import Health
 from orchestrator.app import Core
-from orchestrator.config import ConfigError, Settings
+from orchestrator.config import ConfigError
 from orchestrator.providers import preload_sdks
 
 log = logging.getLogger(__name__)
 
 
-def point_discord_at(settings: Settings) -> None:
+def point_discord_at(settings: BotSettings) -> None:
     """Send discord.py's REST and gateway traffic to the configured URLs (Discord, or a local peer)."""
     discord.http.Route.BASE = settings.discord_api_base_url.rstrip("/")
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
@@ -54,7 +55,7 @@ class DebateBot(commands.Bot):
                          **options)
         self.core = core
         self.output = DiscordOutput(self, core.store, pacing, feed=core.feed, renderer=core.renderer,
-                                    owns=core.settings.owns_guild)
+                                    owns=bot_settings(core.settings).owns_guild)
 
     async def setup_hook(self) -> None:
         """Runs once, after login and before the gateway connects: the cog, persistent buttons, slow
@@ -98,8 +99,9 @@ class ShardedDebateBot(DebateBot, commands.AutoShardedBot):
     connection per shard; its tailer renders only the threads of those shards' guilds."""
 
     def __init__(self, core: Core, *, pacing: Limits | None = None, **options: Any) -> None:
-        options.setdefault("shard_count", core.settings.discord_shard_count)
-        options.setdefault("shard_ids", core.settings.shard_ids or None)  # none given: every shard here
+        settings = bot_settings(core.settings)
+        options.setdefault("shard_count", settings.discord_shard_count)
+        options.setdefault("shard_ids", settings.shard_ids or None)  # none given: every shard here
         super().__init__(core, pacing=pacing, **options)
 
     def gateway_up(self) -> bool:
@@ -110,12 +112,12 @@ class ShardedDebateBot(DebateBot, commands.AutoShardedBot):
 
 def debate_bot(core: Core, *, pacing: Limits | None = None, **options: Any) -> DebateBot:
     """The bot for this process: sharded when DISCORD_SHARD_COUNT is set, one connection otherwise."""
-    if core.settings.discord_shard_count is not None:
+    if bot_settings(core.settings).discord_shard_count is not None:
         return ShardedDebateBot(core, pacing=pacing, **options)
     return DebateBot(core, pacing=pacing, **options)
 
 
-def bot_token(settings: Settings) -> str:
+def bot_token(settings: BotSettings) -> str:
     if not settings.discord_bot_token:
         raise ConfigError("DISCORD_BOT_TOKEN is not set; create a bot in the Discord developer portal (see README)")
     return settings.discord_bot_token
@@ -125,8 +127,9 @@ async def run_discord(core: Core, stop: asyncio.Event, *, pacing: Limits | None 
                       health: Health | None = None, **options: Any) -> None:
     """Run the bot until `stop` is set (or the connection fails for good), then close it cleanly;
     `health` (the process's /healthz) reports whether the gateway is up."""
-    token = bot_token(core.settings)
-    point_discord_at(core.settings)
+    settings = bot_settings(core.settings)
+    token = bot_token(settings)
+    point_discord_at(settings)
     bot = debate_bot(core, pacing=pacing, **options)
     if health is not None:
         health.watch("discord", bot.gateway_up)

@@ -21,7 +21,7 @@ from discord.ext import commands
 
 from bots.commands import CommandError
 from bots.discord.access import PLATFORM, home_channel, may_configure, scope_of
-from bots.discord.commands import NOT_A_FRONT, DebateCog, model_choices
+from bots.discord.commands import DebateCog, model_choices
 from bots.discord.forms import Submission, submitted
 from bots.discord.output import DiscordOutput
 from bots.discord.render import config_embed, safe
@@ -38,7 +38,7 @@ from bots.loop import (
     set_channel_config,
     start_continuation,
 )
-from orchestrator.app import Core
+from orchestrator.app import NOT_A_FRONT, Core
 from orchestrator.log import DebateRecord
 from orchestrator.models import MAX_INTERJECTION_CHARS, MAX_ROUNDS, MIN_ROUNDS
 
@@ -82,7 +82,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
 
     async def _claimed(self, interaction: discord.Interaction) -> bool:
         """False when this interaction was handled already (the gateway delivered it again)."""
-        if await self.core.store.claim_request(f"discord:{interaction.id}"):
+        if await self.core.claim_request(f"discord:{interaction.id}"):
             return True
         log.info("discord: dropped interaction %s, delivered again", interaction.id)
         return False
@@ -129,7 +129,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
 
     async def _find(self, debate_id: str, interaction: discord.Interaction) -> DebateRecord:
         key = debate_id.strip().lower()
-        record = await self.core.store.get_debate(key, scope_of(interaction), turns=False)
+        record = await self.core.debate(key, scope_of(interaction), turns=False)
         if record is None:
             raise CommandError(f"No debate `{safe(key, 40)}` here; `/debate-history` lists recent ones.")
         return record
@@ -164,7 +164,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
     )
     async def debate_rematch(self, interaction: discord.Interaction, debate_id: str,
                              vs: app_commands.Range[str, 1, 400] | None = None,
-                             format: Literal["challenge", "consensus", "stances"] | None = None) -> None:
+                             format: Literal["challenge", "consensus", "stances", "council"] | None = None) -> None:
         """Debate the same topic again with other models or another format, linked to the first."""
         original = await self._find(debate_id, interaction)
         new_id = await self.debates.start_debate(interaction, rematch_request(original, vs=vs, format=format))
@@ -177,7 +177,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
         (`rematch_shown_beside`); a failure is logged, not shown."""
         if original.platform != PLATFORM or not original.thread or original.workspace != str(interaction.guild_id):
             return
-        rematch = await self.core.store.get_debate(new_id, turns=False)
+        rematch = await self.core.debate(new_id, turns=False)
         if rematch is None or not rematch_shown_beside(rematch, original):
             return
         models = " vs ".join(f"`{safe(seat.model, 80)}`" for seat in rematch.seats)
@@ -212,7 +212,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
         proposer: app_commands.Range[str, 1, 200] | None = None,
         challenger: app_commands.Range[str, 1, 200] | None = None,
         judge: app_commands.Range[str, 1, 200] | None = None,
-        format: Literal["challenge", "consensus", "stances"] | None = None,
+        format: Literal["challenge", "consensus", "stances", "council"] | None = None,
         rounds: app_commands.Range[int, MIN_ROUNDS, MAX_ROUNDS] | None = None,
         effort: Literal["low", "medium", "high", "max"] | None = None,
         interjections: Literal["on", "off"] | None = None,

@@ -19,7 +19,6 @@ import discord
 from bots.discord.surface import PLATFORM, DiscordThread, discord_limits, open_thread, post_in_channel
 from bots.thread import Feed, FrontTailer, Limits, Pacer, ThreadSink
 from orchestrator.log import DebateLog, DebateRecord
-from orchestrator.models import DebateSpec
 
 THREAD_ARCHIVE_MINUTES = 1440
 THREAD_CREATE_ATTEMPTS = 8  # each after discord.py's own retries: a debate must not be lost to a 429
@@ -57,15 +56,11 @@ class DiscordOutput:
         channel = self.client.get_partial_messageable(channel_id, guild_id=guild_id)
         return await post_in_channel(self.pacer, channel, dict(message))
 
-    async def open_sink(self, spec: DebateSpec, thread: discord.Thread, root: discord.PartialMessage,
-                        notes: list[str]) -> ThreadSink:
-        """The sink that renders one debate into its thread (it records the root message first)."""
-        surface = DiscordThread(thread, root.channel, notes=notes)  # type: ignore[arg-type]
-        sink = await ThreadSink.open(surface, self.pacer, self.store, spec, str(root.id))
+    def track(self, sink: ThreadSink) -> None:
+        """A debate's sink that `rendered()` waits for until it has rendered its final event."""
         self._sinks.add(sink)
         done = asyncio.ensure_future(sink.wait_closed())
         done.add_done_callback(lambda _f: self._sinks.discard(sink))
-        return sink
 
     async def rendered(self) -> None:
         """Wait until every debate's sink has rendered its final event (and landed its final root edit)."""

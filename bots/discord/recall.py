@@ -65,7 +65,7 @@ class RecallCog(commands.Cog, name="Recall"):
                              limit: app_commands.Range[int, 1, 25] = 10) -> None:
         """List the latest debates in this channel with their winners."""
         scope = scope_of(interaction)
-        rows = await self.core.store.history(limit, scope, channel=scope.channel)
+        rows = await self.core.history(limit, scope, channel=scope.channel)
         if not rows:
             raise CommandError("No debates in this channel yet. Start one with `/debate`.")
         lines = []
@@ -81,7 +81,7 @@ class RecallCog(commands.Cog, name="Recall"):
     @app_commands.describe(query="Words to look for in topics, turns and recommendations")
     async def debate_search(self, interaction: discord.Interaction, query: app_commands.Range[str, 1, 200]) -> None:
         """Search this server's debates you may see: topics, turns and recommendations."""
-        hits = await self.core.store.search(query, 10, scope_of(interaction))
+        hits = await self.core.search(query, 10, scope_of(interaction))
         if not hits:
             raise CommandError(f"Nothing found for “{query}”.")
         lines = [f"`{h.debate_id}` **{safe(h.topic, 100)}** ({h.where})\n> {safe(h.snippet, 200)}" for h in hits]
@@ -93,7 +93,7 @@ class RecallCog(commands.Cog, name="Recall"):
     @app_commands.describe(debate_id="The debate's id (or its first few characters)")
     async def debate_show(self, interaction: discord.Interaction, debate_id: str) -> None:
         """Show one debate's status, verdicts, votes and rematches."""
-        record = await self.core.store.get_debate(debate_id.strip().lower(), scope_of(interaction))
+        record = await self.core.debate(debate_id.strip().lower(), scope_of(interaction))
         if record is None:
             raise CommandError(f"No debate `{debate_id}` here; `/debate-history` lists recent ones.")
         embed = discord.Embed(title=safe(record.topic, 256),
@@ -136,7 +136,7 @@ class RecallCog(commands.Cog, name="Recall"):
         not_verdict = "That is not a debate verdict. Use this on the verdict message, or `/debate-quote ID`."
         if self.bot.user is None or message.author.id != self.bot.user.id:
             raise CommandError(not_verdict)
-        debate_id = debate_id_of(message) or await self.core.store.find_by_message(
+        debate_id = debate_id_of(message) or await self.core.debate_of_message(
             PLATFORM, str(message.channel.id), str(message.id), scope_of(interaction))
         if debate_id is None:
             raise CommandError(not_verdict)
@@ -146,7 +146,7 @@ class RecallCog(commands.Cog, name="Recall"):
         """Post a debate the asker may see into its own channel (never another guild's), linking to its
         thread; `not_found` is the whole answer when there is no such debate, so it names no other tenant's."""
         scope = scope_of(interaction)
-        record = await self.core.store.get_debate(id_or_prefix, scope, turns=False)
+        record = await self.core.debate(id_or_prefix, scope, turns=False)
         target = None if record is None else quote_target(record, scope)
         if record is None or target is None:
             raise CommandError(not_found)

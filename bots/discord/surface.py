@@ -28,6 +28,7 @@ from bots.discord.render import (
     turn_header,
     verdict_embed,
     verdict_embeds,
+    with_tally,
 )
 from bots.thread import STRICT, Ended, Limits, Paced, Pacer, RootState, Urgency, run_to_completion
 from bots.thread.text import neutralize_discord, split_message
@@ -133,10 +134,23 @@ class DiscordThread:
         return [{"content": chunk} for chunk in split_message(text, CONTENT_LIMIT)]
 
     def verdict(self, spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
-        return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec)}
+        return verdict_message(spec, verdict, tally, outcome)
 
     def ended(self, outcome: Outcome) -> Message | None:
         return {"embed": ended_embed(outcome)}
+
+
+def verdict_message(spec: DebateSpec, verdict: Verdict, tally: Tally, outcome: Outcome | None) -> Message:
+    """The verdict message, its embeds and buttons (the one place it is drawn)."""
+    return {"embeds": verdict_embeds(spec, verdict, outcome, tally), "view": verdict_view(spec)}
+
+
+def voted(embeds: Sequence[discord.Embed], spec: DebateSpec, verdict: Verdict, tally: Tally) -> Message:
+    """A posted verdict message after a vote: its tally and judge-beside-team lines replaced, the rest as
+    posted (the judge's points keep the room the layout gave them)."""
+    labels = tuple(seat.label for seat in spec.seats)
+    first, *rest = embeds
+    return {"embeds": [with_tally(first, tally, labels, verdict.winner), *rest]}
 
 
 def _progress(event: RoundStarted) -> str:

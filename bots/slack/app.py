@@ -18,6 +18,7 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.settings import BotSettings, bot_settings
 from bots.slack.listeners import register_listeners
 from bots.slack.listeners.shapes import shape_problem
 from bots.slack.oauth import oauth_settings
@@ -26,7 +27,7 @@ from bots.slack.surface import PLATFORM, SlackThread
 from bots.telemetry import write_trace
 from bots.thread import FrontTailer, Limits, Pacer, Reach
 from orchestrator.app import Core
-from orchestrator.config import ConfigError, Settings
+from orchestrator.config import ConfigError
 from orchestrator.log import DebateRecord
 
 log = logging.getLogger("bots.slack")
@@ -46,7 +47,7 @@ class ConnectionRetry(AsyncConnectionErrorRetryHandler):
         return await super()._can_retry_async(state=state, request=request, response=response, error=error)
 
 
-def web_client(settings: Settings, token: str | None = None,
+def web_client(settings: BotSettings, token: str | None = None,
                session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
     """A client for SLACK_API_BASE_URL that waits out 429s (Retry-After) instead of failing; with
     `session`, its connections are that session's (kept alive between calls)."""
@@ -77,11 +78,11 @@ class GuardedApp(AsyncApp):
         return BoltResponse(status=200, body="") if response.status == 404 else response
 
 
-def is_multi_workspace(settings: Settings) -> bool:
+def is_multi_workspace(settings: BotSettings) -> bool:
     return bool(settings.slack_client_id and settings.slack_client_secret)
 
 
-def check_settings(settings: Settings, *, socket_mode: bool) -> None:
+def check_settings(settings: BotSettings, *, socket_mode: bool) -> None:
     """Raise ConfigError naming the missing variable, so `debate serve` fails in one readable line."""
     if not is_multi_workspace(settings) and not settings.slack_bot_token:
         raise ConfigError("SLACK_BOT_TOKEN is not set (or set SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install "
@@ -97,13 +98,17 @@ def build_app(
 ) -> tuple[AsyncApp, SlackRuntime]:
     """The app with every listener registered, and the runtime its listeners share (with the tailer
     that renders the threads of Slack debates, when the core is a front)."""
-    settings = core.settings
+    settings = bot_settings(core.settings)
     multi = is_multi_workspace(settings)
     runtime = SlackRuntime.create(core, limits, multi_workspace=multi)
     oauth = oauth_settings(settings, redirect_uri=redirect_uri) if multi else None  # may raise ConfigError
     # bolt's per-request clients share the app client's session; its trace counts the writes (bots/telemetry.py)
     runtime.session = aiohttp.ClientSession(trace_configs=[write_trace(PLATFORM)])
+    # every listener acks first and spawns its work, so bolt may answer as soon as the listener returns:
+    # otherwise it runs the listener as a task and polls for the ack every 10 ms, on a loop that is busy
+    # rendering threads (the ack queued behind that work)
     app = GuardedApp(
+        process_before_response=True,
         signing_secret=settings.slack_signing_secret,
         client=web_client(settings, None if multi else settings.slack_bot_token, session=runtime.session),
         oauth_settings=oauth,
@@ -130,7 +135,7 @@ def thread_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
                 enterprise_id=None, team_id=team)
             if bot is None or not bot.bot_token:
                 return None
-            client = web_client(runtime.core.settings, bot.bot_token, session=runtime.session)
+            client = web_client(bot_settings(runtime.core.settings), bot.bot_token, session=runtime.session)
         if record.channel is None or record.thread is None:
             return None
         return SlackThread(client, record.channel, record.thread), runtime.pacers.for_workspace(team)

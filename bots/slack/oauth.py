@@ -17,6 +17,7 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 
+from bots.settings import BotSettings
 from bots.slack.install_stores import (
     AsyncSQLiteInstallationStore,
     AsyncSQLiteStateStore,
@@ -48,7 +49,7 @@ def make_private(path: Path) -> None:
     os.chmod(path, 0o600)
 
 
-def sqlite_stores(settings: Settings) -> tuple[AsyncSQLiteInstallationStore, AsyncSQLiteStateStore]:
+def sqlite_stores(settings: BotSettings) -> tuple[AsyncSQLiteInstallationStore, AsyncSQLiteStateStore]:
     path = install_db_path(settings)
     make_private(path)
     database = str(path)
@@ -59,7 +60,7 @@ def sqlite_stores(settings: Settings) -> tuple[AsyncSQLiteInstallationStore, Asy
     return installations, states
 
 
-def postgres_stores(settings: Settings, url: str) -> tuple[PostgresInstallationStore, PostgresStateStore]:
+def postgres_stores(settings: BotSettings, url: str) -> tuple[PostgresInstallationStore, PostgresStateStore]:
     """The stores on the log's database, their tables created if missing. Raises ConfigError (the URL
     without its password) when the database cannot be reached."""
     engine = postgres_engine(url)
@@ -75,14 +76,14 @@ def postgres_stores(settings: Settings, url: str) -> tuple[PostgresInstallationS
     return installations, states
 
 
-def install_stores(settings: Settings) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
+def install_stores(settings: BotSettings) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
     """Where installations and OAuth states live: DEBATE_DATABASE_URL's Postgres, or a SQLite file."""
     if settings.debate_database_url:
         return postgres_stores(settings, settings.debate_database_url)
     return sqlite_stores(settings)
 
 
-def oauth_settings(settings: Settings, *, redirect_uri: str | None = None) -> AsyncOAuthSettings:
+def oauth_settings(settings: BotSettings, *, redirect_uri: str | None = None) -> AsyncOAuthSettings:
     installations, states = install_stores(settings)
     return AsyncOAuthSettings(
         client_id=settings.slack_client_id,

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 
+from bots.settings import bot_settings
 from bots.slack.scope import ChannelPrivacy, SlackUsers
 from bots.slack.surface import slack_limits
 from bots.thread import FrontTailer, Limits, Pacers
@@ -35,7 +36,7 @@ class SlackRuntime:
 
     @classmethod
     def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
-        limits = limits or slack_limits(streams=core.settings.slack_native_streams)
+        limits = limits or slack_limits(streams=bot_settings(core.settings).slack_native_streams)
         return cls(core=core, multi_workspace=multi_workspace, pacers=Pacers(limits))
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
+from bots.settings import bot_settings
 from bots.slack.app import build_app, check_settings
 from bots.slack.routes import EVENTS_PATH, mount_slack
 from bots.slack.runtime import SlackRuntime
@@ -84,7 +85,7 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
     the tailer resumes the thread of every live Slack debate in the workspaces this front holds (the
     workers' streams replayed from their start: what the thread shows is edited, nothing is posted
     twice), and from then on renews its leases and takes over the workspaces of fronts that are gone."""
-    settings = core.settings
+    settings = bot_settings(core.settings)
     use_socket = bool(settings.slack_app_token) if socket_mode is None else socket_mode
     check_settings(settings, socket_mode=use_socket)
     own_front = front is None

@@ -22,6 +22,9 @@ Where each behaviour lives:
 - `tail.py`     `FrontTailer`: one task per live debate reading its events from a feed (the workers'
                 stream) into its ThreadSink; at front start and every few seconds it renews its leases on
                 workspaces and resumes their threads that may still change.
+- `start.py`    `start_in_thread`: the one start path (admit, post the root, record it, open the sink,
+                enqueue, withdraw a repeat, follow), with its undo; a platform gives a `RootPoster`.
+- `vote.py`     `cast_vote`: a vote checked, recorded, and what the clicked verdict message shows next.
 - `leases.py`   `WorkspaceLeases`: a front's leases in the log on the workspaces whose threads it renders
                 (one front renders a workspace's threads): claimed, renewed and released.
 
@@ -45,14 +48,19 @@ What a surface must provide:
    `turn_ending(turn)`, `notice(event)`, `verdict(spec, verdict, tally, outcome)`, `ended(outcome)`
    (or None). Optionally native streams (`start_stream`, `append_stream`, `stop_stream`: see
    `streams.StreamSurface`), used when its `Limits` carry `StreamLimits`.
-3. **Glue at the call sites**: post (or receive) the root message, then
-   `sink = await ThreadSink.open(surface, pacer, store, spec, root_id)`, `core.feed.enqueue(spec, request_key)`
-   and `tailer.follow(spec.id, sink)`; at front start, `tailer.start()`, the tailer built with a
-   `reach(record)` that returns a surface and pacer able to write that debate's thread (or None), the
-   front's name (`renderer=core.renderer`) and, where it shards, `owns(workspace)`; at stop,
-   `tailer.aclose()` (it releases the front's workspaces). A
-   `continue` is `bots.loop.start_continuation(core, tailer, …)`: the tailer follows the new segment
-   into the same thread (`tailer.follow_segment`), reached the same way.
+3. **A `RootPoster`** (`start.py`): `post(spec, notes)`, posting the root message (and opening its thread
+   where that is a step of its own) and returning a `PostedRoot` (the surface for that thread, the root's
+   id, the log's thread id), or raising `RootRefused` with a sentence for the user; `delete(posted)`.
+   `start_in_thread(core, tailer, command, origin, poster)` does every other step of a start, in order,
+   with its undo (a rematch too). A vote is `vote.cast_vote(core, …)`: the surface renders the
+   `VerdictShown` it returns with its own `verdict(...)`. At front start, `tailer.start()`, the tailer
+   built with a `reach(record)` that returns a surface and pacer able to write that debate's thread (or
+   None), the front's name (`renderer=core.renderer`) and, where it shards, `owns(workspace)`; at stop,
+   `tailer.aclose()` (it releases the front's workspaces). A `continue` is
+   `bots.loop.start_continuation(core, tailer, …)`: the tailer follows the new segment into the same
+   thread (`tailer.follow_segment`), reached the same way. Everything else a surface asks of the core is
+   an operation of `Core` (orchestrator/operations.py), never the log. `tests/test_third_surface.py` is a
+   whole platform built this way.
 
 Nothing else: pacing, coalescing, splitting, ordering, the message keys and resuming are here.
 """

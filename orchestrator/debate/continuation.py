@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from orchestrator.debate.formats.base import FormatResult, render_turns
+from orchestrator.debate.formats.council import continue_council
 from orchestrator.debate.quoting import quote_block, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, Turn, Verdict
@@ -64,7 +65,10 @@ def _verdict_values(run: DebateRun, previous: Verdict) -> dict[str, str]:
 
 
 async def play(run: DebateRun, previous: Verdict, rounds_done: int) -> FormatResult:
-    """The continued round (round `rounds_done` + 1), every debating seat at once; the judge's context."""
+    """The continued round (round `rounds_done` + 1), every debating seat at once; the judge's context.
+    A council ranks its answers again and its chair writes a new synthesis instead (formats/council.py)."""
+    if run.spec.format == "council":
+        return await continue_council(run, previous, rounds_done)
     history = list(run.transcript)
     round_no = rounds_done + 1
     seats = debating_seats(run, history)

@@ -110,7 +110,7 @@ class DebateRun:
     audience: Audience | None = None  # None: no notes are taken (and no step is spent asking)
     interjections: list[Interjection] = field(default_factory=list)  # every note taken so far, as shown
     round_span: tracing.Opened | None = None  # the current round's span, while tracing
-    spend: SpendWatch | None = None  # None: no budget is set (no step is spent asking after each round)
+    spend: SpendWatch | None = None  # None: no budget is set (the after-round step asks nothing)
     stopped_early: str | None = None  # why the debate stops after this round (a budget spent): the formats stop
 
     @property
@@ -339,22 +339,18 @@ class DebateRun:
         self.interjections.extend(await self.steps.call(start_round))  # later prompts quote what was shown
 
     async def round_completed(self, round: int, total: int) -> None:
-        """The round ends. With a budget set, before a later round, the spend is checked in the same step:
-        once a budget is spent, `stopped_early` says why and a notice tells users (the formats then stop,
-        and the verdict covers the rounds so far)."""
-        completed = RoundCompleted(debate_id=self.debate_id, round=round, total=total)
-        if self.spend is None or round >= total:
-            await self.emit(completed)
-            self.end_round_span()
-            return
-        shown = self.scrub(completed)
-        watch = self.spend
+        """The round ends, and before a later round the spend is checked, in the same step whether or not
+        a budget is set (so setting one never changes a running debate's steps): once a budget is spent,
+        `stopped_early` says why and a notice tells users (the formats then stop, and the verdict covers
+        the rounds so far)."""
+        shown = self.scrub(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
+        watch = self.spend if round < total else None
 
         async def complete_round() -> str | None:
             await self.bus.emit(shown)
-            return await watch.stop_reason(self.spec)
+            return await watch.stop_reason(self.spec) if watch is not None else None
 
-        reason = await self.steps.call(complete_round)
+        reason = await complete_round() if self.bus.silent else await self.steps.call(complete_round)
         self.end_round_span()
         if reason is not None:
             self.stopped_early = reason

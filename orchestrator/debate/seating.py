@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orchestrator.config import Settings
-from orchestrator.models import Format, Seat
+from orchestrator.models import Format, Seat, max_seats
 from orchestrator.providers import ProviderRegistry, ProviderSpec, family, parse_model, specs
 
 
@@ -38,7 +38,7 @@ def setup_hint() -> str:
 
 SETUP_HINT = setup_hint()
 
-LABELS = ("A", "B", "C", "D")
+LABELS = ("A", "B", "C", "D", "E")
 
 
 class NoProviderConfigured(Exception):
@@ -107,7 +107,7 @@ def choose_seats(
         if model:
             parse_model(model)
     notes: list[str] = []
-    wanted = count or (len(debaters) if debaters else (3 if format == "stances" else 2))
+    wanted = count or (len(debaters) if debaters else (3 if format in ("stances", "council") else 2))
     if debaters:
         models = list(debaters)
     else:
@@ -133,7 +133,7 @@ def choose_seats(
     roles = ("proposer", "challenger") if format == "challenge" else ("debater",) * len(models)
     seats = tuple(
         Seat(label=LABELS[i], role=roles[i] if i < len(roles) else "debater", model=model)
-        for i, model in enumerate(models[:4])
+        for i, model in enumerate(models[:max_seats(format)])
     )
     candidates = _default_models(settings, registry, allow)
     judge_model = _choose_judge(models, judge, settings.debate_judge, candidates, notes)
@@ -142,7 +142,7 @@ def choose_seats(
 
 
 def _debater_labels(models: list[str], fam: str) -> str:
-    labels = [LABELS[i] for i, m in enumerate(models[:4]) if family(m) == fam]
+    labels = [LABELS[i] for i, m in enumerate(models[:len(LABELS)]) if family(m) == fam]
     return ("debaters " if len(labels) > 1 else "debater ") + " and ".join(labels)
 
 

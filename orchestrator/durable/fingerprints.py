@@ -71,13 +71,14 @@ def mismatch(version: str, recorded: Mapping[str, Fingerprint], path: Path = FIN
 
 def write(version: str, recorded: Mapping[str, Fingerprint], path: Path = FINGERPRINTS_FILE) -> None:
     """Add `version`'s fingerprints to the file. Refused when the version has different ones already:
-    rewriting them would hide the change from the debates recorded under that version."""
+    rewriting them would hide the change from the debates recorded under that version. A scenario the
+    version lacks (a new format's) is added: no debate in flight replays against it."""
     data = load(path)
     known = data.get(version)
-    if known is not None and known != dict(recorded):
+    if known is not None and any(recorded.get(scenario) != steps for scenario, steps in known.items()):
         raise ValueError(f"WORKFLOW_VERSION {version} has other step fingerprints checked in: bump WORKFLOW_VERSION "
                          "in orchestrator/durable/config.py first, then regenerate")
-    data[version] = {scenario: list(recorded[scenario]) for scenario in sorted(recorded)}
+    data[version] = {scenario: list(recorded[scenario]) for scenario in sorted({*recorded, *(known or {})})}
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 

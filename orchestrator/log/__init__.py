@@ -1,13 +1,14 @@
 """The debate log: every debate, turn, verdict and vote, with full-text recall scoped per tenant.
 
-The contract is `DebateLog` (protocol.py) and the records it takes and returns (records.py).
-`open_log` (opening.py) is the one place that picks the implementation: SQLite (store.py) for a path,
-Postgres (postgres/) for a `postgresql://` URL (DEBATE_DATABASE_URL). `StoreSink` writes a debate's
-events to the log before any platform renders them; `to_json` / `to_markdown` export a logged debate;
-`migrate_log` (transfer.py) copies a log between SQLite and Postgres. Inside the package: reads.py,
-writes.py, team.py (audience notes, continuations, channel defaults) and search.py hold the SQL,
-writer_thread.py the thread that owns the connection, schema.py the numbered migrations, markdown.py
-the Markdown transcript.
+The contract is `DebateLog` (protocol.py: every operation, once) and the records it takes and returns
+(records.py). `open_log` (opening.py) is the one place that picks the database: SQLite (sqlite.py) for
+a path, Postgres (postgres/) for a `postgresql://` URL (DEBATE_DATABASE_URL). `StoreSink` writes a
+debate's events to the log before any platform renders them; `to_json` / `to_markdown` export a logged
+debate; `migrate_log` (transfer.py) copies a log between SQLite and Postgres. Inside the package:
+reads.py, writes.py, team.py (audience notes, continuations, channel defaults), renderers.py (leases)
+and search.py hold the operations, written once over `Conn` (dialect.py); sqlite.py and
+postgres/store.py are the two dialects, writer_thread.py the thread that owns the SQLite connection,
+schema.py the one numbered list of migrations, markdown.py the Markdown transcript.
 """
 
 from __future__ import annotations
@@ -34,36 +35,14 @@ from orchestrator.log.records import (
     Tally,
     TurnRecord,
 )
+from orchestrator.log.schema import migration_names
 from orchestrator.log.sink import StoreSink
-from orchestrator.log.store import Store
+from orchestrator.log.sqlite import Store
 from orchestrator.log.transfer import Copied, migrate_log
 
 __all__ = [
-    "MIN_ID_PREFIX",
-    "AmbiguousIdError",
-    "ContinuationRefused",
-    "Copied",
-    "DebateLog",
-    "DebateNotFoundError",
-    "DebateRecord",
-    "DebateSummary",
-    "InterjectionRefused",
-    "JudgeAgreement",
-    "MessageRecord",
-    "NoticeRecord",
-    "ReadOnlyLogError",
-    "Scope",
-    "SearchHit",
-    "Store",
-    "StoreClosedError",
-    "StoreError",
-    "StoreSink",
-    "Tally",
-    "TurnRecord",
-    "is_postgres_url",
-    "migrate_log",
-    "open_log",
-    "to_json",
-    "to_markdown",
+    "MIN_ID_PREFIX", "AmbiguousIdError", "ContinuationRefused", "Copied", "DebateLog", "DebateNotFoundError",
+    "DebateRecord", "DebateSummary", "InterjectionRefused", "JudgeAgreement", "MessageRecord", "NoticeRecord",
+    "ReadOnlyLogError", "Scope", "SearchHit", "Store", "StoreClosedError", "StoreError", "StoreSink", "Tally",
+    "TurnRecord", "is_postgres_url", "migrate_log", "migration_names", "open_log", "to_json", "to_markdown",
 ]
-

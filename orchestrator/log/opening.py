@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.log.protocol import DebateLog
-from orchestrator.log.store import Store
+from orchestrator.log.sqlite import Store
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 

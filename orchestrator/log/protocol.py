@@ -1,104 +1,144 @@
-"""`DebateLog`: the one interface the rest of the program has to the debate log.
+"""`DebateLog`: the one interface the rest of the program has to the debate log, each operation once.
 
-SQLite implements it today (store.py); a Postgres log will implement the same methods. Every read
-a chat user makes passes a `Scope`, applied inside the query before any limit; `None` is the
-operator on the host and sees everything. A start is admitted first (`admit`: the quotas counted
-and the debate's row reserved in one transaction, across every process sharing the log). Writes
-come from the log sink (every event, before any platform sees it) and from the adapters (votes,
-platform message ids, request keys).
+`Store` (sqlite.py) runs each operation in the thread that owns a SQLite file's connection;
+`PostgresLog` (postgres/store.py) on a pooled connection; each call is one transaction. The operations
+are in reads.py, writes.py, team.py, renderers.py and each dialect's search. Every read a chat user
+makes passes a `Scope`, applied inside the query before any limit; `None` is the operator on the host
+and sees everything. A start is admitted first (`admit`: the quotas counted and the debate's row
+reserved in one transaction, across every process sharing the log). Writes come from the log sink
+(every event, before any platform sees it) and from the adapters (votes, platform message ids,
+request keys).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Self, TypeVar
 
 from orchestrator.budgets import CallUsage, SpentCall
-from orchestrator.log.records import (
-    DebateRecord,
-    DebateSummary,
-    JudgeAgreement,
-    MessageRecord,
-    Scope,
-    SearchHit,
-    Tally,
-)
-from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Turn, Verdict, Vote
+from orchestrator.log import reads, renderers, spend, team, writes
+from orchestrator.log.dialect import Conn
+from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
+from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Turn, Verdict, Vote, now
 from orchestrator.quotas import Quota
 
+T = TypeVar("T")
+Op = Callable[[Conn], Awaitable[T]]
 
-class DebateLog(Protocol):
-    # -- lifecycle
+
+def _at(at: float | None) -> float:
+    return at if at is not None else now()
+
+
+class DebateLog(ABC):
+    """`runner` names the process that runs the debates this handle creates ("serve:<host>",
+    "cli:<host>:<pid>"), recorded on the debates it admits or creates. `readonly=True` opens the log
+    for reading only: no migration, and every write raises ReadOnlyLogError."""
+
+    runner: str | None
+
+    @abstractmethod
     async def start(self) -> None: ...
 
+    @abstractmethod
     async def close(self) -> None: ...
 
-    async def __aenter__(self) -> Self: ...
+    @abstractmethod
+    async def _write(self, fn: Op[T]) -> T: ...
+
+    @abstractmethod
+    async def _read(self, fn: Op[T], empty: T) -> T:
+        """`empty`: the answer of a log nothing was ever written to (a reader need not find its tables)."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None: ...
+    ) -> None:
+        await self.close()
 
-    # -- what starting a debate writes, before anything is posted (raises orchestrator.quotas.QuotaExceeded)
-    async def admit(self, spec: DebateSpec, quota: Quota, *, at: float | None = None) -> None: ...
+    # -- writes ---------------------------------------------------------------------------------
 
-    # -- what a debate writes (through the log sink)
-    async def create_debate(self, spec: DebateSpec, *, at: float | None = None) -> None: ...
+    async def create_debate(self, spec: DebateSpec, *, at: float | None = None) -> None:
+        """Insert the debate (running, this runner's) and its seats; admitted already, fill in where it landed."""
+        await self._write(lambda c: writes.create_debate(c, spec, _at(at), self.runner))
 
-    async def add_turn(self, turn: Turn) -> int: ...
+    async def admit(self, spec: DebateSpec, quota: Quota, *, at: float | None = None) -> None:
+        """Reserve the debate's place under `quota`: count and insert it (running, this runner's) in one
+        transaction, or raise QuotaExceeded and log nothing. Its DebateStarted later fills in the thread."""
+        await self._write(lambda c: writes.admit(c, spec, quota, _at(at), self.runner))
 
-    async def add_call(self, call: CallUsage) -> None: ...
+    async def add_turn(self, turn: Turn) -> int:
+        return await self._write(lambda c: writes.add_turn(c, turn))
+
+    async def add_call(self, call: CallUsage) -> None:
+        """Log a model call that is not a debater's turn (a judge pass, a summary) with its estimated cost."""
+        await self._write(lambda c: spend.add_call(c, call))
 
     async def spent_calls(self, since: float) -> list[SpentCall]:
         """Every model call logged since `since` (debaters' turns and the rest), with whom it counts for."""
-        ...
+        return await self._read(lambda c: spend.spent_calls(c, since), [])
 
-    async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None: ...
+    async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None:
+        await self._write(lambda c: writes.add_notice(c, debate_id, level, text, _at(at)))
 
     async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None, number: int = 1) -> None:
         """Verdict `number` of the debate (1: the first; 2, 3, …: after each `continue`), replaced if it exists."""
-        ...
+        await self._write(lambda c: writes.set_verdict(c, debate_id, verdict, _at(at), number))
 
-    async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None: ...
+    async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None:
+        await self._write(lambda c: writes.finish_debate(c, debate_id, outcome, _at(at)))
 
-    # -- the start-up sweep: debates whose process ended before their end was logged
     async def running_runners(self, prefix: str) -> list[str]:
-        """The runners named `prefix…` with debates the log calls running."""
-        ...
+        """The runners named `prefix…` (e.g. "cli:<host>:") with debates the log calls running."""
+        return await self._read(lambda c: writes.running_runners(c, prefix), [])
 
     async def fail_runner(self, runner: str, error: str, *, at: float | None = None) -> list[str]:
         """End every debate `runner` left running as failed, with `error`; returns their ids."""
-        ...
+        return await self._write(lambda c: writes.fail_runner(c, runner, error, _at(at)))
 
-    # -- what the platforms write
-    async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally: ...
+    async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally:
+        return await self._write(lambda c: writes.record_vote(c, vote, scope))
 
-    async def set_message(
-        self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str, *, final: bool = False
-    ) -> None: ...
+    async def set_message(self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str,
+                          *, final: bool = False) -> None:
+        """Remember which platform message `key` (e.g. "root", "turn:2:B") became; `final` once it shows
+        its final text (that sticks until the key names another message)."""
+        await self._write(lambda c: writes.set_message(c, debate_id, key, platform, channel, message_id, final))
 
-    async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool: ...
+    async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool:
+        """True the first time `key` (a platform's request id) is claimed; False for any repeat."""
+        return await self._write(lambda c: writes.claim_request(c, key, time.time(), keep_s))
 
-    # -- which front renders the threads of a workspace: a lease, claimed or renewed in one statement
     async def claim_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str],
                                lease_s: float) -> list[str]:
         """Of `workspaces` ('' for none) of `platform`, those `renderer` now holds (in the order given):
-        each one free, whose lease ran out, or its own gets a lease until now + `lease_s`."""
-        ...
+        each one free, whose lease ran out, or its own gets a lease until now + `lease_s` (renderers.py)."""
+        if not workspaces:
+            return []
+        return await self._write(lambda c: renderers.claim_workspaces(c, renderer, platform, workspaces, lease_s,
+                                                                      time.time()))
 
-    async def release_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str]) -> None: ...
+    async def release_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str]) -> None:
+        if workspaces:
+            await self._write(lambda c: renderers.release_workspaces(c, renderer, platform, workspaces))
 
-    # -- the team in the loop
+    # -- the team in the loop ---------------------------------------------------------------------
+
     async def add_interjection(self, note: Interjection, *, max_waiting: int) -> int:
         """Queue an audience note for the debate's next round; returns how many now wait (this one
         included). Raises InterjectionRefused when the debate is not running or `max_waiting` wait already."""
-        ...
+        return await self._write(lambda c: team.add_interjection(c, note, max_waiting))
 
     async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
         """The notes for `round`'s prompts, oldest first: those taken for it already (a step run again
         gets the same answer) and waiting ones up to `limit` in all, now marked with `round`."""
-        ...
+        return await self._write(lambda c: team.take_interjections(c, debate_id, round, limit))
 
     async def begin_continuation(self, debate_id: str, *, at: float | None = None, quota: Quota | None = None,
                                  requested_by: str | None = None, facts: Interjection | None = None) -> int:
@@ -109,44 +149,65 @@ class DebateLog(Protocol):
         `requested_by` (None: the operator), who then holds its running slot from `at`; it counts as one of
         their starts this hour. Raises QuotaExceeded naming the limit. `facts`, the new facts given with it,
         are stored only when it begins."""
-        ...
+        return await self._write(lambda c: team.begin_continuation(c, debate_id, quota, requested_by, facts, _at(at)))
 
     async def set_channel_defaults(
         self, platform: str, workspace: str | None, channel: str, defaults: ChannelDefaults, *, by: str | None = None
-    ) -> None: ...
+    ) -> None:
+        await self._write(lambda c: team.set_channel_defaults(c, platform, workspace, channel, defaults, by, now()))
 
-    # -- reads
+    async def interjections(self, debate_id: str) -> list[Interjection]:
+        return await self._read(lambda c: team.interjections(c, debate_id), [])
+
+    async def channel_defaults(self, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:
+        """What the channel's admins set (`ChannelDefaults()` when nothing was)."""
+        return await self._read(lambda c: team.channel_defaults(c, platform, workspace, channel), ChannelDefaults())
+
+    # -- reads ----------------------------------------------------------------------------------
+
     async def get_debate(
         self, id_or_prefix: str, scope: Scope | None = None, *, turns: bool = True
-    ) -> DebateRecord | None: ...
+    ) -> DebateRecord | None:
+        """One debate by id or unique prefix (>= 4 chars) among those `scope` sees; None if unknown.
+        AmbiguousIdError when a prefix matches several visible debates (it lists only those).
+        `turns=False` leaves out turns and notices: enough for a vote or a quote."""
+        return await self._read(lambda c: reads.get_debate(c, id_or_prefix, scope, turns), None)
 
     async def find_by_message(
         self, platform: str, channel: str, message_id: str, scope: Scope | None = None
-    ) -> str | None: ...
+    ) -> str | None:
+        return await self._read(lambda c: reads.find_by_message(c, platform, channel, message_id, scope), None)
 
-    async def get_message(self, debate_id: str, key: str) -> str | None: ...
+    async def get_message(self, debate_id: str, key: str) -> str | None:
+        return await self._read(lambda c: reads.get_message(c, debate_id, key), None)
 
-    async def messages(self, debate_id: str) -> dict[str, MessageRecord]: ...
+    async def messages(self, debate_id: str) -> dict[str, MessageRecord]:
+        return await self._read(lambda c: reads.messages(c, debate_id), {})
 
-    async def threads_to_resume(self, platform: str, root_key: str) -> list[str]: ...
+    async def threads_to_resume(self, platform: str, root_key: str) -> list[str]:
+        return await self._read(lambda c: reads.threads_to_resume(c, platform, root_key), [])
 
     async def live_threads(self, platform: str, root_keys: Sequence[str]) -> list[tuple[str, str]]:
         """(id, workspace: '' for none) of each debate of `platform` whose thread may still change, oldest
         first: running, or ended while one of its `root_keys` records was not final."""
-        ...
+        return await self._read(lambda c: renderers.live_threads(c, platform, root_keys), [])
 
-    async def tally(self, debate_id: str) -> Tally: ...
-
-    async def interjections(self, debate_id: str) -> list[Interjection]: ...
-
-    async def channel_defaults(self, platform: str, workspace: str | None, channel: str) -> ChannelDefaults: ...
+    async def tally(self, debate_id: str) -> Tally:
+        return await self._read(lambda c: reads.tally(c, debate_id), Tally(debate_id=debate_id))
 
     async def history(
         self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
-    ) -> list[DebateSummary]: ...
+    ) -> list[DebateSummary]:
+        return await self._read(lambda c: reads.history(c, limit, scope, platform, channel), [])
 
     async def judge_agreement(
         self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
-    ) -> JudgeAgreement: ...
+    ) -> JudgeAgreement:
+        return await self._read(lambda c: reads.judge_agreement(c, scope, platform, channel), JudgeAgreement())
 
-    async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]: ...
+    async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]:
+        """Full-text search over topics, turns and verdicts, best first, one hit per debate (search.py).
+        User text is never syntax: whatever it holds is searched for, never an error."""
+        if not query.strip() or limit <= 0:
+            return []
+        return await self._read(lambda c: c.search(query, limit, scope), [])

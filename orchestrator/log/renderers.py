@@ -1,4 +1,4 @@
-"""Which front renders the threads of each workspace, in the SQLite log: a lease per (platform, workspace).
+"""Which front renders the threads of each workspace: a lease per (platform, workspace), on both databases.
 
 Several fronts of one platform share a log (Slack HTTP fronts behind a load balancer, Discord shards).
 All the threads of one workspace (Slack team, Discord guild; '' for none) are written by one front at a
@@ -7,66 +7,63 @@ workspace's platform budget is paced in one process. A front claims the workspac
 would render, renews them every few seconds, and lets them go when it stops; a front that died stops
 renewing, its leases run out and another front takes the workspaces over. Claiming and renewing are one
 upsert per workspace inside one write transaction: a lease that is free, run out or the caller's own is
-taken or extended, never one another front holds.
+taken or extended, never one another front holds. Workspaces are claimed in sorted order, so two fronts
+never wait on each other's rows crosswise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from sqlite_utils import Database
-
-from orchestrator.log.records import to_iso
+from orchestrator.log.dialect import Conn, in_list
 
 CHUNK = 400  # workspaces per statement: under SQLite's limit on bound parameters
 
 _CLAIM = """
-insert into thread_renderers (platform, workspace, renderer, until) values (?, ?, ?, ?)
+insert into thread_renderers (platform, workspace, renderer, until) values (:platform, :workspace, :renderer, :until)
 on conflict (platform, workspace) do update set renderer = excluded.renderer, until = excluded.until
-where thread_renderers.renderer = excluded.renderer or thread_renderers.until < ?
+where thread_renderers.renderer = excluded.renderer or thread_renderers.until < :now
 """
 
 
-def claim_workspaces(renderer: str, platform: str, workspaces: Sequence[str], lease_s: float,
-                     at: float) -> Callable[[Database], list[str]]:
-    def fn(db: Database) -> list[str]:
-        wanted = list(dict.fromkeys(workspaces))
-        until, now = to_iso(at + lease_s), to_iso(at)
-        db.conn.executemany(_CLAIM, [(platform, workspace, renderer, until, now) for workspace in wanted])
-        held: set[str] = set()
-        for start in range(0, len(wanted), CHUNK):
-            chunk = wanted[start:start + CHUNK]
-            marks = ",".join("?" * len(chunk))
-            held.update(row[0] for row in db.execute(
-                "select workspace from thread_renderers where platform = ? and renderer = ?"
-                f" and workspace in ({marks})", [platform, renderer, *chunk]))
-        return [workspace for workspace in wanted if workspace in held]
-
-    return fn
+def _chunks(items: Sequence[str]) -> list[list[str]]:
+    return [list(items[start:start + CHUNK]) for start in range(0, len(items), CHUNK)]
 
 
-def release_workspaces(renderer: str, platform: str, workspaces: Sequence[str]) -> Callable[[Database], None]:
-    def fn(db: Database) -> None:
-        for start in range(0, len(workspaces), CHUNK):
-            chunk = list(workspaces[start:start + CHUNK])
-            marks = ",".join("?" * len(chunk))
-            db.execute(f"delete from thread_renderers where platform = ? and renderer = ? and workspace in ({marks})",
-                       [platform, renderer, *chunk])
+async def claim_workspaces(c: Conn, renderer: str, platform: str, workspaces: Sequence[str], lease_s: float,
+                           at: float) -> list[str]:
+    wanted = list(dict.fromkeys(workspaces))
+    key = {"platform": platform, "renderer": renderer}
+    times = {"until": c.time(at + lease_s), "now": c.time(at)}
+    await c.executemany(_CLAIM, [key | times | {"workspace": workspace} for workspace in sorted(wanted)])
+    held: set[str] = set()
+    for chunk in _chunks(wanted):
+        marks, args = in_list("w", chunk)
+        held.update(await c.values("select workspace from thread_renderers where platform = :platform"
+                                   f" and renderer = :renderer and workspace in ({marks})", key | args))
+    return [workspace for workspace in wanted if workspace in held]
 
-    return fn
+
+async def release_workspaces(c: Conn, renderer: str, platform: str, workspaces: Sequence[str]) -> None:
+    for chunk in _chunks(workspaces):
+        marks, args = in_list("w", chunk)
+        await c.values("delete from thread_renderers where platform = :platform and renderer = :renderer"
+                       f" and workspace in ({marks})", {"platform": platform, "renderer": renderer} | args)
 
 
-def live_threads(db: Database, platform: str, root_keys: Sequence[str]) -> list[tuple[str, str]]:
+async def live_threads(c: Conn, platform: str, root_keys: Sequence[str]) -> list[tuple[str, str]]:
     """(id, workspace: '' for none) of each debate of `platform` whose thread may still change, oldest
     first: those running, and those that ended while one of their `root_keys` records did not show it
     yet (each a few rows of the `messages_not_final` index)."""
-    marks = ",".join("?" * len(root_keys))
-    rows = db.execute(
-        f"""select id, coalesce(workspace, ''), created_at from debates where status = 'running' and platform = ?
+    marks, args = in_list("k", list(root_keys))
+    marks = marks or "null"  # no keys: no message matches (Postgres refuses an empty list)
+    found = await c.rows(f"""
+        select id, workspace from (
+            select id, coalesce(workspace, '') as workspace, created_at from debates
+            where status = 'running' and platform = :platform
             union
             select d.id, coalesce(d.workspace, ''), d.created_at from messages m join debates d on d.id = m.debate_id
-            where m.key in ({marks}) and m.final = 0 and d.platform = ?
-            order by 3, 1""",
-        [platform, *root_keys, platform],
-    ).fetchall()
-    return [(r[0], r[1]) for r in rows]
+            where m.key in ({marks}) and {c.not_final} and d.platform = :platform
+        ) live order by created_at, id""", args | {"platform": platform})
+    return [(r["id"], r["workspace"]) for r in found]
+

@@ -1,6 +1,6 @@
 """Rows of the log's tables → records, for every implementation: the same columns come back from
 SQLite and Postgres, only times differ (ISO text there, `timestamptz` here), so each passes its
-`epoch` conversion. The SQL stays with each implementation; how a row becomes a record is here once."""
+`epoch` conversion (`Conn.epoch`)."""
 
 from __future__ import annotations
 
@@ -22,28 +22,19 @@ Row = dict[str, Any]
 Epoch = Callable[[Any], float | None]  # a stored time → seconds since the epoch (None stays None)
 
 
+_DEBATE_AS_IS = ("id", "topic", "format", "status", "platform", "workspace", "channel", "thread", "requested_by",
+                 "runner", "cost_usd", "error", "rematch_of")
+
+
 def debate_fields(row: Row, epoch: Epoch) -> dict[str, Any]:
     """The DebateRow fields of a `debates` row."""
-    return {
-        "id": row["id"],
-        "topic": row["topic"],
-        "format": row["format"],
-        "status": row["status"],
+    return {k: row[k] for k in _DEBATE_AS_IS} | {
         "created_at": epoch(row["created_at"]) or 0.0,
         "finished_at": epoch(row["finished_at"]),
-        "platform": row["platform"],
-        "workspace": row["workspace"],
-        "channel": row["channel"],
         "channel_private": None if row["channel_private"] is None else bool(row["channel_private"]),
-        "thread": row["thread"],
-        "requested_by": row["requested_by"],
-        "runner": row["runner"],
         "rounds_planned": row["rounds_planned"] or 0,
         "rounds_completed": row["rounds_completed"] or 0,
-        "cost_usd": row["cost_usd"],
-        "error": row["error"],
         "segment": row["segment"] or 1,
-        "rematch_of": row["rematch_of"],
     }
 
 
@@ -53,21 +44,10 @@ def seat(row: Row) -> Seat:
 
 def turn_record(row: Row, epoch: Epoch) -> TurnRecord:
     return TurnRecord(
-        id=row["id"],
-        debate_id=row["debate_id"],
-        round=row["round"],
-        seat=row["seat"],
-        role=row["role"],
-        kind=row["kind"] or "",
-        model=row["model"] or "",
-        text=row["text"] or "",
+        **{k: row[k] for k in ("id", "debate_id", "round", "seat", "role", "status", "error", "cost_usd")},
+        **{k: row[k] or "" for k in ("kind", "model", "text")},
+        **{k: row[k] or 0 for k in ("duration_ms", "input_tokens", "output_tokens")},
         started_at=epoch(row["started_at"]) or 0.0,
-        duration_ms=row["duration_ms"] or 0,
-        input_tokens=row["input_tokens"] or 0,
-        output_tokens=row["output_tokens"] or 0,
-        status=row["status"],
-        error=row["error"],
-        cost_usd=row["cost_usd"],
     )
 
 

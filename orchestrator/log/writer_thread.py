@@ -42,16 +42,10 @@ FILE_MODE = 0o600
 
 @dataclass(slots=True)
 class _Job:
-    fn: Callable[[Database], Any]
+    fn: Callable[[Database], Any] | None  # None: close the connection and end the thread
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
-    write: bool
-
-
-@dataclass(slots=True)
-class _Stop:
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[None]
+    write: bool = False
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -134,7 +128,7 @@ def open_reader(path: Path) -> Database:
     applied = set()
     if db[MIGRATIONS_TABLE].exists():
         applied = {r[0] for r in db.execute(f"select name from {MIGRATIONS_TABLE}").fetchall()}
-    missing = [name for name in migration_names() if name not in applied]
+    missing = [name for name in migration_names("sqlite") if name not in applied]
     if missing:
         db.close()
         raise StoreError(f"the debate log at {path} uses an older schema; run `debate serve` or `debate run` "
@@ -164,12 +158,8 @@ class DatabaseThread:
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
         self.readonly = readonly
-        self._queue: queue.SimpleQueue[_Job | _Stop] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-
-    @property
-    def is_open(self) -> bool:
-        return self._thread is not None
 
     async def start(self) -> None:
         """Open the file in the thread, set WAL, run pending migrations."""
@@ -194,7 +184,7 @@ class DatabaseThread:
         self._thread = None
         loop = asyncio.get_running_loop()
         stopped: asyncio.Future[None] = loop.create_future()
-        self._queue.put(_Stop(loop, stopped))
+        self._queue.put(_Job(None, loop, stopped))
         await stopped
         await asyncio.to_thread(thread.join)
 
@@ -211,22 +201,20 @@ class DatabaseThread:
         _hand_back(loop, ready, None, None)
         while True:
             job = self._queue.get()
-            if isinstance(job, _Stop):
-                try:
-                    if not self.readonly:
-                        _optimize(db)
-                    db.close()
-                except sqlite3.Error as error:
-                    _hand_back(job.loop, job.future, None, error)
-                    return
-                _hand_back(job.loop, job.future, None, None)
-                return
+            result, error = None, None
             try:
-                result = _run_in_transaction(db, job.fn, job.write)
-            except BaseException as error:
-                _hand_back(job.loop, job.future, None, error)
-            else:
-                _hand_back(job.loop, job.future, result, None)
+                if job.fn is not None:
+                    result = _run_in_transaction(db, job.fn, job.write)
+                elif self.readonly:
+                    db.close()
+                else:
+                    _optimize(db)
+                    db.close()
+            except BaseException as exc:
+                error = exc
+            _hand_back(job.loop, job.future, result, error)
+            if job.fn is None:
+                return
 
     async def submit(self, fn: Callable[[Database], T], *, write: bool) -> T:
         if self._thread is None:

@@ -96,9 +96,13 @@ class OpenAICompatProvider:
         return self._client
 
     def _request(self, call: ModelCall) -> dict[str, Any]:
+        # The messages go in `extra_body`, which the SDK sends as given: as a `messages=` argument it walks
+        # every message against the union of its typed-dict shapes first (openai's `async_transform`),
+        # which cost more of a worker's CPU than reading the whole streamed answer. Plain strings need none.
         kwargs: dict[str, Any] = {
             "model": call.model,
-            "messages": [{"role": m.role, "content": m.content} for m in call.messages],
+            "messages": [],
+            "extra_body": {"messages": [{"role": m.role, "content": m.content} for m in call.messages]},
             "stream": True,
             "stream_options": {"include_usage": True},
             self.spec.max_tokens_field: call.max_tokens or self.spec.budget(call.effort),

@@ -664,7 +664,7 @@ def view_submission_payload(view: dict[str, Any], values: dict[str, str | None],
 
 
 def slack_settings(db: str, peer: SlackAPIPeer, llm_openai: str, llm_anthropic: str, **extra: Any) -> Any:
-    from orchestrator.config import load_settings
+    from bots.settings import load_settings
 
     values: dict[str, Any] = {
         "DEBATE_DB": db, "DEBATE_MAX_RETRIES": 0,

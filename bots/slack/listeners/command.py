@@ -117,7 +117,7 @@ async def debate_command(
 
 async def run_once(command: dict[str, Any], retry: int, inv: Invocation) -> None:
     """Run the command unless this request was seen before (Slack retries; another process took it)."""
-    if not await inv.runtime.core.store.claim_request(inv.request_key or "slack:" + request_key(command)):
+    if not await inv.runtime.core.claim_request(inv.request_key or "slack:" + request_key(command)):
         log.info("slack: dropped retry %d of /debate from %s", retry, command.get("user_id"))
         return
     await run_command(str(command.get("text", "")), inv)

@@ -49,7 +49,7 @@ async def _open(body: dict[str, Any], action: dict[str, Any], runtime: SlackRunt
     team, channel = (body.get("team") or {}).get("id"), body["channel"]["id"]
     scope = channel_scope(team, channel, await runtime.privacy.is_private(client, team, channel))
     debate_id = str(action.get("value", ""))
-    record = await runtime.core.store.get_debate(debate_id, scope, turns=False)
+    record = await runtime.core.debate(debate_id, scope, turns=False)
     problem = not_found(debate_id) if record is None else None
     if record is not None and running and record.status != "running":
         problem = f"Debate `{record.id}` is not running any more; a note now would reach no one."

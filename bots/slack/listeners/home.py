@@ -19,12 +19,12 @@ from bots.usage import usage_lines
 
 
 async def publish_home(user_id: str, team_id: str | None, runtime: SlackRuntime, client: AsyncWebClient) -> None:
-    store = runtime.core.store
-    summaries = await store.history(HOME_LIMIT, home_scope(team_id))
-    items = [(s, await store.tally(s.id) if s.votes else None) for s in summaries]
+    core = runtime.core
+    summaries = await core.history(HOME_LIMIT, home_scope(team_id))
+    items = [(s, await core.tally(s.id) if s.votes else None) for s in summaries]
     view = home_view(items, await thread_links(client, summaries))
     if await runtime.users.is_admin(client, team_id, user_id):  # admins see the workspace's spend first
-        view["blocks"] = [*usage_blocks(await usage_lines(runtime.core, "slack", team_id, user_id, admin=True)),
+        view["blocks"] = [*usage_blocks(await usage_lines(core, "slack", team_id, user_id, admin=True)),
                           *view["blocks"]][:50]
     await client.views_publish(user_id=user_id, view=view)
 

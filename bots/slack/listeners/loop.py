@@ -67,7 +67,7 @@ async def interject_command(command: Interject, inv: Invocation) -> None:
 async def continue_command(command: Continue, inv: Invocation) -> None:
     core = inv.runtime.core
     asker = await asker_of(inv.runtime, inv.client, inv.team_id, inv.channel_id, inv.user_id)
-    record = await core.store.get_debate(command.debate_id, asker.scope, turns=False)
+    record = await core.debate(command.debate_id, asker.scope, turns=False)
     if record is None:
         await inv.tell(not_found(command.debate_id))
         return
@@ -76,8 +76,7 @@ async def continue_command(command: Continue, inv: Invocation) -> None:
 
 
 async def rematch_command(command: Rematch, inv: Invocation) -> None:
-    store = inv.runtime.core.store
-    original = await store.get_debate(command.debate_id, await inv.scope(), turns=False)
+    original = await inv.runtime.core.debate(command.debate_id, await inv.scope(), turns=False)
     if original is None:
         await inv.tell(not_found(command.debate_id))
         return
@@ -95,7 +94,7 @@ async def link_rematch(original: DebateRecord, new_id: str, inv: Invocation) -> 
         return
     if original.workspace is not None and original.workspace != inv.team_id:
         return
-    rematch = await inv.runtime.core.store.get_debate(new_id, turns=False)
+    rematch = await inv.runtime.core.debate(new_id, turns=False)
     if rematch is None or not rematch_shown_beside(rematch, original):
         return
     link = await permalink(inv.client, rematch.channel, rematch.thread)

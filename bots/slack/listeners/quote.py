@@ -29,7 +29,7 @@ _BLOCK_ID = re.compile(r"^debate:([0-9a-f]{4,32}):")
 
 
 async def post_quote(debate_id: str, inv: Invocation) -> None:
-    record = await inv.runtime.core.store.get_debate(debate_id, await inv.scope(), turns=False)
+    record = await inv.runtime.core.debate(debate_id, await inv.scope(), turns=False)
     if record is None:
         await inv.tell(f"No debate with id `{debate_id}` here.")
         return
@@ -60,7 +60,7 @@ async def debate_id_of(message: dict[str, Any], runtime: SlackRuntime, channel: 
         if match:
             return match.group(1)
     thread = message.get("thread_ts") or message.get("ts")
-    return None if thread is None else await runtime.core.store.find_by_message(PLATFORM, channel, str(thread), scope)
+    return None if thread is None else await runtime.core.debate_of_message(PLATFORM, channel, str(thread), scope)
 
 
 async def quote_button(

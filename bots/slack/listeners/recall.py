@@ -29,20 +29,20 @@ async def show_models(inv: Invocation) -> None:
 
 
 async def show_history(command: History, inv: Invocation) -> None:
-    summaries = await inv.runtime.core.store.history(command.limit, await inv.scope(), channel=inv.channel_id)
+    summaries = await inv.runtime.core.history(command.limit, await inv.scope(), channel=inv.channel_id)
     await inv.tell(history_text(summaries, await thread_links(inv.client, summaries)))
 
 
 async def search_debates(command: Search, inv: Invocation) -> None:
-    store, scope = inv.runtime.core.store, await inv.scope()
-    hits = await store.search(command.query, SEARCH_LIMIT, scope)
-    found = [r for hit in hits if (r := await store.get_debate(hit.debate_id, scope, turns=False)) is not None]
+    core, scope = inv.runtime.core, await inv.scope()
+    hits = await core.search(command.query, SEARCH_LIMIT, scope)
+    found = [r for hit in hits if (r := await core.debate(hit.debate_id, scope, turns=False)) is not None]
     links = await asyncio.gather(*(permalink(inv.client, r.channel, r.thread) for r in found))
     await inv.tell(search_text(command.query, hits, dict(zip([r.id for r in found], links, strict=True))))
 
 
 async def show_debate(command: Show, inv: Invocation) -> None:
-    record = await inv.runtime.core.store.get_debate(command.debate_id, await inv.scope())
+    record = await inv.runtime.core.debate(command.debate_id, await inv.scope())
     if record is None:
         await inv.tell(not_found(command.debate_id))
         return
@@ -53,7 +53,7 @@ async def stop_debate(command: Stop, inv: Invocation) -> None:
     """Resolved by the log within scope (a full id, or an unambiguous prefix of MIN_ID_PREFIX or more);
     running is what the log says (the debate may run in any worker)."""
     core, tailer = inv.runtime.core, inv.runtime.tailer
-    record: DebateRecord | None = await core.store.get_debate(command.debate_id, await inv.scope(), turns=False)
+    record: DebateRecord | None = await core.debate(command.debate_id, await inv.scope(), turns=False)
     if record is None or record.status != "running" or tailer is None:
         await inv.tell(f"No running debate with id `{command.debate_id}` here.")
         return

@@ -5,9 +5,11 @@ from __future__ import annotations
 from orchestrator.debate.formats.base import DebateFormat, FormatResult
 from orchestrator.debate.formats.challenge import ChallengeFormat
 from orchestrator.debate.formats.consensus import ConsensusFormat
+from orchestrator.debate.formats.council import CouncilFormat
 from orchestrator.debate.formats.stances import StancesFormat
 
-_FORMATS: dict[str, type] = {"challenge": ChallengeFormat, "consensus": ConsensusFormat, "stances": StancesFormat}
+_FORMATS: dict[str, type] = {"challenge": ChallengeFormat, "consensus": ConsensusFormat, "stances": StancesFormat,
+                             "council": CouncilFormat}
 
 
 def register_format(name: str, cls: type) -> None:

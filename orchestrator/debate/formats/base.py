@@ -8,7 +8,7 @@ from typing import Protocol
 
 from orchestrator.debate.quoting import quote_turn
 from orchestrator.debate.run import DebateRun
-from orchestrator.models import Turn, Verdict
+from orchestrator.models import Turn, TurnStatus, Verdict
 
 
 @dataclass
@@ -47,4 +47,20 @@ def render_turns(turns: list[Turn], *, relabel: dict[str, str] | None = None) ->
         quote_turn(turn, label=relabel.get(turn.seat, turn.seat),
                    text=relabel_text(turn.text, relabel) if relabel else None)
         for turn in turns
+    )
+
+
+def combine_attempts(attempts: list[Turn], *, status: TurnStatus = "ok", text: str = "",
+                     error: str | None = None) -> Turn:
+    """One logged turn for a call and its retries (an unreadable JSON answer asked again): their tokens
+    and durations added up, the text as shown."""
+    return attempts[0].model_copy(
+        update={
+            "text": text,
+            "status": status,
+            "error": error,
+            "duration_ms": sum(t.duration_ms for t in attempts),
+            "input_tokens": sum(t.input_tokens for t in attempts),
+            "output_tokens": sum(t.output_tokens for t in attempts),
+        }
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from orchestrator.debate.formats.base import FormatResult
+from orchestrator.debate.formats.base import FormatResult, combine_attempts
 from orchestrator.debate.formats.stance_envelope import (
     Envelope,
     EnvelopeError,
@@ -35,7 +35,7 @@ from orchestrator.debate.jsonparse import parse_error_metadata
 from orchestrator.debate.quoting import one_line, quote_turn, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus, TurnCompleted, TurnFailed, TurnStarted
-from orchestrator.models import Seat, Turn, TurnStatus
+from orchestrator.models import Seat, Turn
 from orchestrator.prompts import render
 from orchestrator.providers.base import Message
 
@@ -175,7 +175,7 @@ class StancesFormat:
         for attempt in range(2):
             last = attempts[-1]
             if last.status == "failed":
-                turn = _combine(attempts, status="failed", error=last.error)
+                turn = combine_attempts(attempts, status="failed", error=last.error)
                 await run.emit(TurnFailed(debate_id=run.debate_id, turn=turn, take=take))
                 return EnvelopeTurn(seat, turn, None)
             try:
@@ -193,7 +193,7 @@ class StancesFormat:
                         await self.silent.turn(seat, round_no, kind, system, f"{user}\n\n{reminder}", record=False)
                     )
         if envelope is None:
-            turn = _combine(attempts, status="empty", error="no readable JSON answer, even after a reminder")
+            turn = combine_attempts(attempts, status="empty", error="no readable JSON answer, even after a reminder")
             await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn, take=take))
             await run.notice(
                 f"Debater {seat.label}'s round {round_no} turn is recorded empty: its answer was not "
@@ -201,26 +201,12 @@ class StancesFormat:
                 "warning",
             )
             return EnvelopeTurn(seat, turn, None)
-        turn = _combine(attempts, text=render_envelope(envelope))
+        turn = combine_attempts(attempts, text=render_envelope(envelope))
         turn = (await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn, take=take))).turn
         run.transcript.append(turn)
         self.latest[seat.label] = turn
         self.envelopes[seat.label].append(envelope)
         return EnvelopeTurn(seat, turn, envelope)
-
-
-def _combine(attempts: list[Turn], *, status: TurnStatus = "ok", text: str = "", error: str | None = None) -> Turn:
-    """One logged turn for one or two calls: their tokens and durations added up."""
-    return attempts[0].model_copy(
-        update={
-            "text": text,
-            "status": status,
-            "error": error,
-            "duration_ms": sum(t.duration_ms for t in attempts),
-            "input_tokens": sum(t.input_tokens for t in attempts),
-            "output_tokens": sum(t.output_tokens for t in attempts),
-        }
-    )
 
 
 async def _split(run: DebateRun) -> Split | str:

@@ -1,8 +1,7 @@
 """Full-text recall on Postgres: `tsvector` columns under GIN indexes, `ts_rank`, `ts_headline` snippets.
 
-The same shape as ../search.py: per searched table, the newest `SEARCH_RECENT_MATCHES` matches the
-scope may see are ranked (the scope is inside that window, so a tenant's matches compete among
-themselves), each debate keeps its best hit, and snippets are built for the final hits only. User
+The Postgres `Source`s of ../search.py `ranked` (the scope is inside each table's window of newest
+matches, so a tenant's matches compete among themselves). User
 text goes through `websearch_to_tsquery` (inside `debate_tsquery`), which accepts any input: quotes,
 `or`, `-` and stray brackets are read as words or operators, never as an error. `SearchHit.rank` is
 `-ts_rank`, so lower is better as with SQLite's bm25; ties go to the newer row.
@@ -17,15 +16,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from orchestrator.log.postgres.reads import Conn, from_time, rows, scope_sql
+from orchestrator.log.dialect import Args
 from orchestrator.log.postgres.schema import TEXT_SEARCH_CONFIG
+from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import HitWhere, Scope, SearchHit
-from orchestrator.log.search import SEARCH_CANDIDATES_PER_HIT, SEARCH_RECENT_MATCHES, SNIPPET_TOKENS
-from orchestrator.models import DebateStatus
+from orchestrator.log.search import SNIPPET_TOKENS, ranked
+
+if TYPE_CHECKING:
+    from orchestrator.log.postgres.store import PgConn
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,7 @@ HEADLINE_OPTIONS = (f"StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords
 @dataclass(frozen=True)
 class _Source:
     where: HitWhere
-    table: str  # the searched table, as `s`
+    name: str  # the searched table, as `s`
     tsv: str  # its tsvector column
     body: str  # the text the snippet is cut from
     key: str  # the row's key
@@ -50,35 +52,32 @@ class _Source:
     join: str  # joins `s` to its debate `d` ("" for `debates` itself, whose scope reads `s`)
 
     def candidates_sql(self, scope: Scope | None) -> str:
-        """The best `%(limit)s` of the newest `%(window)s` matches the scope keeps, best rank first.
-
-        The query is folded to a constant when planned (`debate_tsquery` is immutable), so the planner
+        """The query is folded to a constant when planned (`debate_tsquery` is immutable), so the planner
         sees how common its words are: a common word walks the newest rows backwards by key and stops
-        at the window; a rare one reads its few matches from the GIN index.
-        """
+        at the window; a rare one reads its few matches from the GIN index."""
         visible, _ = scope_sql(scope, "d" if self.join else "s")
         join = self.join if scope is not None else ""
         newest = f"{self.newest} desc nulls last" if self.nullable else f"{self.newest} desc"
         return f"""
             with recent as (
                 select {self.key} as key, {self.newest} as newest, s.{self.tsv} as tsv, {self.debate} as debate_id
-                from {self.table} s {join}
-                where s.{self.tsv} @@ debate_tsquery(%(query)s) and {visible}
-                order by {newest} limit %(window)s
+                from {self.name} s {join}
+                where s.{self.tsv} @@ debate_tsquery(:query) and {visible}
+                order by {newest} limit :window
             )
-            select r.key, ts_rank(r.tsv, debate_tsquery(%(query)s)) as score, d.id, d.topic, d.created_at, d.status
+            select r.key, -ts_rank(r.tsv, debate_tsquery(:query)) as score, d.id, d.topic, d.created_at, d.status
             from recent r join debates d on d.id = r.debate_id
-            order by score desc, r.newest desc nulls last limit %(limit)s"""
+            order by score, r.newest desc nulls last limit :limit"""
 
-    @property
-    def snippets_sql(self) -> str:
+    def snippets(self, query: str, keys: list[Any]) -> tuple[str, Args]:
         return f"""
-            select {self.key} as key, ts_headline('{TEXT_SEARCH_CONFIG}', {self.body}, debate_tsquery(%(query)s),
-                                                 %(options)s) as snippet
-            from {self.table} s where {self.key} = any(%(keys)s)"""
+            select {self.key} as key, ts_headline('{TEXT_SEARCH_CONFIG}', {self.body}, debate_tsquery(:query),
+                                                 :options) as snippet
+            from {self.name} s where {self.key} = any(:keys)""", {
+            "query": query, "options": HEADLINE_OPTIONS, "keys": keys}
 
 
-_SOURCES: tuple[_Source, ...] = (
+SOURCES: tuple[_Source, ...] = (
     _Source("topic", "debates", "topic_tsv", "s.topic", "s.id", "s.seq", "s.id", False, ""),
     _Source("turn", "turns", "text_tsv", "s.text", "s.id", "s.id", "s.debate_id", False,
             "join debates d on d.id = s.debate_id"),
@@ -88,58 +87,19 @@ _SOURCES: tuple[_Source, ...] = (
 )
 
 
-class _Candidate(NamedTuple):
-    source: _Source
-    key: int | str
-    rank: float
-    debate_id: str
-    topic: str
-    created_at: float
-    status: DebateStatus
-
-
 def searchable(query: str) -> str:
     """`query` without what no lexeme can equal: NULs, and words past MAX_WORD_BYTES."""
     return " ".join(w for w in query.replace("\x00", "").split() if len(w.encode()) <= MAX_WORD_BYTES)
 
 
-async def search(conn: Conn, query: str, limit: int, scope: Scope | None = None) -> list[SearchHit]:
+async def search(c: PgConn, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
     """The hits for `query`; [] for a query Postgres refuses to read as a tsquery (see the module's doc)."""
     query = searchable(query)
     if not query:
         return []
     try:
-        async with conn.transaction():  # a savepoint: a refused query leaves the connection usable
-            return await _ranked(conn, query, limit, scope)
+        async with c.conn.transaction():  # a savepoint: a refused query leaves the connection usable
+            return await ranked(c, SOURCES, query, limit, scope)
     except (psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex, psycopg.DataError) as exc:
         log.info("search query refused by Postgres (%s); answered as no matches", type(exc).__name__)
         return []
-
-
-async def _ranked(conn: Conn, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
-    """Rank a few candidates per table, keep each debate's best, then build `limit` snippets."""
-    _, scope_args = scope_sql(scope)
-    args = {"query": query, "window": SEARCH_RECENT_MATCHES, "limit": limit * SEARCH_CANDIDATES_PER_HIT,
-            **scope_args}
-    best: dict[str, _Candidate] = {}
-    for source in _SOURCES:
-        # never a prepared statement: each query is planned for its own words (see `candidates_sql`)
-        for r in await rows(conn, source.candidates_sql(scope), args, prepare=False):
-            rank = -float(r["score"])
-            current = best.get(r["id"])
-            if current is None or rank < current.rank:
-                best[r["id"]] = _Candidate(source, r["key"], rank, r["id"], r["topic"],
-                                           from_time(r["created_at"]) or 0.0, r["status"])
-    chosen = sorted(best.values(), key=lambda c: (c.rank, -c.created_at))[:limit]
-    snippets: dict[tuple[str, int | str], str] = {}
-    for source in _SOURCES:
-        keys = [c.key for c in chosen if c.source is source]
-        if keys:
-            found = await rows(conn, source.snippets_sql, {"query": query, "options": HEADLINE_OPTIONS, "keys": keys})
-            snippets.update(((source.table, r["key"]), r["snippet"] or "") for r in found)
-    return [
-        SearchHit(debate_id=c.debate_id, topic=c.topic, where=c.source.where,
-                  snippet=snippets.get((c.source.table, c.key), ""), created_at=c.created_at, status=c.status,
-                  rank=c.rank)
-        for c in chosen
-    ]

@@ -1,9 +1,11 @@
-"""The Postgres `DebateLog`: a small connection pool, one transaction per call, the same records.
+"""The Postgres dialect and `PostgresLog`: a small connection pool, one transaction per call.
 
-Chosen by `open_log` when DEBATE_DATABASE_URL is set. Every method is the `DebateLog` protocol
-(../protocol.py) with the SQLite log's meaning; the SQL lives in reads.py, writes.py and search.py.
-Several processes on several hosts may share one database: idempotent writes lock the debate's
-row, admission holds an advisory lock, and a migration another process is applying is waited for.
+Chosen by `open_log` when DEBATE_DATABASE_URL is set; every operation is the one the SQLite log runs
+(../protocol.py). Here a statement's `:name` parameters are spelled `%(name)s` (and a literal `%` doubled),
+times are `timestamptz`, flags `boolean`, the insertion order is a `seq` column, a debate's row is locked
+`for no key update`, admission holds an advisory lock, and text loses its NULs (Postgres text cannot hold
+them). Several processes on several hosts may share one database; a migration another process is
+applying is waited for.
 
 Read-only (`debate history`, `show`, …): every connection sets `default_transaction_read_only`, so
 the server itself refuses a write; nothing is migrated; a database without the log's tables reads as
@@ -12,33 +14,21 @@ an empty log, and one with an older schema is refused with what to run.
 
 from __future__ import annotations
 
+import functools
 import re
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from orchestrator.budgets import CallUsage, SpentCall
-from orchestrator.log.postgres import reads, renderers, schema, spend, team, writes
-from orchestrator.log.postgres import search as fts
-from orchestrator.log.postgres.reads import Conn
-from orchestrator.log.records import (
-    DebateRecord,
-    DebateSummary,
-    JudgeAgreement,
-    MessageRecord,
-    ReadOnlyLogError,
-    Scope,
-    SearchHit,
-    StoreClosedError,
-    StoreError,
-    Tally,
-)
-from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Turn, Verdict, Vote, now
-from orchestrator.quotas import Quota
+from orchestrator.log.dialect import Args, Conn
+from orchestrator.log.postgres import schema
+from orchestrator.log.protocol import DebateLog, Op
+from orchestrator.log.records import ReadOnlyLogError, Scope, SearchHit, StoreClosedError, StoreError
 
 T = TypeVar("T")
 POOL_SIZE = 16
@@ -47,6 +37,8 @@ CONNECT_TIMEOUT_S = 10.0
 # write failing stops the debate): a worker running hundreds of debates on a busy host keeps each
 # connection far longer than its queries take, and 10 s failed 1 debate in 6 at 500 per worker
 WAIT_S = 60.0
+ADMISSION_LOCK = 0x6465_6261_7465_6164  # any fixed bigint, held for one admission's transaction
+_PARAMETER = re.compile(r"(?<![:\w]):(\w+)")
 
 
 def redact_url(url: str) -> str:
@@ -54,11 +46,66 @@ def redact_url(url: str) -> str:
     return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
 
 
-class PostgresLog:
-    """The Postgres `DebateLog`. `async with PostgresLog(url) as log:` or `start()` / `close()`.
+def to_time(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC)
 
-    `runner` and `readonly` mean what they mean for the SQLite `Store`.
-    """
+
+@functools.lru_cache(maxsize=1024)
+def _spelled(sql: str) -> str:
+    return _PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def _clean(args: Args | None) -> Args | None:
+    if args is None:
+        return None
+    return {k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in args.items()}
+
+
+class PgConn(Conn):
+    seq = "seq"
+    lock = " for no key update"
+    not_final = "not m.final"
+    seat_models = ("(select coalesce(json_agg(s.model order by s.position, s.label), '[]')::text from seats s"
+                   " where s.debate_id = d.id)")
+
+    def __init__(self, conn: AsyncConnection[Any]) -> None:
+        self.conn = conn
+
+    async def rows(self, sql: str, args: Args | None = None, *, prepare: bool | None = None) -> list[dict[str, Any]]:
+        async with self.conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(_spelled(sql), _clean(args), prepare=prepare)
+            return await cur.fetchall()
+
+    async def values(self, sql: str, args: Args | None = None) -> list[Any]:
+        cur = await self.conn.execute(_spelled(sql), _clean(args))
+        return [r[0] for r in await cur.fetchall()] if cur.description else []
+
+    async def executemany(self, sql: str, args: Sequence[Args]) -> None:
+        async with self.conn.cursor() as cur:
+            await cur.executemany(_spelled(sql), [_clean(a) for a in args])
+
+    def time(self, ts: float | None) -> datetime | None:
+        return to_time(ts)
+
+    def epoch(self, value: Any) -> float | None:
+        return None if value is None else float(value.timestamp())
+
+    async def lock_admission(self) -> None:
+        await self.conn.execute("select pg_advisory_xact_lock(%s)", [ADMISSION_LOCK])
+
+    async def ids_written(self, tables: Sequence[str]) -> None:
+        for table in tables:  # the identity sequences move past the ids written explicitly
+            await self.conn.execute(f"select setval(pg_get_serial_sequence('{table}', 'id'),"
+                                    f" greatest((select max(id) from {table}), 1))")
+
+    async def search(self, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
+        from orchestrator.log.postgres.search import search
+
+        return await search(self, query, limit, scope)
+
+
+class PostgresLog(DebateLog):
+    """The Postgres `DebateLog`. `async with PostgresLog(url) as log:` or `start()` / `close()`."""
 
     def __init__(self, url: str, *, runner: str | None = None, readonly: bool = False) -> None:
         self.url = url
@@ -66,8 +113,6 @@ class PostgresLog:
         self.readonly = readonly
         self._pool: AsyncConnectionPool[Any] | None = None
         self._empty = False  # read-only on a database the log has never been written to
-
-    # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Connect, and bring the schema up to date (a writer) or check it (a reader)."""
@@ -94,10 +139,10 @@ class PostgresLog:
             raise
         self._pool = pool
 
-    async def _check(self, conn: Conn) -> None:
+    async def _check(self, conn: AsyncConnection[Any]) -> None:
         done = await schema.applied(conn)
         self._empty = not done
-        if done and [n for n in schema.migration_names() if n not in done]:
+        if done and [n for n in schema.migration_names("postgres") if n not in done]:
             raise StoreError(f"the debate log at {redact_url(self.url)} uses an older schema; run `debate serve` or "
                              "`debate run` once to upgrade it")
 
@@ -106,151 +151,18 @@ class PostgresLog:
         if pool is not None:
             await pool.close()
 
-    async def __aenter__(self) -> PostgresLog:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    async def _run(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+    async def _run(self, fn: Op[T]) -> T:
         if self._pool is None:
             raise StoreClosedError()
         async with self._pool.connection(timeout=WAIT_S) as conn, conn.transaction():
-            return await fn(conn)
+            return await fn(PgConn(conn))
 
-    async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+    async def _write(self, fn: Op[T]) -> T:
         if self.readonly:
             raise ReadOnlyLogError()
         return await self._run(fn)
 
-    async def _read(self, fn: Callable[[Conn], Awaitable[T]], empty: T) -> T:
+    async def _read(self, fn: Op[T], empty: T) -> T:
         if self._empty and self._pool is not None:
             return empty
         return await self._run(fn)
-
-    # -- writes ---------------------------------------------------------------------------------
-
-    async def create_debate(self, spec: DebateSpec, *, at: float | None = None) -> None:
-        await self._write(lambda c: writes.create_debate(c, spec, at if at is not None else now(), self.runner))
-
-    async def admit(self, spec: DebateSpec, quota: Quota, *, at: float | None = None) -> None:
-        await self._write(lambda c: writes.admit(c, spec, quota, at if at is not None else now(), self.runner))
-
-    async def add_turn(self, turn: Turn) -> int:
-        return await self._write(lambda c: writes.add_turn(c, turn))
-
-    async def add_call(self, call: CallUsage) -> None:
-        await self._write(lambda c: spend.add_call(c, call))
-
-    async def spent_calls(self, since: float) -> list[SpentCall]:
-        return await self._read(lambda c: spend.spent_calls(c, since), [])
-
-    async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None:
-        await self._write(lambda c: writes.add_notice(c, debate_id, level, text, at if at is not None else now()))
-
-    async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None, number: int = 1) -> None:
-        await self._write(lambda c: writes.set_verdict(c, debate_id, verdict, at if at is not None else now(), number))
-
-    async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None:
-        await self._write(lambda c: writes.finish_debate(c, debate_id, outcome, at if at is not None else now()))
-
-    async def running_runners(self, prefix: str) -> list[str]:
-        return await self._read(lambda c: writes.running_runners(c, prefix), [])
-
-    async def fail_runner(self, runner: str, error: str, *, at: float | None = None) -> list[str]:
-        return await self._write(lambda c: writes.fail_runner(c, runner, error, at if at is not None else now()))
-
-    async def record_vote(self, vote: Vote, scope: Scope | None = None) -> Tally:
-        return await self._write(lambda c: writes.record_vote(c, vote, scope))
-
-    async def set_message(self, debate_id: str, key: str, platform: str, channel: str | None, message_id: str,
-                          *, final: bool = False) -> None:
-        await self._write(lambda c: writes.set_message(c, debate_id, key, platform, channel, message_id, final))
-
-    async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool:
-        return await self._write(lambda c: writes.claim_request(c, key, time.time(), keep_s))
-
-    async def add_interjection(self, note: Interjection, *, max_waiting: int) -> int:
-        return await self._write(lambda c: team.add_interjection(c, note, max_waiting))
-
-    async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
-        return await self._write(lambda c: team.take_interjections(c, debate_id, round, limit))
-
-    async def claim_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str],
-                               lease_s: float) -> list[str]:
-        if not workspaces:
-            return []
-        return await self._write(lambda c: renderers.claim_workspaces(c, renderer, platform, list(workspaces), lease_s))
-
-    async def release_workspaces(self, renderer: str, platform: str, workspaces: Sequence[str]) -> None:
-        if workspaces:
-            await self._write(lambda c: renderers.release_workspaces(c, renderer, platform, list(workspaces)))
-
-    async def begin_continuation(self, debate_id: str, *, at: float | None = None, quota: Quota | None = None,
-                                 requested_by: str | None = None, facts: Interjection | None = None) -> int:
-        when = at if at is not None else now()
-        return await self._write(lambda c: team.begin_continuation(c, debate_id, quota, requested_by, facts, when))
-
-    async def set_channel_defaults(
-        self, platform: str, workspace: str | None, channel: str, defaults: ChannelDefaults, *, by: str | None = None
-    ) -> None:
-        await self._write(lambda c: team.set_channel_defaults(c, platform, workspace, channel, defaults, by, now()))
-
-    async def interjections(self, debate_id: str) -> list[Interjection]:
-        return await self._read(lambda c: team.interjections(c, debate_id), [])
-
-    async def channel_defaults(self, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:
-        return await self._read(lambda c: team.channel_defaults(c, platform, workspace, channel), ChannelDefaults())
-
-    async def get_debate(
-        self, id_or_prefix: str, scope: Scope | None = None, *, turns: bool = True
-    ) -> DebateRecord | None:
-        async def fn(conn: Conn) -> DebateRecord | None:
-            debate_id = await reads.resolve_id(conn, id_or_prefix, scope)
-            return None if debate_id is None else await reads.load_record(conn, debate_id, turns=turns, scope=scope)
-
-        return await self._read(fn, None)
-
-    async def find_by_message(
-        self, platform: str, channel: str, message_id: str, scope: Scope | None = None
-    ) -> str | None:
-        return await self._read(lambda c: reads.find_by_message(c, platform, channel, message_id, scope), None)
-
-    async def get_message(self, debate_id: str, key: str) -> str | None:
-        async def fn(conn: Conn) -> str | None:
-            found = await reads.values(conn, "select message_id from messages where debate_id = %s and key = %s",
-                                       [debate_id, key])
-            return found[0] if found else None
-
-        return await self._read(fn, None)
-
-    async def messages(self, debate_id: str) -> dict[str, MessageRecord]:
-        return await self._read(lambda c: reads.messages(c, debate_id), {})
-
-    async def threads_to_resume(self, platform: str, root_key: str) -> list[str]:
-        return await self._read(lambda c: reads.threads_to_resume(c, platform, root_key), [])
-
-    async def live_threads(self, platform: str, root_keys: Sequence[str]) -> list[tuple[str, str]]:
-        return await self._read(lambda c: renderers.live_threads(c, platform, list(root_keys)), [])
-
-    async def tally(self, debate_id: str) -> Tally:
-        return await self._read(lambda c: reads.tally(c, debate_id), Tally(debate_id=debate_id))
-
-    async def history(
-        self, limit: int = 20, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
-    ) -> list[DebateSummary]:
-        return await self._read(lambda c: reads.history(c, limit, scope, platform, channel), [])
-
-    async def judge_agreement(
-        self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
-    ) -> JudgeAgreement:
-        return await self._read(lambda c: reads.judge_agreement(c, scope, platform, channel), JudgeAgreement())
-
-    async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]:
-        """Ranked recall over topics, turns and verdicts, one hit per debate (see search.py)."""
-        if not query.strip() or limit <= 0:
-            return []
-        return await self._read(lambda c: fts.search(c, query, limit, scope), [])

@@ -1,0 +1,158 @@
+"""CPU per model call of two builds, interleaved in one run (issue 24): `python -m bench.cpu_compare
+--tree before=/path/to/old/checkout --tree after=. --backend sqlite,postgres --workers 1,2 --debates 100`.
+
+Each build runs as bench.durable runs the product (subprocesses: `debate serve --slack --front-only` and
+`debate worker` processes, the LLM peer in a process of its own), its code taken from its tree through
+PYTHONPATH. The measurements alternate between the builds (before, after, before, after, …), so whatever
+else the shared machine runs weighs on both alike. CPU is process time (user + sys from /proc), not wall:
+the front's and the workers' summed, and Postgres's beside it. `--profile` keeps each process's cProfile
+(main-thread CPU over the measuring window) under `--keep DIR` and prints the top functions by own time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import pstats
+import shutil
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import bench.served
+from bench.common import Table, median, percentile
+from bench.durable import measure_ack, measure_level
+from bench.durable_pg import plan_for
+from bench.pg import BenchPostgres
+
+
+def _tree(value: str) -> tuple[str, Path]:
+    name, _, path = value.partition("=")
+    return name, Path(path).resolve()
+
+
+def top_functions(path: Path, top: int) -> list[tuple[str, float, float]]:
+    """(function, own seconds, cumulative seconds) of a cProfile file, by own time."""
+    stats = pstats.Stats(str(path))
+    rows = [(f"{Path(f).name}:{line}({name})", tt, ct)
+            for (f, line, name), (_, _, tt, ct, _) in stats.stats.items()]  # type: ignore[attr-defined]
+    return sorted(rows, key=lambda r: -r[1])[:top]
+
+
+async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[int], debates: int, repeats: int,
+              within: float, profile: bool, keep: Path | None) -> Table:
+    plan, rounds = plan_for(False)
+    table = Table(f"cpu_compare — CPU per model call, builds interleaved ({debates} debates, challenge {rounds} "
+                  f"rounds, peer {plan.latency_s:g} s, {plan.tokens_per_s:g} tokens/s)")
+    root = keep or Path(tempfile.mkdtemp(prefix="bench-cpu-compare-"))
+    root.mkdir(parents=True, exist_ok=True)
+    server = BenchPostgres.start() if "postgres" in backends else None
+    per: dict[tuple[str, str, int], list[tuple[float, float, int, float]]] = defaultdict(list)
+    try:
+        for rep in range(repeats):
+            for backend in backends:
+                for count in workers:
+                    for name, tree in trees:
+                        bench.served.ROOT = tree  # the product's code for this build (PYTHONPATH)
+                        url = server.create_database(f"{name}_{count}") if server and backend == "postgres" else None
+                        label = f"-{name}-{backend}-{rep}"
+                        try:
+                            level = await measure_level(count, debates, root, plan, rounds, database_url=url,
+                                                        server=server if url else None, within=within,
+                                                        spread=True, profile=profile, warm=count, label=label)
+                        except Exception as exc:  # a shared machine: a process that never got ready
+                            print(f"{label}: did not run: {exc}", flush=True)
+                            continue
+                        print(f"{label}: {level.cpu_ms_per_call:.1f} ms/call + pg {level.pg_cpu_ms_per_call:.1f}, "
+                              f"{level.calls} calls, {level.completed}/{debates} completed, "
+                              f"ratio {level.ratio:.2f}, threads {level.threads}", flush=True)
+                        per[(backend, name, count)].append((level.cpu_ms_per_call, level.pg_cpu_ms_per_call if url
+                                                            else 0.0, level.completed, level.ratio))
+                        for proc, split in level.threads.items():
+                            table.add(f"  {backend} · {count} w · {name} · run {rep}: {proc} CPU loop / other "
+                                      "threads", f"{split.get('main thread', 0):.1f} / "
+                                      f"{split.get('other threads', 0):.1f} s")
+                        if url and server:
+                            server.drop_database(url)
+    finally:
+        if server is not None:
+            server.stop()
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    for (backend, name, count), runs in sorted(per.items()):
+        bot = median([r[0] for r in runs])
+        pg = median([r[1] for r in runs])
+        total = f"{bot:.1f}" + (f" + Postgres {pg:.1f}" if backend == "postgres" else "")
+        table.add(f"{backend} · front + {count} worker{'s' if count > 1 else ''} · {name}: CPU per call",
+                  f"{total} ms (runs: {', '.join(f'{r[0]:.1f}' for r in runs)}; completed "
+                  f"{', '.join(str(r[2]) for r in runs)}/{debates}; wall ÷ critical path "
+                  f"{', '.join(f'{r[3]:.2f}' for r in runs)})")
+    if profile and keep is not None:
+        add_profiles(table, keep)
+    return table
+
+
+def add_profiles(table: Table, root: Path) -> None:
+    for prof in sorted(root.glob("*/*.prof")):
+        table.add(f"profile {prof.parent.name}/{prof.stem}", "")
+        for fn, own, cum in top_functions(prof, 12):
+            table.add(f"    {fn[:90]}", f"{own:.2f} s own, {cum:.2f} s cum")
+
+
+async def run_ack(trees: list[tuple[str, Path]], backends: list[str], workers: int, repeats: int) -> Table:
+    """Slack ack latency (bench.durable's 150 commands in 3 batches while the earlier debates stream), the
+    builds interleaved."""
+    table = Table(f"cpu_compare --ack — Slack ack with debates streaming, front + {workers} workers, interleaved")
+    root = Path(tempfile.mkdtemp(prefix="bench-ack-compare-"))
+    server = BenchPostgres.start() if "postgres" in backends else None
+    try:
+        for rep in range(repeats):
+            for backend in backends:
+                for name, tree in trees:
+                    bench.served.ROOT = tree
+                    url = server.create_database(f"ack_{name}") if server and backend == "postgres" else None
+                    try:
+                        ack = await measure_ack(workers, root, False, database_url=url,
+                                                label=f"-{name}-{backend}-{rep}")
+                    except Exception as exc:
+                        print(f"{name} {backend} {rep}: did not run: {exc}", flush=True)
+                        continue
+                    finally:
+                        if url and server:
+                            server.drop_database(url)
+                    ok = ack.statuses.count(200)
+                    row = (f"p50 {percentile(ack.ms, 50):.1f} / p99 {percentile(ack.ms, 99):.1f} ms "
+                           f"({ok}/{len(ack.statuses)} answered 200; while streaming p99 "
+                           f"{percentile(ack.tail_ms, 99):.1f} ms; front CPU {ack.front_cpu_s:.2f} s)")
+                    print(f"{backend} {name} run {rep}: {row}", flush=True)
+                    table.add(f"{backend} · {name} · run {rep}: ack", row)
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tree", type=_tree, action="append", required=True, help="NAME=PATH of a source tree")
+    parser.add_argument("--backend", default="sqlite", help="sqlite, postgres or both (comma-separated)")
+    parser.add_argument("--workers", default="1", help="worker counts, comma-separated")
+    parser.add_argument("--debates", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--within", type=float, default=300.0)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--keep", type=Path)
+    parser.add_argument("--ack", action="store_true", help="Slack ack latency instead (front + first --workers)")
+    args = parser.parse_args()
+    if args.ack:
+        print(asyncio.run(run_ack(args.tree, args.backend.split(","), int(args.workers.split(",")[0]),
+                                  args.repeats)).render())
+        return
+    table = asyncio.run(run(args.tree, args.backend.split(","), [int(w) for w in args.workers.split(",")],
+                            args.debates, args.repeats, args.within, args.profile, args.keep))
+    print(table.render())
+
+
+if __name__ == "__main__":
+    main()
