@@ -65,7 +65,7 @@ from orchestrator.providers import (
 )
 from orchestrator.quotas import Quota, QuotaExceeded
 
-SUBCOMMANDS = ("help", "models", "history", "search", "show", "stop", "quote")
+SUBCOMMANDS = ("help", "models", "history", "search", "show", "stop", "quote", "usage")
 
 HELP_TEXT = (
     "*Start a debate*\n"
@@ -76,7 +76,7 @@ HELP_TEXT = (
     "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
-    "`/debate quote <id>` · `/debate stop <id>` · `/debate models`\n"
+    "`/debate quote <id>` · `/debate stop <id>` · `/debate models` · `/debate usage`\n"
     + TEAM_HELP
 )
 
@@ -101,6 +101,10 @@ class Help(_Command):
 
 class Models(_Command):
     kind: Literal["models"] = "models"
+
+
+class Usage(_Command):
+    kind: Literal["usage"] = "usage"
 
 
 class History(_Command):
@@ -128,7 +132,8 @@ class Quote(_Command):
     debate_id: str
 
 
-Command = StartDebate | Help | Models | History | Search | Show | Stop | Quote | Interject | Continue | Rematch | Config
+Command = (StartDebate | Help | Models | Usage | History | Search | Show | Stop | Quote | Interject | Continue | Rematch
+           | Config)
 
 
 def _small_number(text: str) -> bool:
@@ -156,12 +161,14 @@ def parse_command(text: str) -> Command:
     if not words:
         return Help()
     head = words[0].lower()
-    if head in SUBCOMMANDS and (head != "history" or len(words) <= 2):
+    if head in SUBCOMMANDS and (head != "history" or len(words) <= 2) and (head != "usage" or len(words) == 1):
         rest = words[1:]
         if head == "help":
             return Help()
         if head == "models":
             return Models()
+        if head == "usage":
+            return Usage()
         if head == "history":
             if rest and not _small_number(rest[0]):
                 raise CommandError("`/debate history` takes an optional count, e.g. `/debate history 20`.")

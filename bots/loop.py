@@ -26,6 +26,7 @@ from bots.grammar import CLEARED, CONFIG_KEYS, parse_config, parse_switch
 from bots.thread.keys import ROOT, root_key
 from bots.thread.tail import FrontTailer
 from orchestrator.app import NOT_A_FRONT, RESTARTING, Core
+from orchestrator.budgets import estimate_usd
 from orchestrator.config import Settings
 from orchestrator.log import (
     AmbiguousIdError,
@@ -149,6 +150,8 @@ async def prepare_continuation(core: Core, debate_id: str, facts: str | None,
     note = _note(record.id, facts, asker, "facts") if facts and facts.strip() else None
     quota = (Quota.operator(core.settings.debate_max_concurrent) if asker is None
              else Quota.from_settings(core.settings))
+    if quota.budget is not None and record.spec is not None:  # one more round and its verdict
+        quota = quota.for_cost(estimate_usd(record.spec, rounds=1))
     try:
         segment = await core.begin_continuation(record.id, quota=quota, facts=note,
                                                       requested_by=asker.user if asker is not None else None)

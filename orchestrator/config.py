@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     debate_chat_models: str = Field(default="", alias="DEBATE_CHAT_MODELS")
     debate_chat_max_rounds: int = Field(default=MAX_ROUNDS, alias="DEBATE_CHAT_MAX_ROUNDS")
     debate_chat_max_effort: str = Field(default="high", alias="DEBATE_CHAT_MAX_EFFORT")
+    # spend budgets in USD (orchestrator/budgets.py); unset: no budget
+    debate_budget_usd_per_workspace_day: float | None = Field(default=None, gt=0,
+                                                              alias="DEBATE_BUDGET_USD_PER_WORKSPACE_DAY")
+    debate_budget_usd_per_user_day: float | None = Field(default=None, gt=0, alias="DEBATE_BUDGET_USD_PER_USER_DAY")
+    debate_budget_usd_per_month: float | None = Field(default=None, gt=0, alias="DEBATE_BUDGET_USD_PER_MONTH")
 
     # providers: what each one needs, and which CLI tool gets which, is in its spec (orchestrator/providers/vendors)
     openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")

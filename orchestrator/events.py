@@ -181,6 +181,22 @@ class VerdictReached(EventBase):
         return verdict_key(self.number)
 
 
+class CallRecorded(EventBase):
+    """A model call that is not a debater's turn (a judge pass, a summary), for the log alone: what it
+    cost counts toward the budgets and `debate usage`. `attempt` is drawn where the call ran."""
+
+    type: Literal["call_recorded"] = "call_recorded"
+    attempt: str
+    purpose: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"call:{self.attempt}"
+
+
 class Interjected(EventBase):
     """An audience note (or a continuation's new facts) reached the prompts of `interjection.round`."""
 
@@ -331,7 +347,8 @@ class EventBus:
                 await self._stop(event)
                 raise LogWriteFailed(LOG_WRITE_FAILED) from exc
         self._count(event)
-        await self._deliver(event)
+        if not isinstance(event, CallRecorded):  # the log's alone: no platform shows it
+            await self._deliver(event)
 
     async def _deliver(self, event: EventBase) -> None:
         for sink in self.sinks:

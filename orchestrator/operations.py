@@ -8,6 +8,7 @@ message ids through the log it is handed; everything else a surface needs is her
 
 from __future__ import annotations
 
+from orchestrator.budgets import SpentCall
 from orchestrator.log import (
     DebateLog,
     DebateRecord,
@@ -57,6 +58,10 @@ class Operations:
                      ) -> DebateRecord | None:
         """The debate `id_or_prefix` names, if visible in `scope`; raises AmbiguousIdError on a short prefix."""
         return await self.store.get_debate(id_or_prefix, scope, turns=turns)
+
+    async def spent_calls(self, since: float) -> list[SpentCall]:
+        """Every model call logged since `since`, with whom it counts for (budgets, `debate usage`)."""
+        return await self.store.spent_calls(since)
 
     async def history(self, limit: int, scope: Scope | None = None, *, channel: str | None = None
                       ) -> list[DebateSummary]:

@@ -40,7 +40,25 @@ HOUR_S = 3600.0
 # longer than any debate runs: 5 rounds of calls, each up to DEBATE_CALL_TIMEOUT with its retries, and the judge
 STALE_AFTER_S = 6 * HOUR_S
 
-Limit = Literal["user", "hourly", "channel", "global"]
+Limit = Literal["user", "hourly", "channel", "global", "budget"]
+
+
+class Budget(BaseModel):
+    """The spend budgets in USD (orchestrator/budgets.py); None: that budget is not set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    per_workspace_day: float | None = Field(default=None, gt=0)
+    per_user_day: float | None = Field(default=None, gt=0)
+    per_month: float | None = Field(default=None, gt=0)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Budget | None:
+        """The budgets the operator set; None when none is."""
+        budget = cls(per_workspace_day=settings.debate_budget_usd_per_workspace_day,
+                     per_user_day=settings.debate_budget_usd_per_user_day,
+                     per_month=settings.debate_budget_usd_per_month)
+        return budget if budget != cls() else None
 
 
 class Quota(BaseModel):
@@ -54,6 +72,12 @@ class Quota(BaseModel):
     max_starts_per_user_hour: int | None = Field(default=None, ge=1)
     window_s: float = Field(default=HOUR_S, gt=0)
     stale_after_s: float = Field(default=STALE_AFTER_S, gt=0)
+    budget: Budget | None = None  # None: spend is not limited (the operator, or no budget set)
+    estimated_usd: float = Field(default=0.0, ge=0)  # what the start or continuation admitted may cost
+
+    def for_cost(self, estimated_usd: float) -> Quota:
+        """This quota for one admission estimated to cost `estimated_usd` (counted against the budgets)."""
+        return self.model_copy(update={"estimated_usd": estimated_usd})
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Quota:
@@ -63,6 +87,7 @@ class Quota(BaseModel):
             max_running_per_user=settings.debate_max_running_per_user,
             max_running_per_channel=settings.debate_max_running_per_channel,
             max_starts_per_user_hour=settings.debate_max_starts_per_user_hour,
+            budget=Budget.from_settings(settings),
         )
 
     @classmethod

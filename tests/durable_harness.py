@@ -127,9 +127,11 @@ def durable_backend(request: pytest.FixtureRequest) -> DurableBackend:
 
 
 @asynccontextmanager
-async def worker_host(srv: FakeLLMServer, log: LogBackend, backend: DurableBackend) -> AsyncIterator[WorkerHost]:
-    """A launched WorkerHost in this process (DBOS is a process-wide singleton: one at a time)."""
-    settings = settings_for(srv, env=backend.env(log))
+async def worker_host(srv: FakeLLMServer, log: LogBackend, backend: DurableBackend,
+                      env: dict[str, str] | None = None) -> AsyncIterator[WorkerHost]:
+    """A launched WorkerHost in this process (DBOS is a process-wide singleton: one at a time); `env` adds
+    settings."""
+    settings = settings_for(srv, env=backend.env(log) | (env or {}))
     registry = ProviderRegistry(settings)
     try:
         async with log.open() as store:

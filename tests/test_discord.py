@@ -235,7 +235,7 @@ async def test_discord_sync_sends_the_tree_once_and_skips_it_while_unchanged(set
     commands = {c["name"]: c for c in puts[0].body}
     assert set(commands) == {"debate", "debate-stop", "debate-history", "debate-search", "debate-show",
                              "debate-quote", "Quote recommendation", "debate-interject", "debate-continue",
-                             "debate-rematch", "debate-config"}
+                             "debate-rematch", "debate-config", "debate-usage"}
     assert commands["Quote recommendation"]["type"] == 3
     options = {o["name"]: o for o in commands["debate"]["options"]}
     assert options["topic"]["required"]

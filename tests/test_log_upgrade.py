@@ -17,8 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from orchestrator.log import Scope
-from orchestrator.log.records import StoreError
+from orchestrator.log import Scope, StoreError
 from orchestrator.log.schema import migration_names
 from orchestrator.models import DebateSpec, Seat, Turn
 from tests.log_backends import LogBackend
@@ -55,8 +54,9 @@ def recorded(backend: LogBackend) -> list[str]:
 
 
 async def test_a_log_written_before_upgrades_and_reads_writes_and_searches_as_before(old_log: LogBackend) -> None:
-    # a reader needs the columns added since (m013_page_keys, m014_jury_columns): it says what to run rather than misread
-    with pytest.raises(StoreError, match="run `debate serve` or `debate run` once"):
+    # later migrations (m012 the budgets' model_calls, m013 page keys, m014 jury columns) are missing: a
+    # reader says to upgrade rather than misread, then reads once a writer has upgraded it
+    with pytest.raises(StoreError, match="uses an older schema; run `debate serve` or `debate run` once"):
         async with old_log.open(readonly=True) as reader:
             await reader.history()
     async with old_log.open() as log:

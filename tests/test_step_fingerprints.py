@@ -144,9 +144,20 @@ async def test_a_reordered_step_fails_the_comparison_and_says_to_bump_the_versio
     problem = fp.mismatch(WORKFLOW_VERSION, checked_in | {"challenge": reordered})
     assert problem is not None
     assert ("challenge: step 4 was `4 DebateRun.turn.<locals>.model_turn turn:1:B:challenge:end`, "
-            "now `4 EventBus.emit`") in problem
+            "now `4 DebateRun.round_completed.<locals>.complete_round`") in problem
     assert "bump WORKFLOW_VERSION" in problem and fp.REGENERATE in problem
     assert fp.mismatch(WORKFLOW_VERSION, checked_in) is None
+
+
+async def test_a_budget_set_leaves_the_step_sequence_as_checked_in(
+    llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
+) -> None:
+    """The after-round budget check is part of the round's last step whether or not a budget is set, so
+    setting or unsetting one while debates are in flight never shifts the steps they replay."""
+    script_judge(llm_server, "A")
+    async with worker_host(llm_server, sqlite.log(tmp_path), sqlite, env={"DEBATE_BUDGET_USD_PER_MONTH": "1000"}):
+        recorded = await play(make_spec("challenge"))
+    assert recorded == fp.load()[WORKFLOW_VERSION]["challenge"]
 
 
 def test_a_version_s_fingerprints_are_never_rewritten(tmp_path: Path) -> None:

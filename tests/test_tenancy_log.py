@@ -201,6 +201,8 @@ async def test_a_reader_never_writes_migrates_or_creates(tmp_path: Path) -> None
     db.close()
     with pytest.raises(StoreError, match="debate serve"):
         await Store(old, readonly=True).start()
+    # every migration before the last is recorded (one that does nothing on SQLite too), the last is not
+    last = migration_names("sqlite")[-1]
     assert [r[0] for r in sqlite3.connect(old).execute("select name from _sqlite_migrations")] == \
         migration_names()[:migration_names().index(last)]
 

@@ -15,6 +15,8 @@ from bots.cli.link import link
 from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
 from bots.cli.terminal import Style, render_history, render_hits, render_record
+from bots.cli.usage import add_parser as add_usage_parser
+from bots.cli.usage import since_of, usage_command
 from bots.commands import CommandError, StartDebate, start_request
 from bots.settings import load_settings
 from orchestrator.app import Core
@@ -116,6 +118,8 @@ def _parser() -> argparse.ArgumentParser:
     migrate = command("migrate-log", help="copy the log into another SQLite file or Postgres database")
     migrate.add_argument("--to", required=True, metavar="URL",
                          help="a postgresql:// URL or a SQLite file path (the source is the configured log)")
+
+    add_usage_parser(command("usage", help="spend and tokens of every model call in the log"))
 
     sync = command("discord-sync", help="register the Discord slash commands")
     sync.add_argument("--guild", type=int, metavar="ID")
@@ -240,6 +244,14 @@ async def _migrate_log(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+async def _usage(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        since = since_of(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return await _with_core(settings, lambda core: usage_command(args, since, core))
+
+
 async def _discord_sync(args: argparse.Namespace, settings: Settings) -> int:
     from bots.serve import discord_sync
 
@@ -260,6 +272,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = 
     "link": link,
     "discord-sync": _discord_sync,
     "migrate-log": _migrate_log,
+    "usage": _usage,
 }
 
 

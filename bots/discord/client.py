@@ -27,6 +27,7 @@ from bots.discord.loop import LoopCog
 from bots.discord.output import DiscordOutput
 from bots.discord.recall import RecallCog
 from bots.discord.surface import NO_MENTIONS, PLATFORM
+from bots.discord.usage import UsageCog
 from bots.page import page_link
 from bots.settings import BotSettings, bot_settings
 from bots.telemetry import write_trace
@@ -65,6 +66,7 @@ class DebateBot(commands.Bot):
         await self.add_cog(debates)
         await self.add_cog(RecallCog(self, self.core, self.output))
         await self.add_cog(LoopCog(self, self.core, self.output, debates))
+        await self.add_cog(UsageCog(self, self.core))
         self.add_dynamic_items(*BUTTONS)
         if self.output.tailer is not None:
             resumed = await self.output.tailer.start()

@@ -14,6 +14,7 @@ from bots.slack.markdown import safe_mrkdwn
 from bots.thread.text import truncate
 from orchestrator.log import DebateRecord, DebateSummary, SearchHit, Tally
 from orchestrator.policy import ChatPolicy
+from orchestrator.providers.pricing import highest_price, price_for
 
 HOME_LIMIT = 15
 SHOWN_REMATCHES = 8  # the latest; with every verdict of a continued debate, `show` stays within one message
@@ -32,6 +33,13 @@ def _link(text: str, url: str | None) -> str:
     return f"<{url}|{text}>" if url else text
 
 
+def _price_note(model: str) -> str:
+    if price_for(model) is not None:
+        return ""
+    highest = highest_price(model)
+    return f" — no known price: counted at ${highest.output_per_mtok:g} per million output tokens"
+
+
 def models_text(policy: ChatPolicy) -> str:
     """The models this workspace may use: only what the chat policy allows (never an unlisted `cli:` tool)."""
     offered, providers = policy.offered(), policy.open_providers()
@@ -39,9 +47,12 @@ def models_text(policy: ChatPolicy) -> str:
         return ("No model is available for chat debates on this server yet; the operator configures a provider "
                 "and DEBATE_CHAT_MODELS.")
     lines = ["*Models you can use here*"]
-    lines += [f"• `{safe(model, 100)}`" for model in offered]
+    lines += [f"• `{safe(model, 100)}`" + _price_note(model) for model in offered]
     if providers:
         lines.append("Any model of " + ", ".join(f"`{p}:`" for p in providers) + " works too.")
+    if providers or any(price_for(model) is None for model in offered):
+        lines.append("A model with no known price counts at its vendor's highest known price against the spend "
+                     "budgets.")
     settings = policy.settings
     defaults = [f"{name} `{value}`" for name, value in (
         ("proposer", settings.debate_proposer), ("challenger", settings.debate_challenger),
@@ -155,6 +166,12 @@ def show_text(record: DebateRecord, url: str | None) -> str:
         lines.append(f"Tokens: {record.input_tokens:,} in · {record.output_tokens:,} out"
                      + (f" · ${record.cost_usd:.4f}" if record.cost_usd is not None else ""))
     return truncate("\n".join(lines), SHOW_LIMIT)
+
+
+def usage_blocks(lines: list[str]) -> list[Block]:
+    """An admin's spend on the App Home: a header and one line per window."""
+    return [{"type": "header", "text": {"type": "plain_text", "text": "Model spend", "emoji": True}},
+            section("\n".join(f"• {line}" for line in lines)), {"type": "divider"}]
 
 
 def home_view(items: list[tuple[DebateSummary, Tally | None]], links: dict[str, str | None]) -> dict[str, Any]:

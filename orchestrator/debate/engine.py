@@ -8,6 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from orchestrator import tracing
+from orchestrator.budgets import SpendWatch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience
 from orchestrator.debate.continuation import play as play_continuation
@@ -41,9 +42,10 @@ NOTHING_RECORDED = "Debate failed: no exchanges were recorded."
 
 
 class Engine:
-    def __init__(self, registry: ProviderRegistry, settings: Settings) -> None:
+    def __init__(self, registry: ProviderRegistry, settings: Settings, spend: SpendWatch | None = None) -> None:
         self.registry = registry
         self.settings = settings
+        self.spend = spend  # checked after each round when a budget is set (orchestrator/budgets.py)
         self.redact = Redactor(settings.secrets())  # the one redactor: DebateRun.emit applies it to every event
 
     async def run(
@@ -104,7 +106,7 @@ class Engine:
     def _new_run(self, spec: DebateSpec, bus: EventBus, steps: Steps | None, audience: Audience | None,
                  delta_interval: float) -> DebateRun:
         return DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact,
-                         steps=steps or Direct(), audience=audience, delta_interval=delta_interval)
+                         steps=steps or Direct(), audience=audience, delta_interval=delta_interval, spend=self.spend)
 
     async def _guarded(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], *,
                        planned: int | None = None) -> Outcome:

@@ -26,12 +26,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import tracing
+from orchestrator.budgets import SpendWatch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience, with_audience
 from orchestrator.debate.deltas import DELTA_INTERVAL, DeltaBatcher
 from orchestrator.debate.limits import SizeCap, TextTooLong, call_char_limit
 from orchestrator.debate.steps import Direct, Steps
 from orchestrator.events import (
+    CallRecorded,
     EventBase,
     EventBus,
     Interjected,
@@ -108,6 +110,8 @@ class DebateRun:
     audience: Audience | None = None  # None: no notes are taken (and no step is spent asking)
     interjections: list[Interjection] = field(default_factory=list)  # every note taken so far, as shown
     round_span: tracing.Opened | None = None  # the current round's span, while tracing
+    spend: SpendWatch | None = None  # None: no budget is set (the after-round step asks nothing)
+    stopped_early: str | None = None  # why the debate stops after this round (a budget spent): the formats stop
 
     @property
     def debate_id(self) -> str:
@@ -160,11 +164,17 @@ class DebateRun:
             await self.steps.call(deliver)
         return shown
 
-    async def _call(self, model_string: str, call: ModelCall) -> CallResult:
-        """One model call as a step; the counters are updated here, from its result."""
+    async def _call(self, model_string: str, call: ModelCall, purpose: str) -> CallResult:
+        """One model call as a step, its tokens logged (CallRecorded) inside it; the counters are updated
+        here, from its result."""
 
         async def model_call() -> CallResult:  # a closure: what a stopped step's log line shows stays short
-            return await self._call_model(model_string, call, None)
+            result = await self._call_model(model_string, call, None)
+            if (done := result.completion) is not None:
+                await self.bus.emit(CallRecorded(debate_id=self.debate_id, at=result.started_at, purpose=purpose,
+                                                 attempt=uuid.uuid4().hex, model=model_string,
+                                                 input_tokens=done.input_tokens, output_tokens=done.output_tokens))
+            return result
 
         return self._count(model_string, await self.steps.call(model_call, preemptible=True))
 
@@ -284,18 +294,22 @@ class DebateRun:
         *,
         max_tokens: int | None = None,
         continuation: tuple[Message, ...] = (),
+        purpose: str = "judge",
     ) -> str | None:
         """A behind-the-scenes call (summaries, distilling, judging): text, or None when it failed.
-        `continuation` adds later turns of the same conversation (a retry after a bad answer)."""
-        completion = await self.aux_completion(model, system, user, max_tokens=max_tokens, continuation=continuation)
+        `continuation` adds later turns of the same conversation (a retry after a bad answer); `purpose`
+        is what the log calls it (judge, summary, split, …)."""
+        completion = await self.aux_completion(model, system, user, max_tokens=max_tokens, continuation=continuation,
+                                               purpose=purpose)
         return completion.text if completion is not None else None
 
     async def aux_completion(
         self, model: str, system: str, user: str, *, max_tokens: int | None = None,
-        continuation: tuple[Message, ...] = (), answer_schema: AnswerSchema | None = None,
+        continuation: tuple[Message, ...] = (), answer_schema: AnswerSchema | None = None, purpose: str = "judge",
     ) -> Completion | None:
         """`aux` with the call's tokens, and `answer_schema` for a provider's structured-output mode."""
-        result = await self._call(model, self.model_call(model, system, user, max_tokens, continuation, answer_schema))
+        result = await self._call(model, self.model_call(model, system, user, max_tokens, continuation, answer_schema),
+                                  purpose)
         if result.completion is None:
             log.warning("debate %s: auxiliary call to %s failed: %s", self.debate_id, model,
                         sanitize_metadata(result.error))
@@ -337,8 +351,22 @@ class DebateRun:
         self.interjections.extend(await self.steps.call(start_round))  # later prompts quote what was shown
 
     async def round_completed(self, round: int, total: int) -> None:
-        await self.emit(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
+        """The round ends, and before a later round the spend is checked, in the same step whether or not
+        a budget is set (so setting one never changes a running debate's steps): once a budget is spent,
+        `stopped_early` says why and a notice tells users (the formats then stop, and the verdict covers
+        the rounds so far)."""
+        shown = self.scrub(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
+        watch = self.spend if round < total else None
+
+        async def complete_round() -> str | None:
+            await self.bus.emit(shown)
+            return await watch.stop_reason(self.spec) if watch is not None else None
+
+        reason = await complete_round() if self.bus.silent else await self.steps.call(complete_round)
         self.end_round_span()
+        if reason is not None:
+            self.stopped_early = reason
+            await self.notice(reason, "warning")
 
     def end_round_span(self) -> None:
         """End the current round's span (called in the context that opened it: the format's)."""

@@ -29,7 +29,7 @@ from orchestrator.config import Settings
 log = logging.getLogger(__name__)
 
 APP_NAME = "debate-bot"
-WORKFLOW_VERSION = "debate-3"  # 3: a turn, a round start, and a verdict with its end are one step each
+WORKFLOW_VERSION = "debate-4"  # 4: a round's end and its budget check are one step, budget or none
 POLL_S = 0.1  # queue and notification polling: enqueue → start ≈ 50–100 ms on SQLite
 MAX_EXECUTOR_THREADS = 16  # DBOS's thread pool (its DB calls); unbounded otherwise
 FILE_MODE = 0o600

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 
 from dbos import DBOS
 
+from orchestrator.budgets import spend_watch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
 from orchestrator.debate.engine import Engine
@@ -30,6 +31,7 @@ from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, insta
 from orchestrator.log import DebateLog
 from orchestrator.metrics import WORKFLOWS_RECOVERED, prepare_model_metrics
 from orchestrator.providers import ProviderRegistry, preload_sdks
+from orchestrator.quotas import Budget
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +66,9 @@ class WorkerHost:
         await preload_sdks()
         prepare_model_metrics(self.registry.configured())
         prepare_system_db(self.db_url)
-        install_runtime(Runtime(engine=Engine(self.registry, self.settings), log=self.store, steps=self.steps,
+        spend = spend_watch(self.store, Budget.from_settings(self.settings))
+        engine = Engine(self.registry, self.settings, spend=spend)
+        install_runtime(Runtime(engine=engine, log=self.store, steps=self.steps,
                                 audience=LogAudience(self.store)))
         DBOS(config=dbos_config(self.db_url, self.executor_id))
         DBOS.listen_queues([QUEUE])

@@ -18,7 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Self, TypeVar
 
-from orchestrator.log import page_keys, reads, renderers, team, writes
+from orchestrator.budgets import CallUsage, SpentCall
+from orchestrator.log import page_keys, reads, renderers, spend, team, writes
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -75,6 +76,14 @@ class DebateLog(ABC):
 
     async def add_turn(self, turn: Turn) -> int:
         return await self._write(lambda c: writes.add_turn(c, turn))
+
+    async def add_call(self, call: CallUsage) -> None:
+        """Log a model call that is not a debater's turn (a judge pass, a summary) with its estimated cost."""
+        await self._write(lambda c: spend.add_call(c, call))
+
+    async def spent_calls(self, since: float) -> list[SpentCall]:
+        """Every model call logged since `since` (debaters' turns and the rest), with whom it counts for."""
+        return await self._read(lambda c: spend.spent_calls(c, since), [])
 
     async def add_notice(self, debate_id: str, level: str, text: str, *, at: float | None = None) -> None:
         await self._write(lambda c: writes.add_notice(c, debate_id, level, text, _at(at)))

@@ -349,6 +349,23 @@ def m011_turn_vectors_inline(step: Step) -> None:
 
 
 @migration
+def m012_budget_model_calls(step: Step) -> None:
+    """The model calls that are not a debater's turn (judge passes, tie-breaks, summaries, stance
+    splits), each with its tokens and cost, so the spend budgets and `debate usage` count every call
+    (orchestrator/budgets.py). `attempt` is drawn where the call ran: a write repeated is one row. And what
+    admission reserved for each running debate (`reserved_usd`: its estimate), so two starts admitted at
+    once cannot both count on the same money."""
+    step.both("""
+        create table model_calls (
+            attempt text primary key, debate_id text not null {refs}, at {time} not null, purpose text,
+            model text not null, input_tokens integer, output_tokens integer, cost_usd {real}
+        );
+        create index model_calls_at on model_calls (at);
+        create index turns_started_at on turns (started_at);
+        alter table debates add column reserved_usd {real};""")
+
+
+@migration
 def m013_page_keys(step: Step) -> None:
     """The debate page's key per debate (orchestrator/log/page_keys.py): a random token the link is made
     from; revoking a link replaces it."""

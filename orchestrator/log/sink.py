@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from orchestrator.budgets import CallUsage
 from orchestrator.events import (
+    CallRecorded,
     DebateCancelled,
     DebateFailed,
     DebateFinished,
@@ -34,6 +36,10 @@ class StoreSink:
                 await self.store.create_debate(spec, at=at)
             case TurnCompleted(turn=turn) | TurnFailed(turn=turn):
                 await self.store.add_turn(turn)
+            case CallRecorded():
+                await self.store.add_call(CallUsage(
+                    attempt=event.attempt, debate_id=event.debate_id, at=event.at, purpose=event.purpose,
+                    model=event.model, input_tokens=event.input_tokens, output_tokens=event.output_tokens))
             case Notice(debate_id=debate_id, level=level, text=text, at=at):
                 await self.store.add_notice(debate_id, level, text, at=at)
             case VerdictReached(debate_id=debate_id, verdict=verdict, at=at, number=number):

@@ -13,6 +13,7 @@ from orchestrator.log import rows
 from orchestrator.log.dialect import Conn
 from orchestrator.log.reads import interjection_rows
 from orchestrator.log.records import ContinuationRefused, InterjectionRefused
+from orchestrator.log.spend import reservation
 from orchestrator.log.writes import check_room
 from orchestrator.models import ChannelDefaults, Interjection
 from orchestrator.quotas import Claim, Quota
@@ -73,9 +74,11 @@ async def begin_continuation(c: Conn, debate_id: str, quota: Quota | None, reque
     if facts is not None:  # facts wait on the completed debate, whatever else waits
         await c.insert("interjections", rows.interjection_row(facts.model_copy(update={"round": None}), c.time),
                        "on conflict do nothing")
+    # a continuation admitted under a budget reserves its estimate from now (its `held_since`)
     await c.values("update debates set status = 'running', finished_at = null, error = null, segment = :segment,"
-                   " held_by = :by, held_since = :at where id = :id",
-                   {"segment": segment + 1, "by": requested_by, "at": c.time(at), "id": debate_id})
+                   " held_by = :by, held_since = :at, reserved_usd = :reserved where id = :id",
+                   {"segment": segment + 1, "by": requested_by, "at": c.time(at), "id": debate_id,
+                    "reserved": reservation(quota) if quota is not None else None})
     await c.insert("continuations", {"debate_id": debate_id, "segment": segment + 1, "requested_by": requested_by,
                                      "at": c.time(at)},
                    "on conflict (debate_id, segment) do update set requested_by = excluded.requested_by,"

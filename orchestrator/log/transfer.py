@@ -40,6 +40,7 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("interjections", ("id",), "at, id"),
     ("channel_settings", ("platform", "workspace", "channel"), "platform, workspace, channel"),
     ("continuations", ("debate_id", "segment"), "debate_id, segment"),
+    ("model_calls", ("attempt",), "at, attempt"),
 )
 TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at", "held_since"}
 FLAG_COLUMNS = {"channel_private", "split", "final"}

@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orchestrator.budgets import estimate_usd
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import jury_columns
 from orchestrator.log.reads import scope_sql, tally, token_totals
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally
+from orchestrator.log.spend import check_spend, reservation
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
 from orchestrator.quotas import Claim, Quota, QuotaExceeded
@@ -39,10 +41,12 @@ def _debate_rows(c: Conn, spec: DebateSpec, at: float,
     return row, seats
 
 
-async def _insert_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None) -> bool:
-    """Insert the debate and its seats; False when it is there already (nothing is written then)."""
+async def _insert_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None,
+                         reserved_usd: float | None = None) -> bool:
+    """Insert the debate and its seats (`reserved_usd`: what its admission reserved of a budget); False
+    when it is there already (nothing is written then)."""
     row, seats = _debate_rows(c, spec, at, runner)
-    if not await c.insert("debates", row, "on conflict (id) do nothing returning 1"):
+    if not await c.insert("debates", row | {"reserved_usd": reserved_usd}, "on conflict (id) do nothing returning 1"):
         return False
     for seat in seats:
         await c.insert("seats", seat, "on conflict do nothing")
@@ -69,8 +73,9 @@ async def admit(c: Conn, spec: DebateSpec, quota: Quota, at: float, runner: str 
     if await c.values("select 1 from debates where id = :id", {"id": spec.id}):
         return
     claim = Claim(platform=spec.platform, workspace=spec.workspace, user=spec.requested_by, channel=spec.channel)
+    quota = quota.for_cost(estimate_usd(spec)) if quota.budget is not None else quota
     await check_room(c, quota, claim, at)
-    await _insert_debate(c, spec, at, runner)
+    await _insert_debate(c, spec, at, runner, reservation(quota))
 
 
 async def check_room(c: Conn, quota: Quota, claim: Claim, at: float) -> None:
@@ -106,6 +111,7 @@ async def check_room(c: Conn, quota: Quota, claim: Claim, at: float) -> None:
     count = await c.one(f"select count(*) from debates where {live}", args)
     if count >= quota.max_running:
         raise QuotaExceeded("global", quota.max_running, at=at, count=count)
+    await check_spend(c, quota, claim, at)
 
 
 async def add_turn(c: Conn, turn: Turn) -> int:

@@ -31,6 +31,7 @@ from bots.commands import (
     Show,
     StartDebate,
     Stop,
+    Usage,
     parse_command,
 )
 from bots.slack.blocks import safe
@@ -39,6 +40,7 @@ from bots.slack.listeners.loop import config_command, continue_command, interjec
 from bots.slack.listeners.quote import post_quote
 from bots.slack.listeners.recall import search_debates, show_debate, show_history, show_models, stop_debate
 from bots.slack.listeners.start import start_debate
+from bots.slack.listeners.usage import show_usage
 from bots.slack.runtime import SlackRuntime
 from orchestrator.log import StoreError
 
@@ -70,6 +72,8 @@ async def run_command(text: str, inv: Invocation) -> None:
                 await inv.tell(HELP_TEXT)
             case Models():
                 await show_models(inv)
+            case Usage():
+                await show_usage(inv)
             case History():
                 await show_history(command, inv)
             case Search():

@@ -49,6 +49,8 @@ class ChallengeFormat:
                 break
             completed = round_no
             await run.round_completed(round_no, total)
+            if run.stopped_early:
+                break
         return FormatResult(completed)
 
     def _history(self, run: DebateRun, before_round: int, exclude: Turn | None = None) -> str:
@@ -87,7 +89,7 @@ class ChallengeFormat:
                 with_quoting_rules(render("round_summary_system")),
                 render("round_summary", topic=run.spec.topic, previous_summary=previous,
                        transcript=render_turns(turns)),
-                max_tokens=SUMMARY_MAX_TOKENS,
+                max_tokens=SUMMARY_MAX_TOKENS, purpose="summary",
             )
             if not text:
                 await run.notice("A round summary could not be made; later rounds carry the full transcript.")

@@ -230,6 +230,8 @@ async def _exchange(run: DebateRun, seats: list[Seat], question: str) -> Exchang
         if not failed or round_no == 1:
             result.completed = round_no
             await run.round_completed(round_no, MAX_ROUNDS)
+            if run.stopped_early:
+                return result
         marked = [t for t in answered if round_no > 1 and has_marker(t.text)]
         if marked:
             who = " and ".join(f"Debater {t.seat}" for t in marked)
@@ -257,7 +259,7 @@ async def _distill(run: DebateRun) -> str:
         run.spec.judge,
         render("consensus_distill_system"),
         render("consensus_distill", topic=run.spec.topic),
-        max_tokens=DISTILL_MAX_TOKENS,
+        max_tokens=DISTILL_MAX_TOKENS, purpose="distill",
     )
     question, distilled = clean_question(text, run.spec.topic)
     if distilled:

@@ -58,7 +58,8 @@ class CouncilFormat:
         if not answers:
             return FormatResult(0, abort="Debate failed: no council member could answer the question.",
                                 rounds_planned=ROUNDS)
-        rankings = await _ranking_round(run, answers, 2, ROUNDS, "Rankings")
+        # a budget spent in the answers round: the chair writes from the answers alone, unranked
+        rankings = None if run.stopped_early else await _ranking_round(run, answers, 2, ROUNDS, "Rankings")
         verdict = await _synthesis(run, answers, rankings)
         return FormatResult(ROUNDS if rankings is not None else 1, verdict=verdict, rounds_planned=ROUNDS)
 

@@ -100,6 +100,8 @@ class StancesFormat:
                 break
             completed = round_no
             await run.round_completed(round_no, TOTAL_ROUNDS)
+            if run.stopped_early:
+                break
             if len(active) < 2:
                 if active and round_no < TOTAL_ROUNDS:
                     await run.notice(
@@ -212,7 +214,8 @@ async def _split(run: DebateRun) -> Split | str:
     system, user = render("stances_split_system"), render("stances_split", topic=run.spec.topic)
     continuation: tuple[Message, ...] = ()
     for attempt in range(2):
-        text = await run.aux(run.spec.judge, system, user, max_tokens=SPLIT_MAX_TOKENS, continuation=continuation)
+        text = await run.aux(run.spec.judge, system, user, max_tokens=SPLIT_MAX_TOKENS, continuation=continuation,
+                              purpose="split")
         if text is None:
             return "Debate failed: the topic could not be split into stances (the call to the judge model failed)."
         try:

@@ -1,0 +1,66 @@
+"""What the budgets and `debate usage` read and write in the log, written once for both databases: every
+model call since a time with whom it counts for, a call that is not a debater's turn, and the budget check
+admission runs under its lock (writes.py `check_room`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.budgets import CallUsage, Reserved, SpentCall, check_budget, month_start, outstanding
+from orchestrator.log.dialect import Conn
+from orchestrator.providers.pricing import estimate_cost
+from orchestrator.quotas import Claim, Quota
+
+# who a call counts for: whoever asked for the debate's latest continuation begun before it, else its requester
+_HOLDER = ("coalesce((select c.requested_by from continuations c where c.debate_id = d.id and c.at <= {at}"
+           " order by c.at desc limit 1), d.requested_by)")
+# every model call since `since`: the debaters' turns, then the other calls (`model_calls`)
+_SPENT_SQL = (
+    "select d.id as debate_id, t.started_at as at, d.platform, d.workspace, " + _HOLDER.format(at="t.started_at")
+    + " as holder, t.model, t.input_tokens, t.output_tokens, t.cost_usd"
+    " from turns t join debates d on d.id = t.debate_id where t.started_at >= :since"
+    " union all select d.id, m.at, d.platform, d.workspace, " + _HOLDER.format(at="m.at")
+    + " , m.model, m.input_tokens, m.output_tokens, m.cost_usd"
+    " from model_calls m join debates d on d.id = m.debate_id where m.at >= :since"
+)
+# the running debates admission reserved money for (their estimates), and since when they hold it
+_RESERVED_SQL = ("select id as debate_id, platform, workspace, held_by as holder, held_since, reserved_usd as usd"
+                 " from debates where status = 'running' and reserved_usd is not null and held_since >= :live_since")
+
+
+def _spent_call(c: Conn, row: dict[str, Any]) -> SpentCall:
+    return SpentCall.model_validate(row | {"user": row["holder"], "at": c.epoch(row["at"]) or 0.0,
+                                           "model": row["model"] or "", "input_tokens": row["input_tokens"] or 0,
+                                           "output_tokens": row["output_tokens"] or 0})
+
+
+async def spent_calls(c: Conn, since: float) -> list[SpentCall]:
+    return [_spent_call(c, r) for r in await c.rows(_SPENT_SQL, {"since": c.time(since)})]
+
+
+async def _reserved(c: Conn, live_since: float) -> list[Reserved]:
+    found = await c.rows(_RESERVED_SQL, {"live_since": c.time(live_since)})
+    return [Reserved.model_validate(r | {"user": r["holder"], "since": c.epoch(r["held_since"])}) for r in found]
+
+
+def reservation(quota: Quota) -> float | None:
+    """What an admission under `quota` reserves on its debate's row (None: no budget is set)."""
+    return quota.estimated_usd if quota.budget is not None else None
+
+
+async def check_spend(c: Conn, quota: Quota, claim: Claim, at: float) -> None:
+    """Raise BudgetExceeded when the spend recorded in a budget's window, what running debates still hold
+    reserved, and this admission's estimate would pass it (the caller holds the admission lock)."""
+    if quota.budget is not None:
+        calls = await spent_calls(c, month_start(at))  # every window starts in this month
+        held = outstanding(await _reserved(c, at - quota.stale_after_s), calls, at)
+        check_budget(quota.budget, claim, quota.estimated_usd, calls + held, at)
+
+
+async def add_call(c: Conn, call: CallUsage) -> None:
+    """A model call that is not a debater's turn, with its estimated cost; `attempt` keys it, so a write
+    repeated is one row."""
+    await c.lock_debate(call.debate_id)
+    await c.insert("model_calls", call.model_dump() | {
+        "at": c.time(call.at), "cost_usd": estimate_cost(call.model, call.input_tokens, call.output_tokens),
+    }, "on conflict (attempt) do nothing")
