@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from orchestrator.export import ExportError, from_json, to_json, to_markdown
 from orchestrator.log import DebateRecord
-from orchestrator.log.export import ExportError, from_json, to_json, to_markdown
 from orchestrator.models import DebateSpec, Outcome, Seat, StanceScore, Turn, Verdict, Vote
 from tests.log_backends import LogBackend
 

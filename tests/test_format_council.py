@@ -18,8 +18,8 @@ from orchestrator.debate.formats.council_ranking import (
     parse_ranking,
 )
 from orchestrator.events import DebateFinished, EventBus, RoundStarted, VerdictReached
+from orchestrator.export import to_json, to_markdown
 from orchestrator.log import Store
-from orchestrator.log.export import to_json, to_markdown
 from orchestrator.models import DebateSpec, Interjection
 from orchestrator.providers import ProviderRegistry
 from tests.council_scripts import (

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from orchestrator.log import DebateLog, to_json, to_markdown
+from orchestrator.export import to_json, to_markdown
+from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, JurorVote, Outcome, Seat, Verdict, Vote
 from tests.log_backends import LogBackend
 

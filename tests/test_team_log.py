@@ -16,6 +16,7 @@ import pytest
 from sqlite_utils import Database
 
 from orchestrator.events import VerdictReached
+from orchestrator.export import from_json, to_json, to_markdown
 from orchestrator.log import (
     ContinuationRefused,
     DebateLog,
@@ -24,10 +25,7 @@ from orchestrator.log import (
     Scope,
     StoreSink,
     migrate_log,
-    to_json,
-    to_markdown,
 )
-from orchestrator.log.export import from_json
 from orchestrator.log.postgres.schema import migrate
 from orchestrator.log.schema import migrations
 from orchestrator.models import (

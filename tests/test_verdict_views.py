@@ -10,7 +10,8 @@ from typing import Any
 from bots.discord import render as discord_render
 from bots.slack import blocks as slack_blocks
 from bots.slack.surface import slack_limits
-from orchestrator.log import Scope, Store, Tally, to_json, to_markdown
+from orchestrator.export import to_json, to_markdown
+from orchestrator.log import Scope, Store, Tally
 from orchestrator.models import DebateSpec, JudgeReading, Verdict, Vote
 from tests.debate_harness import make_spec
 from tests.fakes.llm_server import FakeLLMServer

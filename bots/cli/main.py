@@ -22,7 +22,8 @@ from bots.settings import load_settings
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
 from orchestrator.debate.seating import SETUP_HINT
-from orchestrator.log import StoreError, to_json, to_markdown
+from orchestrator.export import to_json, to_markdown
+from orchestrator.log import StoreError
 from orchestrator.logs import configure_logging
 from orchestrator.models import EFFORTS, FORMATS
 from orchestrator.providers import ProviderRegistry

@@ -16,7 +16,7 @@ from bots.commands import CommandError, StartDebate, build_spec
 from bots.signals import on_stop_signals
 from orchestrator.app import Core
 from orchestrator.config import Settings
-from orchestrator.log import to_json
+from orchestrator.export import to_json
 from orchestrator.models import Outcome
 from orchestrator.providers import ProviderRegistry
 from orchestrator.quotas import QuotaExceeded

@@ -26,7 +26,7 @@ from bots.page.render import STATIC_PATH, render_page
 from bots.page.security import RateLimit, not_found, secured
 from bots.page.view import page_fingerprint, page_view
 from bots.settings import BotSettings
-from orchestrator.log.export import to_json, to_markdown
+from orchestrator.export import to_json, to_markdown
 from orchestrator.log.records import DebateRecord
 
 STATIC_TYPES = {"page.css": "text/css", "page.js": "text/javascript"}

@@ -3,17 +3,16 @@
 The contract is `DebateLog` (protocol.py: every operation, once) and the records it takes and returns
 (records.py). `open_log` (opening.py) is the one place that picks the database: SQLite (sqlite.py) for
 a path, Postgres (postgres/) for a `postgresql://` URL (DEBATE_DATABASE_URL). `StoreSink` writes a
-debate's events to the log before any platform renders them; `to_json` / `to_markdown` export a logged
-debate; `migrate_log` (transfer.py) copies a log between SQLite and Postgres. Inside the package:
+debate's events to the log before any platform renders them (orchestrator/export/ turns a logged debate
+into JSON or Markdown); `migrate_log` (transfer.py) copies a log between SQLite and Postgres. Inside the package:
 reads.py, writes.py, team.py (audience notes, continuations, channel defaults), renderers.py (leases)
 and search.py hold the operations, written once over `Conn` (dialect.py); sqlite.py and
 postgres/store.py are the two dialects, writer_thread.py the thread that owns the SQLite connection,
-schema.py the one numbered list of migrations, markdown.py the Markdown transcript.
+schema.py the one numbered list of migrations.
 """
 
 from __future__ import annotations
 
-from orchestrator.log.export import to_json, to_markdown
 from orchestrator.log.opening import is_postgres_url, open_log
 from orchestrator.log.protocol import DebateLog
 from orchestrator.log.records import (
@@ -44,5 +43,5 @@ __all__ = [
     "MIN_ID_PREFIX", "AmbiguousIdError", "ContinuationRefused", "Copied", "DebateLog", "DebateNotFoundError",
     "DebateRecord", "DebateSummary", "InterjectionRefused", "JudgeAgreement", "MessageRecord", "NoticeRecord",
     "ReadOnlyLogError", "Scope", "SearchHit", "Store", "StoreClosedError", "StoreError", "StoreSink", "Tally",
-    "TurnRecord", "is_postgres_url", "migrate_log", "migration_names", "open_log", "to_json", "to_markdown",
+    "TurnRecord", "is_postgres_url", "migrate_log", "migration_names", "open_log",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.log.markdown import to_markdown
+from orchestrator.export.markdown import to_markdown
 from orchestrator.log.records import (
     DebateRecord,
     DebateSummary,
