@@ -19,7 +19,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -32,6 +31,7 @@ from orchestrator.debate.audience import Audience, with_audience
 from orchestrator.debate.deltas import DELTA_INTERVAL, DeltaBatcher
 from orchestrator.debate.limits import SizeCap, TextTooLong, call_char_limit
 from orchestrator.debate.steps import Direct, Steps
+from orchestrator.debate.turn_text import TurnText, noting_first
 from orchestrator.events import (
     CallRecorded,
     EventBase,
@@ -50,7 +50,7 @@ from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, Interje
 from orchestrator.providers.base import AnswerSchema, Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.clients import ProviderRegistry
 from orchestrator.providers.pricing import estimate_cost
-from orchestrator.safety import Redactor, StreamRedactor, sanitize_metadata
+from orchestrator.safety import Redactor, sanitize_metadata
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=EventBase)
@@ -141,7 +141,7 @@ class DebateRun:
         """Scrub `event` and deliver it, as one step; returns the scrubbed event (what the sinks saw).
 
         A bus that delivers nowhere (a silent run's) takes no step. Streamed text does not come
-        through here: a model call's step sends it (`_TurnText`).
+        through here: a model call's step sends it (`TurnText`).
         """
         shown = self.scrub(event)
         if self.bus.silent or isinstance(shown, TextDelta):
@@ -243,13 +243,13 @@ class DebateRun:
         except (KeyError, ValueError) as exc:  # unresolvable model string or missing credentials
             return CallResult(started_at=started, duration_ms=0, error=str(exc), error_kind=CONFIG_ERROR)
         call = call.model_copy(update={"model": model})
-        text = _TurnText(self, *stream) if stream is not None else None
+        text = TurnText(self, *stream) if stream is not None else None
         batcher = DeltaBatcher(text.send, interval=self.delta_interval) if text is not None else None
         cap = SizeCap(call_char_limit(model_string.split(":", 1)[0], call), batcher.add if batcher else None)
         try:
             try:
                 async with asyncio.timeout(call.timeout_s + 5):  # backstop if a provider ignores its own bound
-                    completion = cap.check(await provider.complete(call, _noting_first(cap.add, clock, first_token)))
+                    completion = cap.check(await provider.complete(call, noting_first(cap.add, clock, first_token)))
             except TextTooLong:
                 completion = await cap.cut(call, elapsed_ms())
             finally:
@@ -374,17 +374,6 @@ class DebateRun:
         self.round_span = None
 
 
-def _noting_first(on_delta: Callable[[str], Any], clock: float, first: list[float]) -> Callable[[str], Any]:
-    """`on_delta`, noting in `first` the seconds from `clock` to the first text that arrives."""
-
-    def noted(text: str) -> Any:
-        if not first and text:
-            first.append(time.perf_counter() - clock)
-        return on_delta(text)
-
-    return noted
-
-
 def _closing_event(where: dict[str, Any], result: CallResult) -> TurnCompleted | TurnFailed:
     """How a debater's call ends its turn (`where`: the turn's debate, round, seat, role, kind and
     model): completed with the text, or failed with a user-safe error."""
@@ -396,28 +385,3 @@ def _closing_event(where: dict[str, Any], result: CallResult) -> TurnCompleted |
     done = Turn(**where, started_at=result.started_at, text=completion.text, duration_ms=completion.duration_ms,
                 input_tokens=completion.input_tokens, output_tokens=completion.output_tokens)
     return TurnCompleted(debate_id=done.debate_id, turn=done)
-
-
-class _TurnText:
-    """One call's streamed text: scrubbed as it arrives (holding back what could be a secret), sent as
-    TextDelta events tagged with this attempt and the characters of it already sent (`offset`)."""
-
-    def __init__(self, run: DebateRun, round: int, seat: str, kind: str) -> None:
-        self._run = run
-        self._where = dict(debate_id=run.debate_id, round=round, seat=seat, kind=kind)
-        self._attempt = uuid.uuid4().hex[:12]  # drawn inside the step: a call run again is a new attempt
-        self._offset = 0
-        self._redactor: StreamRedactor = run.redact.stream()
-
-    async def send(self, text: str) -> None:
-        await self._emit(self._redactor.feed(text))
-
-    async def finish(self) -> None:
-        await self._emit(self._redactor.finish())
-
-    async def _emit(self, shown: str) -> None:
-        if not shown:
-            return
-        event = TextDelta(**self._where, delta=shown, attempt=self._attempt, offset=self._offset)  # type: ignore[arg-type]
-        self._offset += len(shown)
-        await self._run.bus.emit(event)
