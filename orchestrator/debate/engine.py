@@ -17,6 +17,7 @@ from orchestrator.debate.deltas import DELTA_INTERVAL
 from orchestrator.debate.formats import get_format
 from orchestrator.debate.formats.base import FormatResult
 from orchestrator.debate.judge import judge
+from orchestrator.debate.jury import jury
 from orchestrator.debate.run import DebateRun
 from orchestrator.debate.steps import Direct, Steps
 from orchestrator.events import (
@@ -169,8 +170,9 @@ class Engine:
         verdict = result.verdict
         if verdict is None:
             judged = [t for t in run.transcript if t.round <= max(result.rounds_completed, 1)]
-            verdict = await judge(run, judged, context=result.judge_context, consensus=result.consensus,
-                                  descriptions=result.descriptions)
+            judgement = jury if run.spec.judges else judge  # a jury: 2-5 judges, each with judge.py's passes
+            verdict = await judgement(run, judged, context=result.judge_context, consensus=result.consensus,
+                                      descriptions=result.descriptions)
         if verdict is None:
             await run.notice("The judge could not reach a verdict (its answers were unusable or it failed). "
                              "The transcript is kept in full.", "warning")

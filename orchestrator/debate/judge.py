@@ -61,13 +61,9 @@ async def judge(
 ) -> Verdict | None:
     """Two concurrent passes in opposite orders, a tie-break pass when they split; None when no pass
     produced a usable verdict."""
-    seats = [s for s in run.spec.seats if any(t.seat == s.label for t in turns)]
+    seats = judged_seats(run, turns)
     if not seats:
         return None
-    if run.spec.judges:
-        from orchestrator.debate.jury import jury  # jury.py builds on this module's passes
-
-        return await jury(run, seats, turns, context=context, consensus=consensus, descriptions=descriptions)
     descriptions = descriptions or {}
     shares = await _family_notice(run)
     orders: list[tuple[PassKind, list[Seat]]] = [("seated", seats), ("swapped", list(reversed(seats)))]
@@ -103,6 +99,11 @@ async def judge(
         "split": split, "consensus": consensus, "confidence": confidence, "readings": tuple(readings),
         "tiebreak_family": tiebreak_family, "judge_shares_family_with": shares,
     })
+
+
+def judged_seats(run: DebateRun, turns: list[Turn]) -> list[Seat]:
+    """The seats with a turn among `turns`, in seating order: who a verdict is between."""
+    return [s for s in run.spec.seats if any(t.seat == s.label for t in turns)]
 
 
 async def _family_notice(run: DebateRun) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
-from orchestrator.debate.judge import PassResult, judge_pass
+from orchestrator.debate.judge import PassResult, judge_pass, judged_seats
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import JurorVote, Seat, Turn, Verdict
 from orchestrator.providers import family
@@ -43,7 +43,6 @@ def _plan(panel: tuple[str, ...], seats: list[Seat], order: JuryOrder) -> list[t
 
 async def jury(
     run: DebateRun,
-    seats: list[Seat],
     turns: list[Turn],
     *,
     context: str = "",
@@ -53,6 +52,9 @@ async def jury(
 ) -> Verdict | None:
     """Every juror's passes concurrently, then the majority; None when no juror gave a usable answer.
     `order`: how each juror sees the debaters (None: JURY_ORDER, read when called)."""
+    seats = judged_seats(run, turns)
+    if not seats:
+        return None
     panel = run.spec.judges
     plan = _plan(panel, seats, order or JURY_ORDER)
     _load_clients(run, panel)

@@ -243,7 +243,7 @@ class DebateRun:
         except (KeyError, ValueError) as exc:  # unresolvable model string or missing credentials
             return CallResult(started_at=started, duration_ms=0, error=str(exc), error_kind=CONFIG_ERROR)
         call = call.model_copy(update={"model": model})
-        text = TurnText(self, *stream) if stream is not None else None
+        text = TurnText(self.bus, self.redact, self.debate_id, *stream) if stream is not None else None
         batcher = DeltaBatcher(text.send, interval=self.delta_interval) if text is not None else None
         cap = SizeCap(call_char_limit(model_string.split(":", 1)[0], call), batcher.add if batcher else None)
         try:

@@ -6,13 +6,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from orchestrator.events import TextDelta
-from orchestrator.safety import StreamRedactor
-
-if TYPE_CHECKING:
-    from orchestrator.debate.run import DebateRun
+from orchestrator.events import EventBus, TextDelta
+from orchestrator.safety import Redactor, StreamRedactor
 
 
 def noting_first(on_delta: Callable[[str], Any], clock: float, first: list[float]) -> Callable[[str], Any]:
@@ -30,12 +27,12 @@ class TurnText:
     """One call's streamed text: scrubbed as it arrives (holding back what could be a secret), sent as
     TextDelta events tagged with this attempt and the characters of it already sent (`offset`)."""
 
-    def __init__(self, run: DebateRun, round: int, seat: str, kind: str) -> None:
-        self._run = run
-        self._where = dict(debate_id=run.debate_id, round=round, seat=seat, kind=kind)
+    def __init__(self, bus: EventBus, redact: Redactor, debate_id: str, round: int, seat: str, kind: str) -> None:
+        self._bus = bus
+        self._where = dict(debate_id=debate_id, round=round, seat=seat, kind=kind)
         self._attempt = uuid.uuid4().hex[:12]  # drawn inside the step: a call run again is a new attempt
         self._offset = 0
-        self._redactor: StreamRedactor = run.redact.stream()
+        self._redactor: StreamRedactor = redact.stream()
 
     async def send(self, text: str) -> None:
         await self._emit(self._redactor.feed(text))
@@ -48,4 +45,4 @@ class TurnText:
             return
         event = TextDelta(**self._where, delta=shown, attempt=self._attempt, offset=self._offset)  # type: ignore[arg-type]
         self._offset += len(shown)
-        await self._run.bus.emit(event)
+        await self._bus.emit(event)

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
-from orchestrator.log.dialect import Args
+from orchestrator.log.dialect import Args, Conn
 from orchestrator.log.postgres.schema import TEXT_SEARCH_CONFIG
 from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import HitWhere, Scope, SearchHit
 from orchestrator.log.search import SNIPPET_TOKENS, ranked
-
-if TYPE_CHECKING:
-    from orchestrator.log.postgres.store import PgConn
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +89,15 @@ def searchable(query: str) -> str:
     return " ".join(w for w in query.replace("\x00", "").split() if len(w.encode()) <= MAX_WORD_BYTES)
 
 
-async def search(c: PgConn, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
-    """The hits for `query`; [] for a query Postgres refuses to read as a tsquery (see the module's doc)."""
+async def search(c: Conn, conn: psycopg.AsyncConnection, query: str, limit: int, scope: Scope | None
+                 ) -> list[SearchHit]:
+    """The hits for `query` (run through `c`, on `conn`); [] for a query Postgres refuses to read as a
+    tsquery (see the module's doc)."""
     query = searchable(query)
     if not query:
         return []
     try:
-        async with c.conn.transaction():  # a savepoint: a refused query leaves the connection usable
+        async with conn.transaction():  # a savepoint: a refused query leaves the connection usable
             return await ranked(c, SOURCES, query, limit, scope)
     except (psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex, psycopg.DataError) as exc:
         log.info("search query refused by Postgres (%s); answered as no matches", type(exc).__name__)

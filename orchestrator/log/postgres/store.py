@@ -27,6 +27,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from orchestrator.log.dialect import Args, Conn
 from orchestrator.log.postgres import schema
+from orchestrator.log.postgres.search import search
 from orchestrator.log.protocol import DebateLog, Op
 from orchestrator.log.records import ReadOnlyLogError, Scope, SearchHit, StoreClosedError, StoreError
 
@@ -99,9 +100,7 @@ class PgConn(Conn):
                                     f" greatest((select max(id) from {table}), 1))")
 
     async def search(self, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
-        from orchestrator.log.postgres.search import search
-
-        return await search(self, query, limit, scope)
+        return await search(self, self.conn, query, limit, scope)
 
 
 class PostgresLog(DebateLog):
