@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.log.dialect import Conn
-from orchestrator.log.reads import LATEST_VERDICT, filters
+from orchestrator.log.reads import LATEST_VERDICT, filters, per_debate_votes
 from orchestrator.log.records import Scope
 from orchestrator.models import Verdict
 
@@ -60,20 +60,7 @@ async def jury_figures(c: Conn, scope: Scope | None, platform: str | None, chann
     where, args = filters(scope, platform, channel)
     where = f"{where} and v.jury_size is not null"
     (found,) = await c.rows(f"""
-        with side_votes as (
-            select debate_id, substr(choice, 6) as side, count(*) as n
-            from votes where substr(choice, 1, 5) = 'side:'
-            group by debate_id, substr(choice, 6)
-        ),
-        per_debate as (
-            select s.debate_id, max(s.n) as top,
-                   coalesce(max(case when s.side = v.winner then s.n end), 0) as for_winner
-            from side_votes s
-            join debates d on d.id = s.debate_id
-            join verdicts v on {LATEST_VERDICT}
-            where {where}
-            group by s.debate_id
-        )
+        {per_debate_votes(where)}
         select (select count(*) from debates d join verdicts v on {LATEST_VERDICT} where {where}) as juries,
                (select count(*) from debates d join verdicts v on {LATEST_VERDICT}
                  where {where} and v.jury_agreement < 1) as split,

@@ -142,12 +142,10 @@ async def history(c: Conn, limit: int, scope: Scope | None, platform: str | None
     return [rows.summary(row, c.epoch) for row in found]
 
 
-async def judge_agreement(c: Conn, scope: Scope | None, platform: str | None, channel: str | None) -> JudgeAgreement:
-    """Over debates with a verdict and at least one side vote: how many, and in how many the judge's
-    winner got fewer side votes than some other seat (a tie at the top that includes it is no disagreement)."""
-    where, args = filters(scope, platform, channel)
-    (found,) = await c.rows(f"""
-        with side_votes as (
+def per_debate_votes(where: str) -> str:
+    """A `with` clause: per debate that `where` (over `d` and its latest verdict `v`) keeps and that has a
+    side vote, the most votes any side got (`top`) and the votes for the verdict's winner (`for_winner`)."""
+    return f"""with side_votes as (
             select debate_id, substr(choice, 6) as side, count(*) as n
             from votes where substr(choice, 1, 5) = 'side:'
             group by debate_id, substr(choice, 6)
@@ -160,7 +158,15 @@ async def judge_agreement(c: Conn, scope: Scope | None, platform: str | None, ch
             join verdicts v on {LATEST_VERDICT}
             where {where}
             group by s.debate_id
-        )
+        )"""
+
+
+async def judge_agreement(c: Conn, scope: Scope | None, platform: str | None, channel: str | None) -> JudgeAgreement:
+    """Over debates with a verdict and at least one side vote: how many, and in how many the judge's
+    winner got fewer side votes than some other seat (a tie at the top that includes it is no disagreement)."""
+    where, args = filters(scope, platform, channel)
+    (found,) = await c.rows(f"""
+        {per_debate_votes(where)}
         select count(*) as debates, coalesce(sum(case when for_winner < top then 1 else 0 end), 0) as disagreed
         from per_debate""", args)
     return JudgeAgreement(debates=found["debates"] or 0, disagreed=found["disagreed"] or 0)
