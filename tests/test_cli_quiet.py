@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.fakes.llm_server import FakeLLMServer
-from tests.llm_scripts import script_judge
+from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.llm_scripts import is_judge, script_judge, verdict_json
 from tests.test_cli import clean_env, debate, two_providers
 
-JUDGE_WARNING = "PARSE_ERROR:judge:no_evidence"
+JUDGE_WARNING = "PARSE_ERROR:judge:no_recommendation"
 
 
 async def run_with_an_answer_sent_back(tmp_path: Path, *flags: str) -> tuple[int, str, str]:
-    """A judge whose first answer has no evidence list: it is sent back once, and the log warns."""
+    """A judge whose first answer has an empty recommendation: it is sent back once, and the log warns."""
     async with FakeLLMServer() as srv:
-        script_judge(srv, "A", evidence=[])
+        srv.add_rule(Reply(text=verdict_json("A", recommendation="")), match=is_judge, times=1)
+        script_judge(srv, "A")
         return await debate(tmp_path, "run", "Should we rewrite ingest in Go?", "--rounds", "1", *flags,
                             env=two_providers(tmp_path, srv))
 
