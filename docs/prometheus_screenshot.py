@@ -23,9 +23,9 @@ import yaml
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import script_judge
-from tests.test_durable_serve import command, slack_env, spawn, stopped
+from tests.test_durable_serve import command, slack_env, spawn
 from tests.test_metrics import debate_rows
-from tests.test_prometheus import both_scraped, local_config
+from tests.test_prometheus import both_scraped, local_config, start_prometheus, stop_all
 from tests.test_serve import free_port, health_until
 
 GRAPHS = (
@@ -68,10 +68,7 @@ async def run(out: Path, waves: int) -> None:
         front = await spawn(work, env, "serve", "--slack", "--front-only", "--host", "127.0.0.1",
                             "--port", str(front_port))
         worker = await spawn(work, env, "worker", "--name", "w1", "--host", "127.0.0.1", "--port", str(worker_port))
-        prometheus = await asyncio.create_subprocess_exec(
-            prometheus_bin, f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}", cwd=work,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        prometheus = await start_prometheus(prometheus_bin, work / "prometheus.yml", work, prom_port)
         try:
             for proc, port in ((front, front_port), (worker, worker_port)):
                 for _ in range(10):  # a busy machine can take a while to import everything
@@ -91,12 +88,7 @@ async def run(out: Path, waves: int) -> None:
             await asyncio.sleep(3)
             await asyncio.to_thread(photograph, graph_url(prom_port, 2), out)
         finally:
-            prometheus.terminate()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(prometheus.wait(), 10)
-            with contextlib.suppress(AssertionError):
-                await stopped(worker)
-            await stopped(front)
+            await stop_all(prometheus, worker, front)
     print(f"{out}: {started} debates, graphs: {len(GRAPHS)}")
 
 

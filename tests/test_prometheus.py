@@ -77,6 +77,25 @@ async def both_scraped(port: int) -> None:
     raise AssertionError("prometheus never scraped both processes")
 
 
+async def start_prometheus(binary: str, config: Path, work: Path, port: int) -> asyncio.subprocess.Process:
+    """Debian's Prometheus with `config`, its data under `work`, answering on 127.0.0.1:`port`."""
+    return await asyncio.create_subprocess_exec(
+        binary, f"--config.file={config}", f"--storage.tsdb.path={work / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}", cwd=work,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+
+
+async def stop_all(prometheus: asyncio.subprocess.Process, worker: asyncio.subprocess.Process,
+                   front: asyncio.subprocess.Process) -> None:
+    """Prometheus first, then the worker (whose exit status is not the point) and the front (whose is)."""
+    prometheus.terminate()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(prometheus.wait(), 10)
+    with contextlib.suppress(AssertionError):
+        await stopped(worker)
+    await stopped(front)
+
+
 async def test_prometheus_evaluates_every_dashboard_query_on_a_live_front_and_worker(tmp_path: Path) -> None:
     assert PROMETHEUS is not None, "prometheus must be installed in CI (.ci/run)"
     front_port, worker_port, prom_port = free_port(), free_port(), free_port()
@@ -90,10 +109,7 @@ async def test_prometheus_evaluates_every_dashboard_query_on_a_live_front_and_wo
         front = await serving(tmp_path, env, front_port, "--front-only")
         worker = await spawn(tmp_path, env, "worker", "--name", "w1", "--host", "127.0.0.1", "--port",
                              str(worker_port))
-        prometheus = await asyncio.create_subprocess_exec(
-            PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}", cwd=tmp_path,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        prometheus = await start_prometheus(PROMETHEUS, config, tmp_path, prom_port)
         try:
             await health_until(f"http://127.0.0.1:{worker_port}/healthz", worker, 200)
             await both_scraped(prom_port)  # so the counters' first samples come before the debates
@@ -103,12 +119,7 @@ async def test_prometheus_evaluates_every_dashboard_query_on_a_live_front_and_wo
                                  == ["completed", "completed"], within=120)
             results = await every_query_has_data(prom_port, dashboard_queries(), within=60)
         finally:
-            prometheus.terminate()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(prometheus.wait(), 10)
-            with contextlib.suppress(AssertionError):
-                await stopped(worker)
-            await stopped(front)
+            await stop_all(prometheus, worker, front)
 
     running = results["sum(debate_debates_running)"]
     assert float(running[0]["value"][1]) == 0
