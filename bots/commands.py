@@ -357,7 +357,7 @@ def build_spec(
             for role, model in seats:
                 policy.check_model(model, role)
         for model in dict.fromkeys(model for _role, model in seats):
-            registry.resolve(model)  # fail now, not in round 1, when a credential or tool is missing
+            registry.check(model)  # fail now, not in round 1, when a credential or tool is missing
     except NoProviderConfigured as exc:
         if policy is None:
             raise CommandError(str(exc)) from None

@@ -226,13 +226,13 @@ def _checked(key: str, value: str, policy: ChatPolicy, core: Core) -> object:
             model = value.strip()
             parse_model(model)
             policy.check_model(model, SEAT_ROLES[key])
-            core.registry.resolve(model)  # a model whose credential or tool is missing is refused now
+            core.registry.check(model)  # a model whose credential or tool is missing is refused now
             return model
         if key == "judges":
             jury = start_request("x", judges=value).judges or ()
             for model in jury:
                 policy.check_model(model, "judge")
-                core.registry.resolve(model)
+                core.registry.check(model)
             return jury
         if key == "format":
             start_request("x", format=value)

@@ -35,7 +35,7 @@ from orchestrator.debate.jobs import DebateJobs
 from orchestrator.log import DebateLog, open_log
 from orchestrator.models import DebateSpec, Outcome
 from orchestrator.operations import Operations
-from orchestrator.providers import ProviderRegistry
+from orchestrator.providers import ProviderRegistry, preload_sdks
 from orchestrator.quotas import Quota
 
 if TYPE_CHECKING:
@@ -112,6 +112,13 @@ class Core(Operations):
     feed: FrontFeed | None = None  # `serve`, `front`: enqueues, stops and follows them
     stopping: bool = False  # a stop began: no new debate is taken
     name: str | None = None  # `debate serve --name` / `debate worker --name`; None: the host's
+
+    async def warm_up(self) -> None:
+        """Before a chat surface serves: a process that runs debates on its own loop (`jobs`) imports the
+        model SDKs now, off the loop, so a first `/debate` does not wait seconds for them. A worker host
+        does this when it starts; a front never makes a model's client (`ProviderRegistry.check`)."""
+        if self.jobs is not None:
+            await preload_sdks()
 
     @property
     def renderer(self) -> str:

@@ -89,6 +89,19 @@ async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_
     assert not is_active(rest.status)
     assert (await asyncio.to_thread(streams.read, "contract-1", KEY, 0, 2)).closed is False  # stops at the limit
 
+    # many streams in one statement: each from its own offset, the same chunks as one read each
+    with SetWorkflowID("contract-2"):
+        other = await DBOS.start_workflow_async(writer, ["a"], [])
+    await client.send_async("contract-2", "now", topic=GO)
+    await other.get_result(polling_interval_sec=0.05)
+    offsets = {"contract-1": 1, "contract-2": 0, "no-such-workflow": 0}
+    many = await asyncio.to_thread(streams.read_many, KEY, offsets, 10)
+    assert {wf: (c.status, c.values, c.closed) for wf, c in many.items()} == {
+        "contract-1": ("SUCCESS", [first[1], "three"], True), "contract-2": ("SUCCESS", ["a"], True),
+        "no-such-workflow": (None, [], False)}
+    limited_many = await asyncio.to_thread(streams.read_many, KEY, {"contract-1": 0}, 2)
+    assert (limited_many["contract-1"].values, limited_many["contract-1"].closed) == (first, False)
+
 
 def test_no_other_module_reaches_into_dbos_private_api() -> None:
     private = re.compile(r"\bdbos\._|from dbos\._|\._sys_db\b|\bDBOS\._[a-z]")

@@ -187,8 +187,16 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
         await start(spec.id, entries, pause_at=len(entries) // 2)
 
     batches: list[int] = []
-    fill = feed.reads._fill
-    feed.reads._fill = lambda batch: (batches.append(len(batch)), fill(batch))[1]  # type: ignore[method-assign]
+    idle_passes = asyncio.Event()
+    read_many = feed.reads._streams.read_many
+
+    def recorded(key: str, offsets: dict[str, int], limit: int) -> Any:
+        batches.append(len(offsets))
+        if len(batches) > 3 and batches[-3:] == [len(specs)] * 3:
+            idle_passes.set()
+        return read_many(key, offsets, limit)
+
+    feed.reads._streams.read_many = recorded  # type: ignore[method-assign]
     got: dict[str, list[EventBase]] = {spec.id: [] for spec in specs}
     halfway = {spec.id: asyncio.Event() for spec in specs}
 
@@ -200,10 +208,13 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
     readers = [asyncio.create_task(follow(spec.id)) for spec in specs]
     for spec in specs:
         await halfway[spec.id].wait()
+    # every workflow is paused: each poll reads all 30 idle streams in one query, and wakes none of them
+    await asyncio.wait_for(idle_passes.wait(), 30)
+    delivered = {debate_id: len(events) for debate_id, events in got.items()}
     for spec in specs:
         await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)
     await asyncio.wait_for(asyncio.gather(*readers), 30)
 
     assert got == expected
-    assert max(batches) > 1  # reads asked while a batch ran went together in the next one
-    assert len(batches) < sum(batches)
+    assert all(0 < delivered[spec.id] < len(expected[spec.id]) for spec in specs)
+    assert feed.reads.passes == len(batches) < sum(batches)  # one query per pass, for many streams

@@ -286,6 +286,28 @@ def test_importing_the_providers_loads_no_sdk() -> None:
     assert out.strip() == "[]"
 
 
+def test_checking_a_model_refuses_what_resolving_would_and_loads_no_sdk() -> None:
+    """A front admits debates with `check`: the same refusals as `resolve`, and no client, so no SDK."""
+    import subprocess
+    import sys
+
+    registry = ProviderRegistry(settings())
+    missing = [("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY"), ("gemini:gemini-2.5-pro", "GEMINI_API_KEY")]
+    for model, var in missing:
+        with pytest.raises(ProviderNotConfiguredError, match=var):
+            registry.check(model)
+    with pytest.raises(ModelStringError):
+        registry.check("anthropic")
+    code = (
+        "import sys; from orchestrator.config import Settings; from orchestrator.providers import ProviderRegistry;"
+        "r = ProviderRegistry(Settings(_env_file=None, ANTHROPIC_API_KEY='sk-a-123456', OPENAI_API_KEY='sk-o-123456'));"
+        "r.check('anthropic:claude-sonnet-4-6'); r.check('openai:gpt-5');"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_no_import_cycles_in_the_providers() -> None:
     """Every import counts (function-level and TYPE_CHECKING ones too); siblings never import the package."""
     import ast

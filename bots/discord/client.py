@@ -35,7 +35,6 @@ from bots.thread import Limits
 from bots.web import Health
 from orchestrator.app import Core
 from orchestrator.config import ConfigError
-from orchestrator.providers import preload_sdks
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +71,7 @@ class DebateBot(commands.Bot):
             resumed = await self.output.tailer.start()
             if resumed:
                 log.info("discord: resumed the threads of %d live debate(s)", len(resumed))
-        await preload_sdks()  # a first `/debate` must still be answered within Discord's 3 s
+        await self.core.warm_up()  # a first `/debate` must still be answered within Discord's 3 s
 
     @property
     def following(self) -> int:

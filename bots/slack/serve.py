@@ -22,16 +22,10 @@ from bots.slack.routes import EVENTS_PATH, mount_slack
 from bots.slack.runtime import SlackRuntime
 from bots.web import Health, WebFront
 from orchestrator.app import Core
-from orchestrator.providers import preload_sdks
 
 log = logging.getLogger("bots.slack")
 
 WATCHDOG_INTERVAL_S = 10.0
-
-async def warm_up() -> None:
-    """Before serving: a first `/debate` must not wait seconds for the model SDKs to import."""
-    await preload_sdks()
-
 
 async def serve_http(app: AsyncApp, host: str, port: int, stop: asyncio.Event,
                      started: Callable[[int], None] | None = None, *, signing_secret: str | None) -> None:
@@ -91,7 +85,7 @@ async def run_slack(core: Core, host: str, port: int, stop: asyncio.Event, *,
     own_front = front is None
     web_front = front or WebFront(Health())
     web_front.health.expect("slack")
-    await warm_up()
+    await core.warm_up()  # a first `/debate` must not wait seconds for the model SDKs to import
     app, runtime = build_app(core)
     web_front.health.count(lambda: runtime.following)
     if runtime_ready is not None:

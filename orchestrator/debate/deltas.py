@@ -10,8 +10,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 DELTA_INTERVAL = 0.05  # seconds between batches: about 20 events a second
+
+
+@dataclass(frozen=True)
+class TextPace:
+    """How a call's streamed text becomes TextDelta events: batched `interval` seconds apart, and with
+    `tail`, what is still held when the call ends goes out as a last delta. Without it the closing event
+    (which carries the whole turn, and comes next) is the only carrier of the end: a durable stream
+    saves a write per turn, where a terminal that prints the deltas needs them all."""
+
+    interval: float = DELTA_INTERVAL
+    tail: bool = True
+
+
+LIVE = TextPace()
 
 
 class DeltaBatcher:

@@ -13,7 +13,7 @@ from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience
 from orchestrator.debate.continuation import play as play_continuation
 from orchestrator.debate.continuation import settle_change
-from orchestrator.debate.deltas import DELTA_INTERVAL
+from orchestrator.debate.deltas import LIVE, TextPace
 from orchestrator.debate.formats import get_format
 from orchestrator.debate.formats.base import FormatResult
 from orchestrator.debate.judge import judge
@@ -56,12 +56,12 @@ class Engine:
         *,
         steps: Steps | None = None,
         audience: Audience | None = None,
-        delta_interval: float = DELTA_INTERVAL,
+        pace: TextPace = LIVE,
     ) -> Outcome:
         """Run `spec` to its end, every event through `bus`. `steps`: how model calls and deliveries are
         checkpointed (Direct, the default: not at all); `audience`: where each round's notes come from
-        (None: no notes); `delta_interval`: how often streamed text is sent."""
-        run = self._new_run(spec, bus, steps, audience, delta_interval)
+        (None: no notes); `pace`: how streamed text is sent."""
+        run = self._new_run(spec, bus, steps, audience, pace)
         await run.emit(DebateStarted(debate_id=spec.id, spec=spec))
 
         async def play() -> Outcome:
@@ -82,14 +82,14 @@ class Engine:
         steps: Steps | None = None,
         audience: Audience | None = None,
         earlier_notes: Sequence[Interjection] = (),
-        delta_interval: float = DELTA_INTERVAL,
+        pace: TextPace = LIVE,
     ) -> Outcome:
         """Segment `segment` (2, 3, …) of a completed debate: one more round over `history` (its turns so
         far, `rounds_done` rounds), then verdict number `segment`, which says whether `previous`'s winner
         changed. `carried`: the input tokens, output tokens and cost (None: unknown) of the segments
         before, so the outcome's totals are the whole debate's. `earlier_notes`: the audience notes the
         earlier segments took (the prompts quote them again); this segment's come from `audience`."""
-        run = self._new_run(spec, bus, steps, audience, delta_interval)
+        run = self._new_run(spec, bus, steps, audience, pace)
         run.transcript.extend(t for t in history if t.status == "ok")  # what the formats keep for prompts
         run.interjections.extend(n for n in earlier_notes if n.round is not None)
         run.stats.input_tokens, run.stats.output_tokens = carried[0], carried[1]
@@ -105,9 +105,9 @@ class Engine:
         return await self._guarded(run, play, planned=planned)
 
     def _new_run(self, spec: DebateSpec, bus: EventBus, steps: Steps | None, audience: Audience | None,
-                 delta_interval: float) -> DebateRun:
+                 pace: TextPace) -> DebateRun:
         return DebateRun(spec=spec, settings=self.settings, registry=self.registry, bus=bus, redact=self.redact,
-                         steps=steps or Direct(), audience=audience, delta_interval=delta_interval, spend=self.spend)
+                         steps=steps or Direct(), audience=audience, pace=pace, spend=self.spend)
 
     async def _guarded(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], *,
                        planned: int | None = None) -> Outcome:

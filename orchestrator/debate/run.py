@@ -28,7 +28,7 @@ from orchestrator import tracing
 from orchestrator.budgets import SpendWatch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience, with_audience
-from orchestrator.debate.deltas import DELTA_INTERVAL, DeltaBatcher
+from orchestrator.debate.deltas import LIVE, DeltaBatcher, TextPace
 from orchestrator.debate.limits import SizeCap, TextTooLong, call_char_limit
 from orchestrator.debate.steps import Direct, Steps
 from orchestrator.debate.turn_text import TurnText, noting_first
@@ -106,7 +106,7 @@ class DebateRun:
     stats: CallStats = field(default_factory=CallStats)
     redact: Redactor = field(default_factory=Redactor)
     steps: Steps = field(default_factory=Direct)
-    delta_interval: float = DELTA_INTERVAL  # how often streamed text is sent (longer for a durable stream)
+    pace: TextPace = LIVE  # how streamed text is sent (a durable stream: less often, and no tail)
     audience: Audience | None = None  # None: no notes are taken (and no step is spent asking)
     interjections: list[Interjection] = field(default_factory=list)  # every note taken so far, as shown
     round_span: tracing.Opened | None = None  # the current round's span, while tracing
@@ -244,7 +244,7 @@ class DebateRun:
             return CallResult(started_at=started, duration_ms=0, error=str(exc), error_kind=CONFIG_ERROR)
         call = call.model_copy(update={"model": model})
         text = TurnText(self.bus, self.redact, self.debate_id, *stream) if stream is not None else None
-        batcher = DeltaBatcher(text.send, interval=self.delta_interval) if text is not None else None
+        batcher = DeltaBatcher(text.send, interval=self.pace.interval) if text is not None else None
         cap = SizeCap(call_char_limit(model_string.split(":", 1)[0], call), batcher.add if batcher else None)
         try:
             try:
@@ -253,7 +253,7 @@ class DebateRun:
             except TextTooLong:
                 completion = await cap.cut(call, elapsed_ms())
             finally:
-                if batcher is not None and text is not None:
+                if batcher is not None and text is not None and self.pace.tail:
                     await batcher.flush()
                     await text.finish()
         except TimeoutError:

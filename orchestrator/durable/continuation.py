@@ -17,7 +17,7 @@ from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.durable.names import CONTINUATION_WORKFLOW_NAME, QUEUE, continuation_workflow_id
-from orchestrator.durable.workflow import STREAM_DELTA_INTERVAL, StreamSink, current_runtime, settle_failure
+from orchestrator.durable.workflow import STREAM_PACE, StreamSink, current_runtime, settle_failure
 from orchestrator.events import DebateFailed, EventBus, LogWriteFailed
 from orchestrator.log import StoreSink
 from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
@@ -65,7 +65,7 @@ async def debate_continuation(debate_id: str, segment: int) -> dict[str, Any]:
             outcome = await runtime.engine.continue_debate(
                 start.spec, segment=segment, history=list(start.history), previous=start.previous,
                 rounds_done=start.rounds_done, carried=start.carried, bus=bus, steps=runtime.steps,
-                audience=runtime.audience, earlier_notes=start.earlier_notes, delta_interval=STREAM_DELTA_INTERVAL,
+                audience=runtime.audience, earlier_notes=start.earlier_notes, pace=STREAM_PACE,
             )
     except LogWriteFailed:
         outcome = await settle_failure(runtime, debate_id, bus)

@@ -1,6 +1,7 @@
 """Every use this program makes of DBOS's private API, in one place: a client's system database, its
 stream listeners and batched stream reads, the deserialiser of stored values, the close marker of a
-stream, and which statuses are still running (stream_reads.py is the user).
+stream, and which statuses are still running (stream_reads.py is the user); and a step's stream writes
+(`StepStreams`, the worker's StreamSink is the user).
 
 These are not DBOS's public interface, so pyproject pins DBOS to the minor version they were checked
 against (PINNED_MINOR, `dbos>=3.4,<3.5`), and tests/test_dbos_private.py exercises each of them against
@@ -10,14 +11,27 @@ the installed DBOS on a real SQLite system database. Upgrading DBOS is this file
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbos import DBOSClient
-from dbos._serialization import deserialize_value
-from dbos._sys_db import SystemDatabase, is_serialized_stream_closed_sentinel, workflow_is_active
+import sqlalchemy as sa
+from dbos import DBOS, DBOSClient
+from dbos._context import snapshot_step_context
+from dbos._dbos import _get_dbos_instance
+from dbos._error import DBOSWorkflowConflictIDError
+from dbos._serialization import WorkflowSerializationFormat, deserialize_value, serialize_value
+from dbos._sys_db import (
+    SystemDatabase,
+    _dbos_streams_channel,
+    db_retry,
+    is_serialized_stream_closed_sentinel,
+    workflow_is_active,
+)
 from dbos._utils import LoopAwareEvent
 
 PINNED_MINOR = "3.4"  # the DBOS version these calls were checked against (pyproject: dbos>=3.4,<3.5)
@@ -43,6 +57,10 @@ class StreamListener:
         """Forget earlier writes: a write after this sets it again."""
         self._event.clear()
 
+    def is_set(self) -> bool:
+        """A write came since the last `clear` (no waiting)."""
+        return self._event.is_set()
+
     async def wait(self, seconds: float) -> bool:
         """Until a write or `seconds` have passed; True when a write set it (it may also wake spuriously)."""
         return await self._event.wait_async(timeout=seconds)
@@ -53,6 +71,12 @@ class SystemStreams:
 
     def __init__(self, client: DBOSClient) -> None:
         self._sys_db: SystemDatabase = client._sys_db
+        self._many: dict[str, sa.Select[Any]] = {}  # per stream key: the statement of read_many, built once
+
+    @property
+    def notified(self) -> bool:
+        """Writes wake listeners by notification (Postgres LISTEN/NOTIFY), not by DBOS's polling thread."""
+        return self._sys_db.engine.dialect.name == "postgresql"
 
     @contextmanager
     def listening(self, workflow_id: str, key: str) -> Iterator[StreamListener]:
@@ -75,6 +99,120 @@ class SystemStreams:
                 break
             chunk.values.append(deserialize_value(serialized, serialization, self._sys_db.serializer))
         return chunk
+
+    def read_many(self, key: str, offsets: dict[str, int], limit: int) -> dict[str, StreamChunk]:
+        """`read` of many workflows' streams `key` at once, each from its own offset: one statement
+        (blocking: call it from a worker thread). A workflow that does not exist gets status None."""
+        if not offsets:
+            return {}
+        want = json.dumps([{"wf": workflow_id, "off": offset} for workflow_id, offset in offsets.items()])
+        with self._sys_db.engine.begin() as c:
+            rows = c.execute(self._many_statement(key), {"want": want, "limit": limit}).all()
+        chunks: dict[str, StreamChunk] = {}
+        for workflow_id, status, offset, serialized, serialization in rows:
+            chunk = chunks.get(workflow_id)
+            if chunk is None:
+                chunk = chunks[workflow_id] = StreamChunk(status)
+            if offset is None or chunk.closed or offset != offsets[workflow_id] + len(chunk.values):
+                continue  # nothing at the offset, or past the close marker, or past a gap
+            if is_serialized_stream_closed_sentinel(serialized, serialization):
+                chunk.closed = True
+            else:
+                chunk.values.append(deserialize_value(serialized, serialization, self._sys_db.serializer))
+        return {workflow_id: chunks.get(workflow_id, StreamChunk(None)) for workflow_id in offsets}
+
+    def _many_statement(self, key: str) -> sa.Select[Any]:
+        """SELECT each wanted workflow's status and its stream's rows from its offset (at most :limit),
+        the wanted (workflow, offset) pairs passed as one JSON parameter, so the statement's text is
+        the same for any number of streams and is compiled once."""
+        statement = self._many.get(key)
+        if statement is not None:
+            return statement
+        tables = self._sys_db.tables
+        wanted = sa.bindparam("want", type_=sa.Text)
+        if self._sys_db.engine.dialect.name == "postgresql":
+            pairs = sa.func.json_to_recordset(sa.cast(wanted, sa.JSON)).table_valued(
+                sa.column("wf", sa.Text), sa.column("off", sa.Integer)).render_derived(with_types=True)
+            want = sa.select(pairs.c.wf, pairs.c.off).cte("want")
+        else:
+            items = sa.func.json_each(wanted).table_valued("value")
+            want = sa.select(sa.func.json_extract(items.c.value, "$.wf").label("wf"),
+                             sa.func.json_extract(items.c.value, "$.off").label("off")).cte("want")
+        status, streams = tables.workflow_status, tables.streams
+        limit = sa.bindparam("limit", type_=sa.Integer)
+        joined = want.outerjoin(status, status.c.workflow_uuid == want.c.wf).outerjoin(
+            streams, sa.and_(streams.c.workflow_uuid == want.c.wf, streams.c.key == key,
+                             streams.c.offset >= want.c.off, streams.c.offset < want.c.off + limit))
+        statement = (sa.select(want.c.wf, status.c.status, streams.c.offset, streams.c.value,
+                               streams.c.serialization)
+                     .select_from(joined).order_by(want.c.wf, streams.c.offset))
+        self._many[key] = statement
+        return statement
+
+
+class StepStreams:
+    """Writes to the stream of the workflow whose step is running, as DBOS's `write_stream_async` does
+    from a step (the next free offset, then the check that this execution still owns the workflow, in
+    one transaction; the same serialisation; on Postgres the same coalesced NOTIFY), but several values
+    in one transaction and with statements built once: DBOS builds each write's SQL anew, ~5 ms of
+    CPU a value on SQLite, against ~0.3 ms here."""
+
+    def __init__(self) -> None:
+        self._statements: dict[int, tuple[sa.Insert, sa.Executable]] = {}
+
+    async def write(self, key: str, values: list[Any]) -> None:
+        """Append `values` to the stream `key`, in order, in one transaction. Outside a step (the
+        workflow's own code) this is DBOS's checkpointed write, one value at a time."""
+        ctx = snapshot_step_context(reserve_sleep_id=False)
+        if ctx is None or not ctx.is_step():
+            for value in values:
+                await DBOS.write_stream_async(key, value)
+            return
+        sys_db = _get_dbos_instance()._sys_db
+        fmt = ctx.serialization_type or WorkflowSerializationFormat.DEFAULT
+        rows = [serialize_value(value, fmt, sys_db.serializer) for value in values]
+        await asyncio.to_thread(db_retry(sys_db=sys_db)(self._insert), sys_db, ctx.workflow_id, ctx.function_id,
+                                ctx.owner_xid, key, rows)
+
+    def _insert(self, sys_db: SystemDatabase, workflow_id: str, function_id: int, owner_xid: str | None,
+                key: str, rows: list[tuple[str | None, str]]) -> None:
+        insert, owner = self._statements_for(sys_db)
+        while True:
+            try:
+                with sys_db.engine.begin() as c:
+                    for serialized, serialization in rows:
+                        c.execute(insert, {"wf": workflow_id, "fid": function_id, "key": key, "value": serialized,
+                                           "ser": serialization})
+                    if owner_xid is not None and c.execute(owner, {"wf": workflow_id}).scalar() != owner_xid:
+                        raise DBOSWorkflowConflictIDError(workflow_id)
+                break
+            except sa.exc.IntegrityError as exc:  # another execution took the offset: only then try again
+                if not sys_db._is_unique_constraint_violation(exc):
+                    raise
+                time.sleep(0.1)
+        sys_db._signal_notification(_dbos_streams_channel, f"{workflow_id}::{key}")
+
+    def _statements_for(self, sys_db: SystemDatabase) -> tuple[sa.Insert, sa.Executable]:
+        built = self._statements.get(id(sys_db))
+        if built is None:
+            streams, status = sys_db.tables.streams, sys_db.tables.workflow_status
+            wf = sa.bindparam("wf", type_=sa.Text)
+            key = sa.bindparam("key", type_=sa.Text)
+            next_offset = sa.select(sa.func.coalesce(sa.func.max(streams.c.offset) + 1, 0)).where(
+                streams.c.workflow_uuid == wf, streams.c.key == key).scalar_subquery()
+            insert = sa.insert(streams).from_select(
+                ["workflow_uuid", "function_id", "key", "value", "serialization", "offset"],
+                sa.select(wf, sa.bindparam("fid", type_=sa.Integer), key, sa.bindparam("value", type_=sa.Text),
+                          sa.bindparam("ser", type_=sa.Text), next_offset))
+            owner: sa.Executable
+            if sys_db.engine.dialect.name == "sqlite":  # a write: pysqlite opens BEGIN IMMEDIATE, as DBOS's check
+                owner = (sa.update(status).where(status.c.workflow_uuid == wf)
+                         .values(owner_xid=status.c.owner_xid).returning(status.c.owner_xid))
+            else:
+                owner = (sa.select(status.c.owner_xid).where(status.c.workflow_uuid == wf)
+                         .with_for_update(key_share=True))
+            built = self._statements[id(sys_db)] = (insert, owner)
+        return built
 
 
 def is_active(status: str) -> bool:

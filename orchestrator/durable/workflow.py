@@ -28,8 +28,10 @@ from typing import Any
 from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 
 from orchestrator.debate.audience import Audience
+from orchestrator.debate.deltas import TextPace
 from orchestrator.debate.engine import Engine
-from orchestrator.durable.config import POLL_S
+from orchestrator.durable.config import QUEUE_POLL_S
+from orchestrator.durable.dbos_private import StepStreams
 from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
 from orchestrator.durable.steps import Durable
 from orchestrator.events import LOG_WRITE_FAILED, EventBase, EventBus, LogWriteFailed, log_failure
@@ -39,7 +41,8 @@ from orchestrator.models import DebateSpec, Outcome
 __all__ = ["QUEUE", "STREAM", "WORKFLOW_NAME", "Runtime", "cancel", "debate_workflow", "enqueue", "install_runtime",
            "register_queue", "settle_failure", "workflow_id"]
 
-STREAM_DELTA_INTERVAL = 0.5  # streamed text is batched this long per stream write (a write costs 2–9 ms)
+# streamed text is batched this long per stream write, and its end comes in the turn's closing event
+STREAM_PACE = TextPace(interval=0.5, tail=False)
 
 
 @dataclass
@@ -73,10 +76,11 @@ class StreamSink:
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
+        self._streams = StepStreams()
 
     async def handle(self, event: EventBase) -> None:
         async with self._lock:
-            await DBOS.write_stream_async(STREAM, event.model_dump(mode="json"))
+            await self._streams.write(STREAM, [event.model_dump(mode="json")])
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -87,7 +91,7 @@ async def debate_workflow(spec_json: str) -> dict[str, Any]:
     bus = EventBus([StreamSink()], log=StoreSink(runtime.log))
     try:
         outcome = await runtime.engine.run(spec, bus, steps=runtime.steps, audience=runtime.audience,
-                                           delta_interval=STREAM_DELTA_INTERVAL)
+                                           pace=STREAM_PACE)
     except LogWriteFailed:
         outcome = await settle_failure(runtime, spec.id, bus)
     return outcome.model_dump(mode="json")
@@ -111,7 +115,7 @@ async def record_failure(debate_id: str, outcome_json: str) -> None:
 
 async def register_queue(concurrency: int) -> None:
     """Create or update the debates queue (after launch): at most `concurrency` debates at once in this process."""
-    await DBOS.register_queue_async(QUEUE, worker_concurrency=concurrency, polling_interval_sec=POLL_S)
+    await DBOS.register_queue_async(QUEUE, worker_concurrency=concurrency, polling_interval_sec=QUEUE_POLL_S)
 
 
 async def enqueue(spec: DebateSpec, request_key: str | None = None) -> WorkflowHandleAsync[dict[str, Any]]:

@@ -24,16 +24,23 @@ class ProviderRegistry:
         self.settings = settings
         self._clients: dict[str, Provider] = {}
 
-    def resolve(self, model_string: str) -> tuple[Provider, str]:
-        """`"openai:gpt-5"` → (the openai provider, `"gpt-5"`)."""
+    def check(self, model_string: str) -> None:
+        """What `resolve` refuses (a malformed or unknown model, a missing credential or tool), without
+        making the client: a front that only admits debates never loads an SDK (3 s of CPU for anthropic's)."""
         name, model = parse_model(model_string)
         spec = provider_spec(name)
         if spec.check_model is not None:
             spec.check_model(model)
+        if name not in self._clients and not spec.configured(self.settings):
+            raise ProviderNotConfiguredError(spec.required_variable or "credentials", f"{name}:{model}")
+
+    def resolve(self, model_string: str) -> tuple[Provider, str]:
+        """`"openai:gpt-5"` → (the openai provider, `"gpt-5"`)."""
+        self.check(model_string)
+        name, model = parse_model(model_string)
+        spec = provider_spec(name)
         client = self._clients.get(name)
         if client is None:
-            if not spec.configured(self.settings):
-                raise ProviderNotConfiguredError(spec.required_variable or "credentials", f"{name}:{model}")
             try:
                 client = spec.factory(self.settings)
             except ProviderNotConfiguredError as exc:

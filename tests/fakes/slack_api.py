@@ -742,12 +742,11 @@ class SlackBot:
 
     async def __aenter__(self) -> SlackBot:
         from bots.slack.app import build_app
-        from bots.slack.serve import serve_http, warm_up
+        from bots.slack.serve import serve_http
         from orchestrator.app import Core
 
-        await warm_up()
-
         self.core = await Core.open(self.settings, self.role, name=self.name)  # type: ignore[arg-type]
+        await self.core.warm_up()  # as run_slack does
         self.app, self.runtime = build_app(self.core, limits=self.limits)
         if self.runtime.tailer is not None:  # as run_slack does before taking requests
             if self.lease is not None:
