@@ -138,13 +138,14 @@ class StreamReads:
             for w in due:
                 self._finish(w, exc)
             return
+        still_active = {status for status in {c.status for c in chunks.values()} if status and is_active(status)}
         for w in due:
             if w.done.done():  # its reader was cancelled during the query
                 continue
             chunk = chunks[w.workflow_id] if offsets[w.workflow_id] == w.offset else None
             if chunk is None:  # two readers of one stream at other offsets: read this one next pass
                 w.now = True
-            elif chunk.values or chunk.closed or chunk.status is None or not is_active(chunk.status):
+            elif chunk.values or chunk.closed or chunk.status is None or chunk.status not in still_active:
                 self._finish(w, chunk)
 
     def _finish(self, waiter: _Waiter, outcome: StreamChunk | Exception) -> None:

@@ -41,8 +41,10 @@ from orchestrator.models import DebateSpec, Outcome
 __all__ = ["QUEUE", "STREAM", "WORKFLOW_NAME", "Runtime", "cancel", "debate_workflow", "enqueue", "install_runtime",
            "register_queue", "settle_failure", "workflow_id"]
 
-# streamed text is batched this long per stream write, and its end comes in the turn's closing event
-STREAM_PACE = TextPace(interval=0.5, tail=False)
+# A durable stream's text: its first piece at once, then a write a second at most (a thread shows about an
+# edit a second, and a channel shared by debates less), and its end only in the turn's closing event. The
+# writes of a turn grow with its length (a 10 s turn: ~10), and each costs the worker a transaction.
+STREAM_PACE = TextPace(interval=1.0, tail=False)
 
 
 @dataclass
