@@ -43,28 +43,33 @@ class _Source:
     tsv: str  # its tsvector column
     body: str  # the text the snippet is cut from
     key: str  # the row's key
-    newest: str  # orders its rows newest first (descending)
+    newest: str  # the row's age (larger is newer), the tie-break between equal scores
+    window_order: str  # newest first, as an index of the table reads it (m015 made the verdicts' one)
     debate: str  # the row's debate id
-    nullable: bool  # whether `newest` may be null
     join: str  # joins `s` to its debate `d` ("" for `debates` itself, whose scope reads `s`)
 
     def candidates_sql(self, scope: Scope | None) -> str:
         """The query is folded to a constant when planned (`debate_tsquery` is immutable), so the planner
-        sees how common its words are: a common word walks the newest rows backwards by key and stops
-        at the window; a rare one reads its few matches from the GIN index."""
+        sees how common its words are: a common word walks the newest rows backwards by an index and
+        stops at the window; a rare one reads its few matches from the GIN index. Only the window's
+        rows are ranked, and only the best `:limit` of them meet their debate's row (a join before the
+        ranking read every debate for a common word); with a scope, the window holds only the rows the
+        scope may see, so their debate is joined inside it."""
         visible, _ = scope_sql(scope, "d" if self.join else "s")
         join = self.join if scope is not None else ""
-        newest = f"{self.newest} desc nulls last" if self.nullable else f"{self.newest} desc"
         return f"""
             with recent as (
-                select {self.key} as key, {self.newest} as newest, s.{self.tsv} as tsv, {self.debate} as debate_id
+                select {self.key} as key, {self.newest} as newest, {self.debate} as debate_id,
+                       -ts_rank(s.{self.tsv}, debate_tsquery(:query)) as score
                 from {self.name} s {join}
                 where s.{self.tsv} @@ debate_tsquery(:query) and {visible}
-                order by {newest} limit :window
+                order by {self.window_order} limit :window
+            ), best as (
+                select key, newest, debate_id, score from recent order by score, newest desc nulls last limit :limit
             )
-            select r.key, -ts_rank(r.tsv, debate_tsquery(:query)) as score, d.id, d.topic, d.created_at, d.status
-            from recent r join debates d on d.id = r.debate_id
-            order by score, r.newest desc nulls last limit :limit"""
+            select b.key, b.score, d.id, d.topic, d.created_at, d.status
+            from best b join debates d on d.id = b.debate_id
+            order by b.score, b.newest desc nulls last"""
 
     def snippets(self, query: str, keys: list[Any]) -> tuple[str, Args]:
         return f"""
@@ -75,12 +80,12 @@ class _Source:
 
 
 SOURCES: tuple[_Source, ...] = (
-    _Source("topic", "debates", "topic_tsv", "s.topic", "s.id", "s.seq", "s.id", False, ""),
-    _Source("turn", "turns", "text_tsv", "s.text", "s.id", "s.id", "s.debate_id", False,
+    _Source("topic", "debates", "topic_tsv", "s.topic", "s.id", "s.seq", "s.seq desc", "s.id", ""),
+    _Source("turn", "turns", "text_tsv", "s.text", "s.id", "s.id", "s.id desc", "s.debate_id",
             "join debates d on d.id = s.debate_id"),
     _Source("recommendation", "verdicts", "recommendation_tsv",
             "coalesce(s.recommendation, '') || ' ' || coalesce(s.reasoning, '')", "s.seq", "s.at",
-            "s.debate_id", True, "join debates d on d.id = s.debate_id"),
+            "s.at desc nulls last, s.seq desc", "s.debate_id", "join debates d on d.id = s.debate_id"),
 )
 
 
