@@ -12,6 +12,10 @@ from a warm cache (one warm-up query each; the data set fits in memory).
 Also shown: how far the two rankers agree (bm25 over SQLite FTS5, `ts_rank` on Postgres; each ranks the
 newest 1,000 matches per table), as the share of one's top-20 debates the other also returned, and
 sequential `add_turn` cost through each log (the same turn again: after the first, each finds its row).
+
+Postgres is also searched with the query of before issue 24 (bench/recall_pg_today.py), each query
+through both in turn, on the same loaded log: the before/after figure, and the queries whose hits
+differ between the two; and scoped to a channel, as `/debate search` is.
 """
 
 from __future__ import annotations
@@ -42,11 +46,14 @@ from bench.recall import (
     time_writes,
     write_turn,
 )
-from orchestrator.log import Store
+from bench.recall_pg_today import TodaySearch, time_before_after
+from orchestrator.log import Scope, Store
 from orchestrator.log.postgres import PostgresLog
 from orchestrator.log.postgres.store import to_time
 
 NAME = "recall_pg"
+# the generated debates are Slack's, in C1 of no workspace: this channel's scope sees every one of them
+CHANNEL = Scope(platform="slack", workspace=None, channel="C1")
 
 
 def _pg_rows(rows: Iterable[dict[str, Any]], columns: list[str]) -> Iterable[tuple[Any, ...]]:
@@ -126,9 +133,15 @@ async def run(smoke: bool, *, turns: int | None = None) -> Grid:
             pass
         pg_load_s = await asyncio.to_thread(load_postgres, url, generated)
         vacuum_s, pg_mb = await asyncio.to_thread(vacuum_analyze, url)
-        async with PostgresLog(url) as pg:
-            on_pg = await time_searches(pg.search, queries)
-            pg_writes = await time_writes(pg.add_turn, turn, writes)
+        today = await TodaySearch.connect(url)
+        try:
+            async with PostgresLog(url) as pg:
+                compared = await time_before_after(today, pg.search, queries)
+                on_pg = compared.after
+                scoped = await time_searches(lambda text, limit: pg.search(text, limit, CHANNEL), queries)
+                pg_writes = await time_writes(pg.add_turn, turn, writes)
+        finally:
+            await today.close()
     finally:
         await asyncio.to_thread(server.stop)
     del generated
@@ -148,6 +161,17 @@ async def run(smoke: bool, *, turns: int | None = None) -> Grid:
     for kind in queries:
         grid.add(f"  {kind}: p50 / p99", f"{_p(on_sqlite.ms[kind], 50)} / {_p(on_sqlite.ms[kind], 99)} ms",
                  f"{_p(on_pg.ms[kind], 50)} / {_p(on_pg.ms[kind], 99)} ms")
+    before = compared.before.everything
+    grid.add("  the query before issue 24 (interleaved): p50 / p99", "",
+             f"{_p(before, 50)} / {_p(before, 99)} ms")
+    for kind in queries:
+        grid.add(f"    {kind}: p50 / p99", "",
+                 f"{_p(compared.before.ms[kind], 50)} / {_p(compared.before.ms[kind], 99)} ms")
+    asked = len(compared.before.ids)
+    grid.add("  queries whose hits differ from the query before (debates, order, where, snippet)", "",
+             f"{len(compared.differ)} of {asked}")
+    grid.add("  scoped to a channel that sees every debate (/debate search): p50 / p99", "",
+             f"{_p(scoped.everything, 50)} / {_p(scoped.everything, 99)} ms")
     grid.add(f"top-20 debates both return: {' / '.join(queries)}", "",
              " / ".join(f"{_overlap(on_sqlite, on_pg, kind):.0%}" for kind in queries))
     grid.add(f"add_turn, {writes:,} sequential: p50 / mean",

@@ -227,6 +227,25 @@ async def test_search_for_a_common_word_ranks_the_best_and_newest_first_within_l
     assert [h.debate_id for h in await store.search("zookeeper latency")] == [oldest]
 
 
+
+async def test_equal_matches_of_the_same_time_go_to_the_later_written_past_the_ranking_window(
+    store: DebateLog, log_backend: LogBackend
+) -> None:
+    """Verdicts written at the same instant, each matching alike, more of them than the ranking window
+    holds: the window and the order keep the ones written last (on Postgres, m015's index order)."""
+    ids = [f"v{i:05d}" for i in range(SEARCH_RECENT_MATCHES + 200)]
+    at = to_iso(datetime(2024, 1, 1, tzinfo=UTC).timestamp())
+    log_backend.insert("debates", (
+        {"id": debate_id, "topic": f"Filler debate number {i}", "format": "challenge", "status": "completed",
+         "created_at": at}
+        for i, debate_id in enumerate(ids)
+    ))  # fmt: skip
+    log_backend.insert("verdicts", ({"debate_id": debate_id, "winner": "A", "recommendation": "Adopt kafka", "at": at}
+                                    for debate_id in ids))
+    hits = await store.search("kafka", limit=5)
+    assert [h.debate_id for h in hits] == ids[::-1][:5]
+    assert {h.where for h in hits} == {"recommendation"} and all("[kafka]" in h.snippet for h in hits)
+
 # -- concurrency --------------------------------------------------------------------------------
 
 

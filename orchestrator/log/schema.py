@@ -382,3 +382,11 @@ def m014_jury_columns(step: Step) -> None:
     step.both("alter table verdicts add column jury_size integer")
     step.both("alter table verdicts add column jury_picks text")
     step.both("alter table verdicts add column jury_agreement {real}")
+
+
+@migration
+def m015_verdict_search_order(step: Step) -> None:
+    """Postgres: the verdicts in the order search takes its window of newest matches (newest first, a
+    verdict of unknown time last, insertion order between equal times), so a common word walks the
+    newest verdicts and stops instead of reading and sorting every match (bench recall_pg)."""
+    step.postgres("create index verdicts_search_order on verdicts (at desc nulls last, seq desc);")

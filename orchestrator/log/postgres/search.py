@@ -1,7 +1,8 @@
 """Full-text recall on Postgres: `tsvector` columns under GIN indexes, `ts_rank`, `ts_headline` snippets.
 
-The Postgres `Source`s of ../search.py `ranked` (the scope is inside each table's window of newest
-matches, so a tenant's matches compete among themselves). User
+The shape of ../search.py `ranked`, as one statement (`search_sql`): per table, the best few of its
+newest matches the scope may see (the scope is inside each table's window, so a tenant's matches
+compete among themselves), each debate's best hit, snippets for the returned hits only. User
 text goes through `websearch_to_tsquery` (inside `debate_tsquery`), which accepts any input: quotes,
 `or`, `-` and stray brackets are read as words or operators, never as an error. `SearchHit.rank` is
 `-ts_rank`, so lower is better as with SQLite's bm25; ties go to the newer row.
@@ -16,15 +17,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 
-from orchestrator.log.dialect import Args, Conn
+from orchestrator.log.dialect import Conn
 from orchestrator.log.postgres.schema import TEXT_SEARCH_CONFIG
 from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import HitWhere, Scope, SearchHit
-from orchestrator.log.search import SNIPPET_TOKENS, ranked
+from orchestrator.log.search import SEARCH_CANDIDATES_PER_HIT, SEARCH_RECENT_MATCHES, SNIPPET_TOKENS
 
 log = logging.getLogger(__name__)
 
@@ -43,45 +43,90 @@ class _Source:
     tsv: str  # its tsvector column
     body: str  # the text the snippet is cut from
     key: str  # the row's key
-    newest: str  # orders its rows newest first (descending)
+    key_type: str  # its type (keys travel as text between the statement's parts)
+    newest: str  # its rows newest first by columns of `s`, as an index reads them (m015 made the verdicts');
+    # also the order between equal scores
     debate: str  # the row's debate id
-    nullable: bool  # whether `newest` may be null
     join: str  # joins `s` to its debate `d` ("" for `debates` itself, whose scope reads `s`)
 
-    def candidates_sql(self, scope: Scope | None) -> str:
-        """The query is folded to a constant when planned (`debate_tsquery` is immutable), so the planner
-        sees how common its words are: a common word walks the newest rows backwards by key and stops
-        at the window; a rare one reads its few matches from the GIN index."""
+    def best_sql(self, number: int, scope: Scope | None) -> str:
+        """The best `:limit` of the newest `:window` matches of `:query` the scope keeps, each with its
+        place among them (`pos`). The query is folded to a constant when planned (`debate_tsquery` is
+        immutable), so the planner sees how common its words are: a common word walks the newest rows
+        backwards by an index and stops at the window; a rarer one reads its matches from the GIN index.
+        Only the window's rows are ranked, and without their `tsvector` in tow (sorting wide rows
+        spilled to disk); with a scope, the window holds only the rows the scope may see."""
         visible, _ = scope_sql(scope, "d" if self.join else "s")
         join = self.join if scope is not None else ""
-        newest = f"{self.newest} desc nulls last" if self.nullable else f"{self.newest} desc"
+        ages = [part.split()[0] for part in self.newest.split(",")]  # "s.at desc nulls last" -> "s.at"
+        aged = ", ".join(f"{column} as {column[2:]}" for column in ages)
+        order = f"score, {self.newest.replace('s.', '')}"
         return f"""
-            with recent as (
-                select {self.key} as key, {self.newest} as newest, s.{self.tsv} as tsv, {self.debate} as debate_id
-                from {self.name} s {join}
-                where s.{self.tsv} @@ debate_tsquery(:query) and {visible}
-                order by {newest} limit :window
-            )
-            select r.key, -ts_rank(r.tsv, debate_tsquery(:query)) as score, d.id, d.topic, d.created_at, d.status
-            from recent r join debates d on d.id = r.debate_id
-            order by score, r.newest desc nulls last limit :limit"""
+            select {number} as src, key::text as key, debate_id, score, row_number() over (order by {order}) as pos
+            from (
+                select * from (
+                    select {self.key} as key, {self.debate} as debate_id, {aged},
+                           -ts_rank(s.{self.tsv}, debate_tsquery(:query)) as score
+                    from {self.name} s {join}
+                    where s.{self.tsv} @@ debate_tsquery(:query) and {visible}
+                    order by {self.newest} limit :window
+                ) recent order by {order} limit :limit
+            ) best"""
 
-    def snippets(self, query: str, keys: list[Any]) -> tuple[str, Args]:
-        return f"""
-            select {self.key} as key, ts_headline('{TEXT_SEARCH_CONFIG}', {self.body}, debate_tsquery(:query),
-                                                 :options) as snippet
-            from {self.name} s where {self.key} = any(:keys)""", {
-            "query": query, "options": HEADLINE_OPTIONS, "keys": keys}
+    def snippet_sql(self) -> str:
+        """The snippet of chosen hit `c` (evaluated only for the hits returned)."""
+        return (f"(select ts_headline('{TEXT_SEARCH_CONFIG}', {self.body}, debate_tsquery(:query), :options)"
+                f" from {self.name} s where {self.key} = c.key::{self.key_type})")
 
 
 SOURCES: tuple[_Source, ...] = (
-    _Source("topic", "debates", "topic_tsv", "s.topic", "s.id", "s.seq", "s.id", False, ""),
-    _Source("turn", "turns", "text_tsv", "s.text", "s.id", "s.id", "s.debate_id", False,
+    _Source("topic", "debates", "topic_tsv", "s.topic", "s.id", "text", "s.seq desc", "s.id", ""),
+    _Source("turn", "turns", "text_tsv", "s.text", "s.id", "bigint", "s.id desc", "s.debate_id",
             "join debates d on d.id = s.debate_id"),
     _Source("recommendation", "verdicts", "recommendation_tsv",
-            "coalesce(s.recommendation, '') || ' ' || coalesce(s.reasoning, '')", "s.seq", "s.at",
-            "s.debate_id", True, "join debates d on d.id = s.debate_id"),
+            "coalesce(s.recommendation, '') || ' ' || coalesce(s.reasoning, '')", "s.seq", "bigint",
+            "s.at desc nulls last, s.seq desc", "s.debate_id", "join debates d on d.id = s.debate_id"),
 )
+
+
+def search_sql(scope: Scope | None) -> str:
+    """Every table's best candidates, each debate's best hit, the best `:hits` of those with their
+    debate, and their snippets, in one statement: the order of ../search.py `ranked` (a debate's best
+    score, the earlier table then the better place on a tie; then the best score, the newer debate, and
+    the debate seen first), with one plan and one round trip instead of one per table and snippet."""
+    parts = "\n            union all ".join(f"({source.best_sql(n, scope)})" for n, source in enumerate(SOURCES))
+    snippets = " ".join(f"when {n} then {source.snippet_sql()}" for n, source in enumerate(SOURCES))
+    return f"""
+        with hits as (
+            {parts}
+        ), seen as (
+            select src, key, debate_id, score, pos,
+                   min(src::bigint * {_PLACES} + pos) over (partition by debate_id) as seen
+            from hits
+        ), best as (
+            select distinct on (debate_id) * from seen order by debate_id, score, src, pos
+        ), chosen as (
+            select b.src, b.key, b.score, b.seen, d.id, d.topic, d.created_at, d.status
+            from best b join debates d on d.id = b.debate_id
+            order by b.score, d.created_at desc, b.seen limit :hits
+        )
+        select c.src, c.score, c.id, c.topic, c.created_at, c.status, case c.src {snippets} end as snippet
+        from chosen c order by c.score, c.created_at desc, c.seen"""
+
+
+# `seen` orders a debate's first appearance by table, then place: places per table stay below this
+_PLACES = 1_000_000_000
+
+
+async def _ranked(c: Conn, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
+    _, scope_args = scope_sql(scope)
+    args = {"query": query, "window": SEARCH_RECENT_MATCHES, "limit": limit * SEARCH_CANDIDATES_PER_HIT,
+            "hits": limit, "options": HEADLINE_OPTIONS, **scope_args}
+    # never a prepared statement: each query is planned for its own words
+    found = await c.rows(search_sql(scope), args, prepare=False)
+    return [SearchHit(debate_id=r["id"], topic=r["topic"], where=SOURCES[r["src"]].where, snippet=r["snippet"] or "",
+                      created_at=c.epoch(r["created_at"]) or 0.0, status=r["status"], rank=float(r["score"]))
+            for r in found]
 
 
 def searchable(query: str) -> str:
@@ -98,7 +143,7 @@ async def search(c: Conn, conn: psycopg.AsyncConnection, query: str, limit: int,
         return []
     try:
         async with conn.transaction():  # a savepoint: a refused query leaves the connection usable
-            return await ranked(c, SOURCES, query, limit, scope)
+            return await _ranked(c, query, limit, scope)
     except (psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex, psycopg.DataError) as exc:
         log.info("search query refused by Postgres (%s); answered as no matches", type(exc).__name__)
         return []
