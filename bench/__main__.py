@@ -1,9 +1,9 @@
 """Run the benches: each prints one table. Exit 0 when every bench ran (targets missed included), 1 on an error.
 
-`--smoke` runs the benches that start the product's processes (SIDE_LANE) in a second `python -m bench`
-process beside the others, so their subprocesses' start-up (imports) has the second core while the
-in-process benches use the first; its tables are printed after the others'. The Postgres server one bench
-starts is handed to the next in the same process (bench.pg.shared_servers)."""
+`--smoke` runs the benches that start the product's processes (SIDE_LANES) in `python -m bench` processes
+of their own beside the others, so their subprocesses' start-up (imports: ~7 CPU-s each) overlaps the
+in-process benches and each other's waits; their tables are printed after the others'. The Postgres
+server one bench starts is handed to the next in the same process (bench.pg.shared_servers)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import IO
 from bench import BENCHES
 from bench.common import machine
 
-SIDE_LANE = ("killharness", "durable")  # smoke: beside the others, in a process of their own
+SIDE_LANES = (("killharness", "durable"), ("durable_pg",))  # smoke: each lane beside the others, in a process
 _ERROR = re.compile(r"^== (\w+): ERROR", re.MULTILINE)
 
 
@@ -113,19 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)  # a `timeout` or CI cancel cleans up like Ctrl-C (servers stopped)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     names = args.only or list(BENCHES)
-    side = [n for n in names if n in SIDE_LANE] if args.smoke and not args.serial and not args.lane else []
+    sides = [[n for n in names if n in lane] for lane in SIDE_LANES] if args.smoke and not args.serial else []
+    sides = [side for side in sides if side] if not args.lane else []
+    if sides == [names]:  # nothing would run beside it
+        sides = []
     if not args.lane:
-        lanes = f" (side lane: {', '.join(side)})" if side else ""
-        print(f"# python -m bench{' --smoke' if args.smoke else ''} · {machine()}{lanes}", flush=True)
+        shown = "; ".join(", ".join(side) for side in sides)
+        print(f"# python -m bench{' --smoke' if args.smoke else ''} · {machine()}"
+              f"{f' (side lanes: {shown})' if sides else ''}", flush=True)
     started, cpu_started = time.perf_counter(), cpu_s()
-    lane = SideLane(side) if side and len(side) < len(names) else None
+    lanes = [SideLane(side) for side in sides]
+    aside = {n for side in sides for n in side}
     try:
         with _shared_postgres(args.smoke):
-            failed = run_benches([n for n in names if lane is None or n not in side], args.smoke)
-        if lane is not None:
+            failed = run_benches([n for n in names if n not in aside], args.smoke)
+        for lane in lanes:
             failed += lane.finish()
     finally:
-        if lane is not None:
+        for lane in lanes:
             lane.stop()
     if not args.lane:
         print(f"# total {time.perf_counter() - started:.1f} s, CPU {cpu_s() - cpu_started:.1f} s (Postgres servers "
