@@ -31,10 +31,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.common import CHALLENGER, JUDGE, PROPOSER, Table, median, percentile
-from bench.llm_peer import TAG, PeerProcess, ReplyPlan
+from bench.llm_peer import TAG, PeerProcess, PeerStats, ReplyPlan
 from bench.overhead import critical_paths
 from bench.served import LogSource, Peers, Proc, ProcessExited, read_log
 
@@ -46,6 +46,10 @@ ACK_TARGET_MS = 50.0
 RATIO_TARGETS = {1: 1.01, 100: 1.02, 1000: 1.03}
 TOPOLOGIES: dict[str, int] = {"serve (one process)": 0, "front + 1 worker": 1, "front + 2 workers": 2}
 FINISH_WITHIN_S = 60.0  # per level: debates still running then are cut off, counted as at least that slow
+ACK_BATCHES = (50, 3)  # (commands at once, batches 0.5 s apart)
+ACK_BATCHES_SMOKE = (5, 2)
+ACK_WARM_TAG = 999_000
+SMOKE_LEVEL_TAG = 1000  # smoke: the level's debates follow the ack's in the same log
 
 
 class Unavailable(RuntimeError):
@@ -64,10 +68,11 @@ class Deployment:
 @asynccontextmanager
 async def deployment(workers: int, peers: Peers, workdir: Path, llm: PeerProcess, *,
                      database_url: str | None = None, worker_concurrency: int | None = None,
-                     profile: bool = False) -> AsyncIterator[Deployment]:
+                     profile: bool = False, graceful: bool = True) -> AsyncIterator[Deployment]:
     """The front (serving Slack HTTP) and `workers` worker processes, ready (a worker: DBOS launched).
     `database_url`: the log and the workflows in that Postgres database (DEBATE_DATABASE_URL), else
-    SQLite files in `workdir`. `profile`: every process runs under cProfile (`<name>.prof` in workdir)."""
+    SQLite files in `workdir`. `profile`: every process runs under cProfile (`<name>.prof` in workdir).
+    Not `graceful`: the processes are SIGKILLed at the end (a smoke run: see Proc.stop)."""
     extra = {"DEBATE_DATABASE_URL": database_url} if database_url else {}
     env = peers.env(workdir, openai_url=llm.openai_base_url, anthropic_url=llm.anthropic_base_url,
                     DEBATE_PROPOSER=PROPOSER, DEBATE_CHALLENGER=CHALLENGER, DEBATE_JUDGE=JUDGE, **extra)
@@ -92,7 +97,7 @@ async def deployment(workers: int, peers: Peers, workdir: Path, llm: PeerProcess
         for proc in procs:
             proc.check_alive()
     finally:
-        await asyncio.gather(*(p.stop(30) for p in procs))
+        await asyncio.gather(*(p.stop(30, graceful=graceful) for p in procs))
 
 
 def _command(number: int, rounds: int) -> str:
@@ -135,21 +140,27 @@ class AckResult:
 
 async def measure_ack(workers: int, root: Path, smoke: bool, *, database_url: str | None = None,
                       label: str = "") -> AckResult:
-    batch, batches = (10, 2) if smoke else (50, 3)
+    """The ack on a deployment of its own (and an LLM peer of its own, at the full run's pace)."""
     plan = ReplyPlan(latency_s=0.2, tokens_per_s=200.0)
     workdir = root / f"ack-{workers}{label}"
     workdir.mkdir()
     async with (PeerProcess(plan) as llm, Peers() as peers,
                 deployment(workers, peers, workdir, llm, database_url=database_url) as shape):
-        port = shape.front.port
-        assert port is not None
-        await _start(peers, port, range(999_000, 999_001), 1)  # warm-up: imports, connections
-        answers: list[tuple[int, float]] = []
-        front_cpu, began = shape.front.cpu_s(), time.monotonic()
-        for b in range(batches):
-            answers += await _start(peers, port, range(b * batch, (b + 1) * batch), 2)
-            await asyncio.sleep(0.5)
-        front_cpu, window = shape.front.cpu_s() - front_cpu, time.monotonic() - began
+        return await ack_on(shape, peers, *(ACK_BATCHES_SMOKE if smoke else ACK_BATCHES))
+
+
+async def ack_on(shape: Deployment, peers: Peers, batch: int, batches: int) -> AckResult:
+    """A warm-up command, then `batches` of `batch` commands at once, 0.5 s apart, each POST timed.
+    Tags 0 … batch × batches − 1, and ACK_WARM_TAG for the warm-up."""
+    port = shape.front.port
+    assert port is not None
+    await _start(peers, port, range(ACK_WARM_TAG, ACK_WARM_TAG + 1), 1)  # warm-up: imports, connections
+    answers: list[tuple[int, float]] = []
+    front_cpu, began = shape.front.cpu_s(), time.monotonic()
+    for b in range(batches):
+        answers += await _start(peers, port, range(b * batch, (b + 1) * batch), 2)
+        await asyncio.sleep(0.5)
+    front_cpu, window = shape.front.cpu_s() - front_cpu, time.monotonic() - began
     ms = [s * 1000 for _, s in answers]
     return AckResult([st for st, _ in answers], ms, ms[batch:], front_cpu_s=front_cpu, window_s=window)
 
@@ -196,12 +207,12 @@ EXPECTED_CALLS_PER_DEBATE = 6  # a 2-round challenge: 4 debater turns and the ju
 async def measure_level(workers: int, concurrency: int, root: Path, plan: ReplyPlan, rounds: int, *,
                         database_url: str | None = None, server: BenchPostgres | None = None,
                         within: float = FINISH_WITHIN_S, spread: bool = False, profile: bool = False,
-                        warm: int = 0, label: str = "") -> Level:
+                        warm: int = 0, label: str = "", graceful: bool = True) -> Level:
     """`concurrency` debates through the front, all at once (50 POSTs in flight), until they end or
     `within` seconds have passed. `spread`: each worker takes at most its share (concurrency ÷ workers),
     so the debates split evenly rather than going to whichever worker polls the queue first. `warm`:
     that many one-round debates run first, off the clock (a worker imports each provider's SDK on its
-    first call to it: ~1 s each, on the event loop)."""
+    first call to it: ~1 s each, on the event loop). Not `graceful`: see `deployment`."""
     workdir = root / f"overhead-{workers}-{concurrency}{label}"
     workdir.mkdir()
     db: LogSource = database_url or workdir / "debates.db"
@@ -209,49 +220,78 @@ async def measure_level(workers: int, concurrency: int, root: Path, plan: ReplyP
     async with PeerProcess(plan) as llm:
         async with (Peers() as peers,
                     deployment(workers, peers, workdir, llm, database_url=database_url, worker_concurrency=share,
-                               profile=profile) as shape):
-            port = shape.front.port
-            assert port is not None
-            if warm:
-                await _start(peers, port, range(WARM_TAG, WARM_TAG + warm), 1)
-                await _wait_finished(db, warm, 60)
-            if server is not None:
-                await asyncio.to_thread(server.reset_statements)
-            for proc in shape.procs:
-                proc.profile_window(start=True)
-            cpu_before = shape.cpu_s()
-            threads_before = {p.name: p.thread_cpu_s() for p in shape.procs}
-            pg_before = server.server_cpu_s() if server is not None else None
-            began = time.monotonic()
-            for first in range(0, concurrency, 50):  # 50 POSTs in flight at a time
-                await _start(peers, port, range(first, min(concurrency, first + 50)), rounds)
-            await _wait_finished(db, concurrency + warm, max(1.0, within - (time.monotonic() - began)))
-            wall = time.monotonic() - began
-            cpu = shape.cpu_s() - cpu_before
-            for proc in shape.procs:
-                proc.profile_window(start=False)
-            threads = {p.name: {k: v - threads_before[p.name].get(k, 0.0) for k, v in p.thread_cpu_s().items()}
-                       for p in shape.procs}
-            pg_cpu = server.server_cpu_s() - pg_before if server is not None and pg_before is not None else None
-            logged = await asyncio.to_thread(read_log, db, "select topic, status, created_at, finished_at from debates")
-            now = datetime.now(UTC)
+                               profile=profile, graceful=graceful) as shape):
+            window = await level_on(shape, peers, db, concurrency, rounds, server=server, within=within, warm=warm)
         stats = await llm.stop()
-    paths = critical_paths(stats.calls)
+    return level_from(window, stats, plan, rounds, workdir)
+
+
+@dataclass
+class Window:
+    """What one level's measuring window saw in the log and the processes (the peer's calls come after)."""
+
+    concurrency: int
+    first: int  # the level's debates are tagged first … first + concurrency − 1
+    logged: list[dict[str, Any]]
+    wall_s: float
+    cpu_s: float
+    threads: dict[str, dict[str, float]]
+    pg_cpu_s: float | None
+    ended: datetime
+
+
+async def level_on(shape: Deployment, peers: Peers, db: LogSource, concurrency: int, rounds: int, *,
+                   first: int = 0, server: BenchPostgres | None = None, within: float = FINISH_WITHIN_S,
+                   warm: int = 0) -> Window:
+    """One level on a running deployment whose log may already hold other debates (they must have ended)."""
+    port = shape.front.port
+    assert port is not None
+    before = len(await asyncio.to_thread(read_log, db, "select id from debates"))
+    if warm:
+        await _start(peers, port, range(WARM_TAG, WARM_TAG + warm), 1)
+        await _wait_finished(db, before + warm, 60)
+    if server is not None:
+        await asyncio.to_thread(server.reset_statements)
+    for proc in shape.procs:
+        proc.profile_window(start=True)
+    cpu_before = shape.cpu_s()
+    threads_before = {p.name: p.thread_cpu_s() for p in shape.procs}
+    pg_before = server.server_cpu_s() if server is not None else None
+    began = time.monotonic()
+    for start in range(first, first + concurrency, 50):  # 50 POSTs in flight at a time
+        await _start(peers, port, range(start, min(first + concurrency, start + 50)), rounds)
+    await _wait_finished(db, before + concurrency + warm, max(1.0, within - (time.monotonic() - began)))
+    wall = time.monotonic() - began
+    cpu = shape.cpu_s() - cpu_before
+    for proc in shape.procs:
+        proc.profile_window(start=False)
+    threads = {p.name: {k: v - threads_before[p.name].get(k, 0.0) for k, v in p.thread_cpu_s().items()}
+               for p in shape.procs}
+    pg_cpu = server.server_cpu_s() - pg_before if server is not None and pg_before is not None else None
+    logged = await asyncio.to_thread(read_log, db, "select topic, status, created_at, finished_at from debates")
+    return Window(concurrency, first, logged, wall, cpu, threads, pg_cpu, datetime.now(UTC))
+
+
+def level_from(window: Window, stats: PeerStats, plan: ReplyPlan, rounds: int, workdir: Path) -> Level:
+    """The level's figures: its debates in the log against the calls the peer saw for them."""
+    n, first = window.concurrency, window.first
+    mine = range(first, first + n)
+    paths = critical_paths([c for c in stats.calls if c[0] in mine])
     ratios, completed_ratios = [], []
-    rows = [(int(t.group(1)), r) for r in logged if (t := TAG.search(r["topic"])) and int(t.group(1)) < WARM_TAG]
+    rows = [(int(t.group(1)), r) for r in window.logged if (t := TAG.search(r["topic"])) and int(t.group(1)) in mine]
     for tag, row in rows:
         created = _when(row["created_at"])
         if row["status"] == "running":  # cut off: at least this slow
-            ratios.append((now - created).total_seconds() / ideal_path(plan, rounds))
+            ratios.append((window.ended - created).total_seconds() / ideal_path(plan, rounds))
         elif row["status"] == "completed" and tag in paths:
             ratio = (_when(row["finished_at"]) - created).total_seconds() / paths[tag][0]
             ratios.append(ratio)
             completed_ratios.append(ratio)
-    calls = sum(1 for c in stats.calls if c[4] == 200 and c[0] < WARM_TAG)
-    return Level(concurrency, sum(1 for _, r in rows if r["status"] == "completed"), median(ratios),
-                 max(ratios, default=float("nan")), wall, sum(1 for _, r in rows if r["status"] == "running"),
-                 ratio_completed=median(completed_ratios), calls=calls, cpu_s=cpu, pg_cpu_s=pg_cpu, logged=len(rows),
-                 threads=threads, workdir=workdir)
+    calls = sum(1 for c in stats.calls if c[4] == 200 and c[0] in mine)
+    return Level(n, sum(1 for _, r in rows if r["status"] == "completed"), median(ratios),
+                 max(ratios, default=float("nan")), window.wall_s, sum(1 for _, r in rows if r["status"] == "running"),
+                 ratio_completed=median(completed_ratios), calls=calls, cpu_s=window.cpu_s, pg_cpu_s=window.pg_cpu_s,
+                 logged=len(rows), threads=window.threads, workdir=workdir)
 
 
 def add_level(table: Table, level: Level, label: str, *, target: bool, within: float) -> None:
@@ -285,34 +325,63 @@ async def run(smoke: bool) -> Table:
     table = Table(f"durable — Slack ack with debates streaming, and wall ÷ critical path, per deployment shape "
                   f"(subprocesses; challenge {rounds} rounds, peer {plan.latency_s:g} s, {plan.tokens_per_s:g} "
                   "tokens/s, in its own process)")
-    # smoke: each measurement once, on the shape its target is about (the others' code paths are the same)
-    ack_shapes = {"front + 1 worker": 1} if smoke else dict(list(TOPOLOGIES.items())[:2])
-    level_shapes = {"front + 1 worker": 1} if smoke else TOPOLOGIES
     root = Path(tempfile.mkdtemp(prefix="bench-durable-"))
     try:
-        for label, workers in ack_shapes.items():
-            try:
-                ack = await measure_ack(workers, root, smoke)
-            except Unavailable as exc:
-                table.add(f"ack p99 @ {label}", "unavailable", f"≤ {ACK_TARGET_MS:g} ms", "miss")
-                table.note(f"{label}: {exc}")
-                continue
-            add_ack(table, ack, label, target=workers > 0)
-        for label, workers in level_shapes.items():
-            for n in levels:
-                try:
-                    level = await measure_level(workers, n, root, plan, rounds, warm=max(1, workers))
-                except Unavailable as exc:
-                    table.add(f"wall ÷ critical path @{n} · {label}", "unavailable", "", "miss")
-                    table.note(f"{label}: {exc}")
-                    break
-                add_level(table, level, label, target=workers > 0, within=FINISH_WITHIN_S)
+        if smoke:
+            await _smoke(table, root, plan, rounds, levels[0])
+        else:
+            await _full(table, root, plan, rounds, levels)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     table.note("wall = created_at → finished_at in the log; critical path = the peer-measured durations of the "
                "debate's sequential calls; median over debates; one warm-up debate per worker first, off the clock "
                "(a worker imports each provider's SDK at its first call)")
     return table
+
+
+async def _full(table: Table, root: Path, plan: ReplyPlan, rounds: int, levels: list[int]) -> None:
+    """Each measurement on deployments of its own: the ack on two shapes, every level on all three."""
+    for label, workers in list(TOPOLOGIES.items())[:2]:
+        try:
+            ack = await measure_ack(workers, root, False)
+        except Unavailable as exc:
+            table.add(f"ack p99 @ {label}", "unavailable", f"≤ {ACK_TARGET_MS:g} ms", "miss")
+            table.note(f"{label}: {exc}")
+            continue
+        add_ack(table, ack, label, target=workers > 0)
+    for label, workers in TOPOLOGIES.items():
+        for n in levels:
+            try:
+                level = await measure_level(workers, n, root, plan, rounds, warm=max(1, workers))
+            except Unavailable as exc:
+                table.add(f"wall ÷ critical path @{n} · {label}", "unavailable", "", "miss")
+                table.note(f"{label}: {exc}")
+                break
+            add_level(table, level, label, target=workers > 0, within=FINISH_WITHIN_S)
+
+
+async def _smoke(table: Table, root: Path, plan: ReplyPlan, rounds: int, concurrency: int) -> None:
+    """The ack, then one level, on one front + 1 worker and one LLM peer (the shape both targets are about;
+    the other shapes run the same code): two product processes started, not four. The ack's debates are
+    the level's warm-up, and have ended before the level starts."""
+    label = "front + 1 worker"
+    workdir = root / "smoke"
+    workdir.mkdir()
+    db = workdir / "debates.db"
+    batch, batches = ACK_BATCHES_SMOKE
+    try:
+        async with PeerProcess(plan) as llm:
+            async with Peers() as peers, deployment(1, peers, workdir, llm, graceful=False) as shape:
+                ack = await ack_on(shape, peers, batch, batches)
+                await _wait_finished(db, batch * batches + 1, FINISH_WITHIN_S)
+                window = await level_on(shape, peers, db, concurrency, rounds, first=SMOKE_LEVEL_TAG)
+            stats = await llm.stop()
+    except Unavailable as exc:
+        table.add(f"ack p99 @ {label}", "unavailable", f"≤ {ACK_TARGET_MS:g} ms", "miss")
+        table.note(f"{label}: {exc}")
+        return
+    add_ack(table, ack, label, target=True)
+    add_level(table, level_from(window, stats, plan, rounds, workdir), label, target=True, within=FINISH_WITHIN_S)
 
 
 def add_ack(table: Table, ack: AckResult, label: str, *, target: bool) -> None:

@@ -203,7 +203,7 @@ async def run(smoke: bool, *, levels: list[int] | None = None, workers: tuple[in
                 try:
                     level = await measure_level(count, n, root, plan, rounds, database_url=url, server=server,
                                                 within=within, spread=True, profile=profile, warm=count,
-                                                label="-pg")
+                                                label="-pg", graceful=not smoke)
                     add_level(table, level, label, target=True, within=within)
                     add_threads(table, level, label)
                     if statements:

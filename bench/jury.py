@@ -40,6 +40,7 @@ from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord, count_to
 
 NAME = "jury"
 CASES = 24
+SMOKE_CASES = 4  # two clear, two close, the stronger side twice each: every branch of the scoring
 JUDGE, TIEBREAK = "gemini:gemini-2.5-pro", "anthropic:claude-sonnet-4-5"
 JURORS = ("openai:gpt-5-mini", "anthropic:claude-haiku-4-5", "gemini:gemini-2.5-flash")
 BIAS = {"gemini-2.5-pro": 0.2, "claude-sonnet-4-5": 0.2, "gpt-5-mini": 0.35, "claude-haiku-4-5": 0.3,
@@ -101,8 +102,8 @@ def _spec(case: int, judges: tuple[str, ...]) -> DebateSpec:
                       tiebreak_judge=None if judges else TIEBREAK, judges=judges)
 
 
-async def _configuration(srv: FakeLLMServer, engine: Engine, run: Run, judges: tuple[str, ...]) -> None:
-    for case in range(CASES):
+async def _configuration(srv: FakeLLMServer, engine: Engine, run: Run, judges: tuple[str, ...], cases: int) -> None:
+    for case in range(cases):
         srv.requests.clear()
         keep = _Keep()
         outcome = await engine.run(_spec(case, judges), EventBus([keep]))
@@ -148,6 +149,7 @@ async def _shapes_retry_rate(srv: FakeLLMServer, engine: Engine) -> tuple[int, i
 
 async def run(smoke: bool) -> Table:
     plan = ReplyPlan(latency_s=0.0, tokens_per_s=0.0, debater_words=200, judge_words=300, summary_words=400)
+    cases = SMOKE_CASES if smoke else CASES
     runs = [Run("today: 1 judge, swapped pair + tie-break"), Run("jury of 3, swapped pair each"),
             Run("jury of 3, order alternating")]
     with tempfile.TemporaryDirectory(prefix="bench-jury-") as tmp:
@@ -159,22 +161,22 @@ async def run(smoke: bool) -> Table:
                                       OLLAMA_BASE_URL=srv.openai_base_url)
             registry = ProviderRegistry(settings)
             engine = Engine(registry, settings)
-            await _configuration(srv, engine, runs[0], ())
-            await _configuration(srv, engine, runs[1], JURORS)
+            await _configuration(srv, engine, runs[0], (), cases)
+            await _configuration(srv, engine, runs[1], JURORS, cases)
             jury_module.JURY_ORDER = "alternating"
             try:
-                await _configuration(srv, engine, runs[2], JURORS)
+                await _configuration(srv, engine, runs[2], JURORS, cases)
             finally:
                 jury_module.JURY_ORDER = "swapped"
             free_retried, free_passes, schema_retried, schema_passes = await _shapes_retry_rate(srv, engine)
             await registry.aclose()
-    table = Table(f"jury — judge calls over {CASES} scripted debates (12 clear, 12 close; judges position-biased "
-                  "20–35 % on close cases)")
+    table = Table(f"jury — judge calls over {cases} scripted debates ({cases // 2} clear, {cases // 2} close; judges "
+                  "position-biased 20–35 % on close cases)")
     base = runs[0]
     for r in runs:
         table.add(f"{r.name}: calls / tokens in / out", f"{r.calls} / {r.input_tokens:,} / {r.output_tokens:,}")
         table.add(f"  cost ≈ ${r.cost_usd:.4f} ({r.cost_usd / base.cost_usd:.2f}× today) · steady verdicts",
-                  f"{r.steady}/{CASES}")
+                  f"{r.steady}/{cases}")
     table.add("retry rate, every judge pass above", f"{sum(r.retries for r in runs)}/{sum(r.calls for r in runs)}")
     table.check(f"retry rate, 12 answer shapes, Ollama free-form ({free_retried}/{free_passes} passes)",
                 free_retried / free_passes, ".2f", 0.0)
@@ -182,7 +184,6 @@ async def run(smoke: bool) -> Table:
                 f"{schema_passes})", schema_retried / schema_passes, ".2f", 0.0)
     table.add("  confidently wrong (wrong winner at high or medium confidence): today / swapped / alternating",
               " / ".join(str(r.confident_wrong) for r in runs))
-    del smoke  # a few seconds in all: smoke runs it as is
     return table
 
 

@@ -49,6 +49,7 @@ PG_LANES = 2  # Postgres trials at once (each: its own server, two fronts, two w
 PG_WORKER_CONCURRENCY = 2  # debates at once per worker: a trial's three debates spread over both workers
 CONTROLS = 2
 KILL_WINDOW_S = (0.1, 4.5)  # after all three debates are logged; a debate takes about 4–6 s in the log
+KILL_WINDOW_SMOKE_S = (0.5, 1.5)  # smoke: early, so the kill finds its debates mid-run
 FINISH_WITHIN_S = 60.0  # after the restart, for every debate to end and its thread to settle
 SETTLED_CALL_S = 1.0  # a model call that finished this long before the kill must not run again
 QUIET_S = 2.5  # no platform call for this long (a verdict may wait 2 s for the debate's end): settled
@@ -88,11 +89,14 @@ def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None,
          postgres: int | None = None) -> list[Trial]:
     """Two no-kill controls, then `single` trials of `debate serve` and `split` of front + worker
     (killing the front and the worker in turn); `counts` overrides (single, split). Then, on Postgres,
-    one control and `postgres` trials killing a random worker (w1 or w2). Smoke: no controls, one kill
-    of `debate serve` and one of a front apart from its worker; none on Postgres (its four processes and
-    server are most of a smoke run: `--postgres 1` adds one; bench.durable_pg runs that deployment)."""
+    one control and `postgres` trials killing a random worker (w1 or w2). Smoke: one kill of `debate
+    serve`, which runs the debates and renders them, so both checks bite (nothing lost: the debates resume;
+    nothing posted twice: the threads resume), and no controls. Each product process costs ~7 CPU-s to
+    start (its imports), so a kill of a front apart from its worker (three more) and the Postgres trial
+    (five) are left to the full run (`python -m bench.killharness --single 1 --split 1 --postgres 1` runs all three)."""
     rng = random.Random(seed)
-    single, split = counts or ((1, 1) if smoke else (51, 18))
+    window = KILL_WINDOW_SMOKE_S if smoke else KILL_WINDOW_S
+    single, split = counts or ((1, 0) if smoke else (51, 18))
     if postgres is None:
         postgres = 0 if smoke else 32
     controls = 0 if smoke else CONTROLS
@@ -102,13 +106,13 @@ def plan(smoke: bool, seed: int = 11, counts: tuple[int, int] | None = None,
     for n in range(first, first + single + split):
         mode = "serve" if n < first + single else "split"
         victim = "serve" if mode == "serve" else ("front", "worker")[(n - first - single) % 2]
-        trials.append(Trial(n, mode, victim, rng.uniform(*KILL_WINDOW_S), rng.choice((1, 2))))
+        trials.append(Trial(n, mode, victim, rng.uniform(*window), rng.choice((1, 2))))
     if postgres:
         first = len(trials)
         if controls:
             trials.append(Trial(first, "postgres", "none", 0.0, 2))
         for n in range(first + int(controls > 0), first + int(controls > 0) + postgres):
-            trials.append(Trial(n, "postgres", rng.choice(("w1", "w2")), rng.uniform(*KILL_WINDOW_S),
+            trials.append(Trial(n, "postgres", rng.choice(("w1", "w2")), rng.uniform(*window),
                                 rng.choice((1, 2))))
     return trials
 
@@ -272,7 +276,9 @@ def _repeats(requests: Sequence[RequestRecord], killed_at: float, respawned_at: 
             result.repeated_late_calls += 1
 
 
-async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: dict[str, str]) -> TrialResult:
+async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: dict[str, str], *,
+                    graceful: bool = True) -> TrialResult:
+    """`graceful`: the processes get SIGTERM once the checks are done, else SIGKILL (smoke: see Proc.stop)."""
     result = TrialResult(trial)
     if trial.mode in unavailable:
         result.unavailable, result.error = True, unavailable[trial.mode]
@@ -342,7 +348,7 @@ async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: d
             log.debug("trial %d failed", trial.number, exc_info=True)
             result.error = f"{type(exc).__name__}: {exc}"
         finally:
-            await asyncio.gather(*(p.stop(20) for p in procs.values()))
+            await asyncio.gather(*(p.stop(20, graceful=graceful) for p in procs.values()))
     for path in sorted(workdir.iterdir()):
         if path.suffix in (".db", ".sqlite") and path.stat().st_size > 0:
             with contextlib.suppress(Exception):
@@ -397,7 +403,7 @@ def _tags_of(db: LogSource, debate_ids: Iterable[str]) -> list[int]:
 
 
 async def run_postgres_trial(trial: Trial, script: KillScript, root: Path, pool: ServerPool,
-                             keep: bool) -> TrialResult:
+                             keep: bool, *, graceful: bool = True) -> TrialResult:
     """Two fronts and two workers on one Postgres database; a random worker killed and restarted."""
     result = TrialResult(trial)
     workdir = root / f"trial-{trial.number:03d}"
@@ -460,7 +466,7 @@ async def run_postgres_trial(trial: Trial, script: KillScript, root: Path, pool:
             log.debug("trial %d failed", trial.number, exc_info=True)
             result.error = f"{type(exc).__name__}: {exc}"
         finally:
-            await asyncio.gather(*(p.stop(20) for p in procs))
+            await asyncio.gather(*(p.stop(20, graceful=graceful) for p in procs))
     result.sqlite_files = sorted(p.name for p in workdir.iterdir() if p.suffix in (".db", ".sqlite"))
     return result
 
@@ -562,11 +568,11 @@ async def run(smoke: bool, *, keep: bool = False, counts: tuple[int, int] | None
         if trial.mode == "postgres":
             async with pg_lane, lanes:
                 try:
-                    return await run_postgres_trial(trial, script, root, pool, keep)
+                    return await run_postgres_trial(trial, script, root, pool, keep, graceful=not smoke)
                 except PostgresUnavailable as exc:
                     return TrialResult(trial, error=str(exc), unavailable=True)
         async with lanes:
-            return await run_trial(trial, script, root, unavailable)
+            return await run_trial(trial, script, root, unavailable, graceful=not smoke)
 
     try:
         results = await asyncio.gather(*(lane(t) for t in trials))
@@ -575,8 +581,9 @@ async def run(smoke: bool, *, keep: bool = False, counts: tuple[int, int] | None
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     debates = len(trials) * len(FORMATS)
+    window = KILL_WINDOW_SMOKE_S if smoke else KILL_WINDOW_S
     table = Table(f"killharness — {len(trials)} trials × {len(FORMATS)} debates ({debates}; challenge 1–2 rounds, "
-                  f"consensus, stances; Slack HTTP + Discord), SIGKILL {KILL_WINDOW_S[0]:g}–{KILL_WINDOW_S[1]:g} s "
+                  f"consensus, stances; Slack HTTP + Discord), SIGKILL {window[0]:g}–{window[1]:g} s "
                   f"after all are logged, then restart; LLM peer {script.latency_s:g} s + {script.tokens_per_s:g} "
                   f"words/s, {LANES} trials at a time ({pg_lanes} on Postgres)")
     _report(table, "control (no kill)", [r for r in results if r.trial.victim == "none" and r.trial.mode != "postgres"],

@@ -15,10 +15,12 @@ for harness checks (a connection per URL, kept: harnesses poll).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from psycopg.rows import dict_row
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 __all__ = ["BenchPostgres", "PostgresUnavailable", "close_readers", "exit_cleanly_on_sigterm", "is_postgres",
-           "proc_cpu_s", "read_rows", "thread_cpu_s"]
+           "proc_cpu_s", "read_rows", "shared_servers", "thread_cpu_s"]
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -38,16 +40,52 @@ def is_postgres(source: object) -> bool:
     return isinstance(source, str) and source.startswith(("postgresql://", "postgres://"))
 
 
+class _Pool:
+    """Servers handed from one bench to the next (`shared_servers`): those stopped by a bench, idle."""
+
+    def __init__(self) -> None:
+        self.idle: list[BenchPostgres] = []
+        self.started: list[BenchPostgres] = []
+        self.lock = threading.Lock()
+
+
+_pool: _Pool | None = None
+
+
+@contextlib.contextmanager
+def shared_servers() -> Iterator[None]:
+    """While open, `BenchPostgres.start()` (without `statements`) hands out a server a bench has stopped, and
+    `stop()` keeps the server for the next bench: a smoke run starts one server where each bench started its
+    own (every bench still works in databases of its own). On close, every server started meanwhile stops."""
+    global _pool
+    pool = _pool = _Pool()
+    try:
+        yield
+    finally:
+        _pool = None
+        for server in pool.started:
+            server.stop()
+
+
 @dataclass
 class BenchPostgres:
     server: PostgresServer
     statements_enabled: bool = False
     stopped: bool = False
+    pool: _Pool | None = None
 
     @classmethod
     def start(cls, *, statements: bool = False) -> BenchPostgres:
+        pool = _pool if not statements else None
+        if pool is not None:
+            with pool.lock:
+                if pool.idle:
+                    return pool.idle.pop()
         server = PostgresServer.start()
-        bench = cls(server)
+        bench = cls(server, pool=pool)
+        if pool is not None:
+            with pool.lock:
+                pool.started.append(bench)
         atexit.register(bench.stop)  # the server is a daemon of its own: never leave it behind
         if statements:
             try:
@@ -128,6 +166,12 @@ class BenchPostgres:
 
     def stop(self) -> None:
         if self.stopped:
+            return
+        if self.pool is not None and self.pool is _pool:  # kept for the next bench
+            close_readers()
+            with self.pool.lock:
+                if self not in self.pool.idle:
+                    self.pool.idle.append(self)
             return
         self.stopped = True
         atexit.unregister(self.stop)

@@ -232,9 +232,11 @@ class Proc:
             self.proc.kill()
             return await self.proc.wait()
 
-    async def stop(self, within: float = 30.0) -> int | None:
-        """SIGTERM, then SIGKILL after `within` seconds."""
-        self.kill(signal.SIGTERM)
+    async def stop(self, within: float = 30.0, *, graceful: bool = True) -> int | None:
+        """SIGTERM, then SIGKILL after `within` seconds. Not `graceful`: SIGKILL at once, for a smoke run
+        whose measurements are over (an orderly exit costs a process ~1 CPU-s of interpreter teardown;
+        tests/test_serve.py and tests/test_durable_serve.py test it)."""
+        self.kill(signal.SIGTERM if graceful else signal.SIGKILL)
         return await self.wait(within)
 
     def stderr_tail(self, lines: int = 6) -> str:
