@@ -1,7 +1,8 @@
 """Full-text recall over topics, turns and verdicts, the shape both databases share: per searched table,
 a few ranked candidates among its newest matches the scope may see, each debate's best hit, snippets for
-the final hits only. How a table is matched, ranked and cut into a snippet is each dialect's (`Source`:
-FTS5 in sqlite.py, `tsvector` in postgres/search.py); a score is lower-is-better, ties go to the newer row.
+the final hits only. SQLite runs that shape here through its `Source`s (FTS5 in sqlite.py); Postgres runs the
+same rules as one statement of its own (postgres/search.py `search_sql`: its candidates, ranking and
+snippets in one round trip). A score is lower-is-better, ties go to the newer row.
 """
 
 from __future__ import annotations
