@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,9 @@ from bots.thread import FrontTailer, Limits, Pacers
 from orchestrator.app import Core
 
 log = logging.getLogger(__name__)
+
+ANSWER_QUIET_S = 0.02  # a command's work starts once no request has been answered for this long…
+ANSWER_DEFER_S = 0.5  # …or this long after it was answered, whichever comes first
 
 
 @dataclass
@@ -33,6 +37,31 @@ class SlackRuntime:
     # TLS connection, per call); made in build_app, inside the loop, closed at shutdown
     session: aiohttp.ClientSession | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _answering: int = 0  # HTTP requests being answered (`answering`)
+    _last_answer: float = 0.0  # loop time a request last began or finished being answered
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around answering one HTTP request: what waits in `after_answers` goes once requests stop coming."""
+        loop = asyncio.get_running_loop()
+        self._answering += 1
+        self._last_answer = loop.time()
+        try:
+            yield
+        finally:
+            self._answering -= 1
+            self._last_answer = loop.time()
+
+    async def after_answers(self) -> None:
+        """Until no request has been answered for ANSWER_QUIET_S (at most ANSWER_DEFER_S): a burst of
+        commands is acked before any of them runs, so none of their work queues in front of an ack."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ANSWER_DEFER_S
+        while (now := loop.time()) < deadline:
+            quiet_at = self._last_answer + ANSWER_QUIET_S
+            if not self._answering and now >= quiet_at:
+                return
+            await asyncio.sleep(min(max(quiet_at - now, ANSWER_QUIET_S / 4), deadline - now))
 
     @classmethod
     def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
