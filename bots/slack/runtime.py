@@ -4,6 +4,7 @@ that renders every live Slack debate's thread from the workers' event streams.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
@@ -38,30 +39,33 @@ class SlackRuntime:
     session: aiohttp.ClientSession | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _answering: int = 0  # HTTP requests being answered (`answering`)
-    _last_answer: float = 0.0  # loop time a request last began or finished being answered
+    _quiet: asyncio.Event = field(default_factory=asyncio.Event)  # no request answered for ANSWER_QUIET_S
+    _quiet_timer: asyncio.TimerHandle | None = None
+
+    def __post_init__(self) -> None:
+        self._quiet.set()
 
     @contextmanager
     def answering(self) -> Iterator[None]:
         """Around answering one HTTP request: what waits in `after_answers` goes once requests stop coming."""
-        loop = asyncio.get_running_loop()
         self._answering += 1
-        self._last_answer = loop.time()
+        self._quiet.clear()
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
+            self._quiet_timer = None
         try:
             yield
         finally:
             self._answering -= 1
-            self._last_answer = loop.time()
+            if not self._answering:
+                self._quiet_timer = asyncio.get_running_loop().call_later(ANSWER_QUIET_S, self._quiet.set)
 
     async def after_answers(self) -> None:
         """Until no request has been answered for ANSWER_QUIET_S (at most ANSWER_DEFER_S): a burst of
         commands is acked before any of them runs, so none of their work queues in front of an ack."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + ANSWER_DEFER_S
-        while (now := loop.time()) < deadline:
-            quiet_at = self._last_answer + ANSWER_QUIET_S
-            if not self._answering and now >= quiet_at:
-                return
-            await asyncio.sleep(min(max(quiet_at - now, ANSWER_QUIET_S / 4), deadline - now))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(ANSWER_DEFER_S):
+                await self._quiet.wait()
 
     @classmethod
     def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
