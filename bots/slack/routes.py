@@ -8,9 +8,8 @@ stale or forged requests get 401 and nothing reads their body; a signed body bol
 
 A slash command is answered here, as soon as its signature holds: every command listener acks with an
 empty 200 and spawns its work, so the answer is the same, and bolt's dispatch (its middleware, the
-listener, the command's work) runs as a task once no request is being answered (`SlackRuntime.answering`):
-with 50 commands at once, bolt's few milliseconds per request and the commands' work no longer queue
-in front of the later acks. bolt's `ack()` inside the listener then answers nothing. Other requests (a
+listener, the command's work) runs as a task after it: nothing bolt waits on (an authorization's
+lookup, a middleware) delays the ack. bolt's `ack()` inside the listener then answers nothing. Other requests (a
 button, a modal's submission, whose ack may carry errors) go through bolt before they are answered.
 
 The OAuth pages are GETs whose body means nothing: it is never handed to bolt.
@@ -74,10 +73,8 @@ def _bolt_request(raw: bytes, query: str, headers: dict[str, str]) -> AsyncBoltR
         return None
 
 
-async def _dispatch_after_acks(app: AsyncApp, runtime: SlackRuntime, raw: bytes, query: str,
-                               headers: dict[str, str]) -> None:
-    """A slash command answered already: bolt runs it once the requests being answered are."""
-    await runtime.after_answers()
+async def _dispatch_answered(app: AsyncApp, raw: bytes, query: str, headers: dict[str, str]) -> None:
+    """A slash command answered already: bolt runs it."""
     bolt_request = _bolt_request(raw, query, headers)
     if bolt_request is not None:
         bolt_request.context["answered"] = True  # the listener's ack() answers nothing (bots.slack.listeners)
@@ -92,12 +89,6 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
     runtime = runtime or getattr(app, "runtime", None)
 
     async def on_event(request: web.Request) -> web.Response:
-        if runtime is None:
-            return await answer(request)
-        with runtime.answering():
-            return await answer(request)
-
-    async def answer(request: web.Request) -> web.Response:
         arrived = time.perf_counter()
         raw = await request.read()
         headers = request.headers
@@ -105,7 +96,7 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
                             headers.get("X-Slack-Signature")):
             return web.json_response(INVALID, status=401)
         if runtime is not None and is_slash_command(raw):
-            runtime.spawn(_dispatch_after_acks(app, runtime, raw, request.query_string, dict(headers)),
+            runtime.spawn(_dispatch_answered(app, raw, request.query_string, dict(headers)),
                           name="slack-command-dispatch")
             runtime.record_ack(time.perf_counter() - arrived)
             COMMAND_ACK.labels("slack").observe(time.perf_counter() - arrived)

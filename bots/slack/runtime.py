@@ -4,10 +4,8 @@ that renders every live Slack debate's thread from the workers' event streams.""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,9 +18,6 @@ from bots.thread import FrontTailer, Limits, Pacers
 from orchestrator.app import Core
 
 log = logging.getLogger(__name__)
-
-ANSWER_QUIET_S = 0.02  # a command's work starts once no request has been answered for this long…
-ANSWER_DEFER_S = 0.5  # …or this long after it was answered, whichever comes first
 
 
 @dataclass
@@ -38,35 +33,6 @@ class SlackRuntime:
     # TLS connection, per call); made in build_app, inside the loop, closed at shutdown
     session: aiohttp.ClientSession | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    _answering: int = 0  # HTTP requests being answered (`answering`)
-    _quiet: asyncio.Event = field(default_factory=asyncio.Event)  # no request answered for ANSWER_QUIET_S
-    _quiet_timer: asyncio.TimerHandle | None = None
-
-    def __post_init__(self) -> None:
-        self._quiet.set()
-
-    @contextmanager
-    def answering(self) -> Iterator[None]:
-        """Around answering one HTTP request: what waits in `after_answers` goes once requests stop coming."""
-        self._answering += 1
-        self._quiet.clear()
-        if self._quiet_timer is not None:
-            self._quiet_timer.cancel()
-            self._quiet_timer = None
-        try:
-            yield
-        finally:
-            self._answering -= 1
-            if not self._answering:
-                self._quiet_timer = asyncio.get_running_loop().call_later(ANSWER_QUIET_S, self._quiet.set)
-
-    async def after_answers(self) -> None:
-        """Until no request has been answered for ANSWER_QUIET_S (at most ANSWER_DEFER_S): a burst of
-        commands is acked before any of them runs, so none of their work queues in front of an ack."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(ANSWER_DEFER_S):
-                await self._quiet.wait()
-
     @classmethod
     def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
         limits = limits or slack_limits(streams=bot_settings(core.settings).slack_native_streams)
