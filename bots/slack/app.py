@@ -68,6 +68,8 @@ class GuardedApp(AsyncApp):
     request bolt or our listeners cannot read (listeners/shapes.py) is acked and dropped, and one no
     listener is for is acked too (bolt says 404, which Slack would retry, then disable the events for)."""
 
+    runtime: SlackRuntime | None = None  # where HTTP mode runs a slash command after answering it (routes.py)
+
     async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
         problem = shape_problem(req.body)
         if problem is not None:
@@ -115,6 +117,7 @@ def build_app(
         oauth_settings=oauth,
         logger=log,
     )
+    app.runtime = runtime
     if core.feed is not None:
         runtime.tailer = FrontTailer(core.feed, core.store, PLATFORM, thread_reach(app, runtime),
                                      renderer=core.renderer)

@@ -6,6 +6,12 @@ in a 500 and a logged traceback. Here the signature is checked on the raw bytes 
 stale or forged requests get 401 and nothing reads their body; a signed body bolt cannot read gets
 400. bolt checks the signature again (its middleware stays on), which costs one HMAC.
 
+A slash command is answered here, as soon as its signature holds: every command listener acks with an
+empty 200 and spawns its work, so the answer is the same, and bolt's dispatch (its middleware, the
+listener, the command's work) runs as a task after it: nothing bolt waits on (an authorization's
+lookup, a middleware) delays the ack. bolt's `ack()` inside the listener then answers nothing. Other requests (a
+button, a modal's submission, whose ack may carry errors) go through bolt before they are answered.
+
 The OAuth pages are GETs whose body means nothing: it is never handed to bolt.
 """
 
@@ -15,12 +21,14 @@ import hashlib
 import hmac
 import logging
 import time
+from urllib.parse import parse_qs
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from bots.slack.runtime import SlackRuntime
 from bots.web import WebFront
 from orchestrator.metrics import COMMAND_ACK
 
@@ -48,8 +56,37 @@ def signature_ok(secret: str | None, raw: bytes, timestamp: str | None, signatur
     return hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace"))
 
 
-def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, events: bool = True) -> None:
-    """POST /slack/events (when `events`: HTTP mode) and, with OAuth, the install and redirect pages."""
+def is_slash_command(raw: bytes) -> bool:
+    """A slash command's form body (`command=/…`, no interactive `payload`); never raises."""
+    try:
+        form = parse_qs(raw.decode("utf-8"), max_num_fields=100)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return "command" in form and "payload" not in form
+
+
+def _bolt_request(raw: bytes, query: str, headers: dict[str, str]) -> AsyncBoltRequest | None:
+    try:
+        return AsyncBoltRequest(body=raw.decode("utf-8"), query=query, headers=headers)  # type: ignore[arg-type]
+    except Exception:  # bolt parses and reads ids here; what it cannot read is a bad request, not our bug
+        log.warning("slack: a signed request with a body bolt cannot read (%d bytes)", len(raw))
+        return None
+
+
+async def _dispatch_answered(app: AsyncApp, raw: bytes, query: str, headers: dict[str, str]) -> None:
+    """A slash command answered already: bolt runs it."""
+    bolt_request = _bolt_request(raw, query, headers)
+    if bolt_request is not None:
+        bolt_request.context["answered"] = True  # the listener's ack() answers nothing (bots.slack.listeners)
+        await app.async_dispatch(bolt_request)
+
+
+def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, events: bool = True,
+                runtime: SlackRuntime | None = None) -> None:
+    """POST /slack/events (when `events`: HTTP mode) and, with OAuth, the install and redirect pages.
+    `runtime` (default: the app's, `GuardedApp.runtime`): where a slash command's dispatch is spawned
+    once it is answered; without one, bolt answers every request itself."""
+    runtime = runtime or getattr(app, "runtime", None)
 
     async def on_event(request: web.Request) -> web.Response:
         arrived = time.perf_counter()
@@ -58,13 +95,16 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
         if not signature_ok(signing_secret, raw, headers.get("X-Slack-Request-Timestamp"),
                             headers.get("X-Slack-Signature")):
             return web.json_response(INVALID, status=401)
-        try:
-            bolt_request = AsyncBoltRequest(body=raw.decode("utf-8"), query=request.query_string,
-                                            headers=headers)  # type: ignore[arg-type]
-        except Exception:  # bolt parses and reads ids here; what it cannot read is a bad request, not our bug
-            log.warning("slack: a signed request with a body bolt cannot read (%d bytes); answered 400", len(raw))
+        if runtime is not None and is_slash_command(raw):
+            runtime.spawn(_dispatch_answered(app, raw, request.query_string, dict(headers)),
+                          name="slack-command-dispatch")
+            runtime.record_ack(time.perf_counter() - arrived)
+            COMMAND_ACK.labels("slack").observe(time.perf_counter() - arrived)
+            return web.Response(status=200)  # the ack every command listener gives
+        bolt_request = _bolt_request(raw, request.query_string, dict(headers))
+        if bolt_request is None:
             return web.json_response({"error": "unreadable body"}, status=400)
-        answer = await app.async_dispatch(bolt_request)  # a slash command's answer is its ack
+        answer = await app.async_dispatch(bolt_request)
         if isinstance(bolt_request.body, dict) and "command" in bolt_request.body:
             COMMAND_ACK.labels("slack").observe(time.perf_counter() - arrived)
         return await to_aiohttp_response(answer)

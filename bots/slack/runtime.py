@@ -33,7 +33,6 @@ class SlackRuntime:
     # TLS connection, per call); made in build_app, inside the loop, closed at shutdown
     session: aiohttp.ClientSession | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-
     @classmethod
     def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
         limits = limits or slack_limits(streams=bot_settings(core.settings).slack_native_streams)

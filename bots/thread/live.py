@@ -16,6 +16,12 @@ the turn's text over, in the same messages.
 With `first_post_grace` None a turn's message is posted as a placeholder when the turn starts.
 With a number the first post waits for the turn's first text instead, so it is the post that shows the
 text: where edits are scarcer than posts (Slack), a turn's first words then never wait for an edit.
+Either way the first text a turn shows is a phrase (`FIRST_WORDS`), not the word or two a durable
+stream's first batch carries (its next batch comes half a second later): the first post, or the edit
+that replaces a placeholder, waits for a phrase, at most `first_text_wait()` after the first text (an
+edit could not have brought the phrase sooner), and then goes at once: a placeholder's first edit does
+not keep the edit interval from the placeholder's post, and jumps the edit budget's queue ahead of the
+edits of turns that already show text.
 Every post and edit is rendered only when the pacer lets it go (`Paced`), so a call that waited long
 carries the newest text, and a turn that ended meanwhile needs no further edit. Where the surface has
 native streams and the pacer a start for one, a part is a stream instead of a post (`bots.thread.streams`:
@@ -42,6 +48,7 @@ from orchestrator.models import DebateSpec, Seat, Turn
 log = logging.getLogger(__name__)
 
 TurnKey = tuple[int, str, str, int]  # round, seat, kind, take (a turn played again: bots.thread.keys)
+FIRST_WORDS = 6  # a turn's first text shows once it holds this many words (or the turn ended, or the wait ran out)
 SEAT_ROLES = ("proposer", "challenger", "debater", "judge")
 
 
@@ -76,6 +83,7 @@ class _LiveTurn:
     attempts: set[str] = field(default_factory=set)  # every attempt seen: an older one never comes back
     message_ids: list[str] = field(default_factory=list)
     shown: list[str | None] = field(default_factory=list)  # None: posted before this renderer, text unknown
+    showing_text: bool = False  # a message of the turn shows some of its text (not only the placeholder)
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # text arrived, or the turn ended
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     posted: asyncio.Event = field(default_factory=asyncio.Event)  # ended, and every message it needs exists
@@ -136,7 +144,7 @@ class LiveTurns:
         key = (event.round, event.seat, event.kind, event.take)
         ids = [p.message_id for p in self._existing(key)]
         return _LiveTurn(key=key, header=self.surface.turn_header(event), seat=seat_of(self.spec, event),
-                         message_ids=ids, shown=[None] * len(ids))
+                         message_ids=ids, shown=[None] * len(ids), showing_text=bool(ids))
 
     async def begin(self, event: TurnStarted) -> None:
         key = (event.round, event.seat, event.kind, event.take)
@@ -254,9 +262,13 @@ class LiveTurns:
         last = loop.time()
         while not live.final:
             await live.changed.wait()
-            streamed = self.streams is not None and all(self.streams.is_open(m) for m in live.message_ids)
-            interval = self.out.pacer.limits.edit_interval if streamed else self.out.pacer.min_edit_interval()
-            wait = interval - (loop.time() - last)
+            if not live.showing_text:  # the placeholder: its first text goes as soon as it is a phrase
+                await self._first_phrase(live)
+                wait = 0.0
+            else:
+                streamed = self.streams is not None and all(self.streams.is_open(m) for m in live.message_ids)
+                interval = self.out.pacer.limits.edit_interval if streamed else self.out.pacer.min_edit_interval()
+                wait = interval - (loop.time() - last)
             if wait > 0:
                 await self._pause(live, wait)  # pacing: coalesce every delta that arrives meanwhile
             if live.final:
@@ -281,10 +293,19 @@ class LiveTurns:
             await self._within(self._has_text(live), self.placeholder_after)
             if not live.text and not live.final:
                 return True  # the placeholder: the turn is slow to start
-        await self._has_text(live)
-        if self.first_post_grace:
-            await self._pause(live, self.first_post_grace)  # collect a phrase, not a word
+        await self._first_phrase(live)
         return not live.final
+
+    def first_text_wait(self) -> float:
+        """How long after its first text a turn's first post (or first edit) may wait for a phrase: the
+        grace, or one edit interval, the soonest an edit could have shown more."""
+        return max(self.first_post_grace or 0.0, self.out.pacer.limits.edit_interval)
+
+    async def _first_phrase(self, live: _LiveTurn) -> None:
+        """Until the turn has text, then until it holds a phrase (at most `first_text_wait()` longer)."""
+        await self._has_text(live)
+        await self._within(self._has_phrase(live), self.first_text_wait())
+        live.changed.set()
 
     @staticmethod
     async def _has_text(live: _LiveTurn) -> None:
@@ -292,6 +313,13 @@ class LiveTurns:
             live.changed.clear()
             await live.changed.wait()
         live.changed.set()  # for the edit loop: it decides whether anything is left to show
+
+    @staticmethod
+    async def _has_phrase(live: _LiveTurn) -> None:
+        while len(live.text.split(maxsplit=FIRST_WORDS)) < FIRST_WORDS and not live.final:
+            live.changed.clear()
+            await live.changed.wait()
+        live.changed.set()
 
     @classmethod
     async def _pause(cls, live: _LiveTurn, seconds: float) -> None:
@@ -332,6 +360,7 @@ class LiveTurns:
             async def record_stream(message_id: str, text: str) -> None:
                 live.message_ids.append(message_id)
                 live.shown.append(text)
+                live.showing_text = live.showing_text or bool(live.text)
                 await self.on_posted(message_key(live.key, index), message_id)
 
             if await self.streams.post(lambda: self._stream_chunk(live, index) or self.placeholder,
@@ -339,15 +368,19 @@ class LiveTurns:
                 return
         sent = ""
 
+        with_text = False
+
         def render() -> Any:
-            nonlocal sent
+            nonlocal sent, with_text
             chunks = self._render(live)
             sent = chunks[index] if index < len(chunks) else self.placeholder  # a final text shorter than the stream
+            with_text = bool(live.text)
             return self.surface.turn(live.seat, sent)
 
         async def record(message_id: str, posted: bool) -> None:
             live.message_ids.append(message_id)
             live.shown.append(sent if posted else None)  # found (an earlier post's): what it shows is unknown
+            live.showing_text = live.showing_text or with_text or not posted
             await self.on_posted(message_key(live.key, index), message_id)
 
         await self.out.post(render, Urgency.TEXT, record=record, key=message_key(live.key, index))
@@ -363,16 +396,20 @@ class LiveTurns:
         elif self.streams is not None and live.shown[index] is None:  # posted before a restart: maybe a stream
             await self.streams.release(live.message_ids[index])
         sent: str | None = None
+        with_text = False
 
         def render() -> Any:
-            nonlocal sent
+            nonlocal sent, with_text
             chunks = self._render(live)
             chunk = chunks[index] if index < len(chunks) else self.placeholder if live.final else None
             if chunk is None or chunk == live.shown[index]:
                 return None
-            sent = chunk
+            sent, with_text = chunk, bool(live.text)
             return self.surface.turn(live.seat, sent)
 
-        await self.out.edit(live.message_ids[index], render, Urgency.TEXT)
+        # a turn's first text is what its readers wait for: ahead of the edits of turns that show text
+        urgency = Urgency.TEXT if live.showing_text else Urgency.USER
+        await self.out.edit(live.message_ids[index], render, urgency)
         if sent is not None:
             live.shown[index] = sent
+            live.showing_text = live.showing_text or with_text

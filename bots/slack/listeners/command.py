@@ -107,7 +107,8 @@ async def debate_command(
     client: AsyncWebClient, respond: AsyncRespond, context: dict[str, Any],
 ) -> None:
     await ack()
-    runtime.record_ack(time.monotonic() - context.get("received_at", time.monotonic()))
+    if not context.get("answered"):  # answered by the route already (routes.py), which timed it
+        runtime.record_ack(time.monotonic() - context.get("received_at", time.monotonic()))
     inv = Invocation(runtime=runtime, client=client, respond=respond, team_id=command.get("team_id"),
                      channel_id=command["channel_id"], user_id=command["user_id"],
                      request_key="slack:" + request_key(command))

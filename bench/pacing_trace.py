@@ -1,0 +1,152 @@
+"""What bench.pacing needs beside its two platforms: the in-process engine as a front's feed, where each
+turn's text was when, and the floor a channel's write limit sets.
+
+- `EngineFeed`: the front's `Feed` with the debates run by the engine in this process (no DBOS, text every
+  50 ms), as the bots ran them before debates were durable: the same front, sink and pacer, fed at once.
+- `Trace`: when each text delta was written to the workflow's stream (a worker in this process) and when the
+  front handed it to the thread's sink, so a turn's first-text delay splits into model → stream → front →
+  platform.
+- `floor`: the earliest each first text can show when a channel takes `writes` per `window` and the first
+  texts are served in the order their model produced them (any other order only moves the last one later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+from orchestrator.app import Core
+from orchestrator.debate.jobs import DebateJobs
+from orchestrator.events import FINAL_EVENTS, EventBase, TextDelta
+from orchestrator.models import DebateSpec
+
+TurnAt = tuple[str, int, str, str]  # debate id, round, seat, kind
+PROBE_WORDS = 6  # "first visible text": a turn's first six words show (bench.pacing's probe)
+
+
+class _Queued:
+    def __init__(self, queue: asyncio.Queue[EventBase]) -> None:
+        self.queue = queue
+
+    async def handle(self, event: EventBase) -> None:
+        self.queue.put_nowait(event)
+
+
+class EngineFeed:
+    """A front's feed whose debates run in this process (`DebateJobs`): events reach the sink as emitted."""
+
+    def __init__(self) -> None:
+        self.core: Core | None = None
+        self.jobs: DebateJobs | None = None
+        self._queues: dict[str, asyncio.Queue[EventBase]] = {}
+
+    def bind(self, core: Core) -> None:
+        self.core = core
+        self.jobs = DebateJobs(core.engine, core.store, max_concurrent=core.settings.debate_max_concurrent)
+
+    async def enqueue(self, spec: DebateSpec, request_key: str | None = None) -> str:
+        assert self.jobs is not None, "bind the feed to its core first"
+        queue = self._queues.setdefault(spec.id, asyncio.Queue())
+        self.jobs.start(spec, [_Queued(queue)])
+        return spec.id
+
+    async def events(self, debate_id: str, offset: int = 0, segment: int = 1) -> AsyncIterator[EventBase]:
+        queue = self._queues.get(debate_id)
+        if queue is None:
+            raise LookupError(debate_id)
+        while True:
+            event = await queue.get()
+            yield event
+            if isinstance(event, FINAL_EVENTS):
+                return
+
+    async def cancel(self, debate_id: str, segment: int = 1) -> None:
+        if self.jobs is not None:
+            self.jobs.cancel(debate_id)
+
+    async def close(self) -> None:
+        if self.jobs is not None:
+            await self.jobs.shutdown()
+
+
+@contextmanager
+def engine_feed(on: bool = True) -> Iterator[EngineFeed]:
+    """A front (`Core.open(..., "front")`) opened inside gets an `EngineFeed` instead of the workers' stream;
+    `bind` it to the core once open. `on` False: nothing changes."""
+    from orchestrator.durable import FrontFeed
+
+    feed = EngineFeed()
+    if not on:
+        yield feed
+        return
+
+    async def open_feed(_settings: Any) -> EngineFeed:
+        return feed
+
+    with mock.patch.object(FrontFeed, "open", open_feed):
+        yield feed
+
+
+class Trace:
+    """Per turn, (time, text length so far) each time its text grew: in the stream (`written`), at the
+    front's sink (`read`). Times are CLOCK_MONOTONIC, the LLM peer's and the platform peers' clock."""
+
+    def __init__(self) -> None:
+        self.written: dict[TurnAt, list[tuple[float, int]]] = defaultdict(list)
+        self.read: dict[TurnAt, list[tuple[float, int]]] = defaultdict(list)
+
+    @staticmethod
+    def _note(into: dict[TurnAt, list[tuple[float, int]]], event: EventBase) -> None:
+        if isinstance(event, TextDelta):
+            into[(event.debate_id, event.round, event.seat, event.kind)].append(
+                (time.monotonic(), event.offset + len(event.delta)))
+
+    @contextmanager
+    def installed(self) -> Iterator[Trace]:
+        from bots.thread.sink import ThreadSink
+        from orchestrator.durable.workflow import StreamSink
+
+        read, written = ThreadSink.handle, StreamSink.handle
+
+        async def on_read(sink: ThreadSink, event: EventBase) -> None:
+            self._note(self.read, event)
+            await read(sink, event)
+
+        async def on_written(sink: StreamSink, event: EventBase) -> None:
+            await written(sink, event)
+            self._note(self.written, event)
+
+        with mock.patch.object(ThreadSink, "handle", on_read), mock.patch.object(StreamSink, "handle", on_written):
+            yield self
+
+    @staticmethod
+    def reached(seen: Sequence[tuple[float, int]], length: int) -> float | None:
+        """When the turn's text first held `length` characters."""
+        return next((at for at, end in seen if end >= length), None)
+
+
+def probe_length(text: str) -> int:
+    """How much of a turn's text holds its first PROBE_WORDS words (all of it, if shorter)."""
+    match = re.match(rf"\s*(?:\S+\s+){{{PROBE_WORDS - 1}}}\S+", text)
+    return match.end() if match else len(text)
+
+
+def floor(arrivals: Sequence[float], writes: int, window: float) -> list[float]:
+    """Each arrival's earliest write in a channel taking `writes` per `window` (a write counted from when
+    it went), served in arrival order; returned as delays, in the arrivals' order."""
+    order = sorted(range(len(arrivals)), key=lambda i: arrivals[i])
+    went: list[float] = []
+    delays = [0.0] * len(arrivals)
+    for i in order:
+        at = arrivals[i]
+        if len(went) >= writes:
+            at = max(at, went[-writes] + window)
+        went.append(at)
+        delays[i] = at - arrivals[i]
+    return delays
