@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from orchestrator.debate.deltas import DeltaBatcher
+from orchestrator.debate.deltas import DeltaBatcher, TextPace
 
 
 def collector() -> tuple[list[str], object]:
@@ -46,3 +46,23 @@ async def test_a_large_buffer_is_emitted_without_waiting_for_the_interval() -> N
     assert sent == ["a "]
     await batcher.add("56789")
     assert sent == ["a ", "0123456789"]
+
+
+async def test_a_durable_streams_first_batch_waits_for_a_phrase_then_batches_per_interval() -> None:
+    """A durable stream's first write is what a thread first shows: a phrase, not the first token alone."""
+    sent, emit = collector()
+    batcher = DeltaBatcher(emit, pace=TextPace(interval=3600, tail=False, first_words=3, first_wait=3600))
+    for piece in ("One", " two", " three"):
+        await batcher.add(piece)
+    assert sent == []  # "three" may still be growing
+    await batcher.add(" fo")
+    assert sent == ["One two three fo"]
+    await batcher.add("ur five")
+    assert sent == ["One two three fo"]  # the next batch waits for the interval
+
+
+async def test_a_slow_first_phrase_goes_when_its_wait_is_over() -> None:
+    sent, emit = collector()
+    batcher = DeltaBatcher(emit, pace=TextPace(interval=3600, first_words=50, first_wait=0.0))
+    await batcher.add("Hm")
+    assert sent == ["Hm"]

@@ -24,6 +24,8 @@ class TextPace:
 
     interval: float = DELTA_INTERVAL
     tail: bool = True
+    first_words: int = 0  # the first batch waits for this many words (0: it goes with the first token)...
+    first_wait: float = 0.0  # ...or until this long after the first token
 
 
 LIVE = TextPace()
@@ -31,17 +33,27 @@ LIVE = TextPace()
 
 class DeltaBatcher:
     def __init__(self, emit: Callable[[str], Awaitable[None]], *, interval: float = DELTA_INTERVAL,
-                 max_chars: int = 4000) -> None:
+                 max_chars: int = 4000, pace: TextPace | None = None) -> None:
         self._emit = emit
-        self._interval = interval
+        self._interval = pace.interval if pace is not None else interval
+        self._first_words = pace.first_words if pace is not None else 0
+        self._first_wait = pace.first_wait if pace is not None else 0.0
         self._max_chars = max_chars
         self._pending = ""
         self._last: float | None = None  # loop time of the last emitted batch
+        self._began: float | None = None  # loop time of the first text
 
     async def add(self, delta: str) -> None:
         self._pending += delta
         now = asyncio.get_running_loop().time()
-        if self._last is None or now - self._last >= self._interval or len(self._pending) >= self._max_chars:
+        if self._began is None:
+            self._began = now
+        if self._last is None:
+            due = (not self._first_words or len(self._pending.split()) > self._first_words  # the last may be partial
+                   or now - self._began >= self._first_wait)
+        else:
+            due = now - self._last >= self._interval
+        if due or len(self._pending) >= self._max_chars:
             await self._send(now)
 
     async def flush(self) -> None:

@@ -244,7 +244,7 @@ class DebateRun:
             return CallResult(started_at=started, duration_ms=0, error=str(exc), error_kind=CONFIG_ERROR)
         call = call.model_copy(update={"model": model})
         text = TurnText(self.bus, self.redact, self.debate_id, *stream) if stream is not None else None
-        batcher = DeltaBatcher(text.send, interval=self.pace.interval) if text is not None else None
+        batcher = DeltaBatcher(text.send, pace=self.pace) if text is not None else None
         cap = SizeCap(call_char_limit(model_string.split(":", 1)[0], call), batcher.add if batcher else None)
         try:
             try:

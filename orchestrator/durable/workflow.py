@@ -41,10 +41,11 @@ from orchestrator.models import DebateSpec, Outcome
 __all__ = ["QUEUE", "STREAM", "WORKFLOW_NAME", "Runtime", "cancel", "debate_workflow", "enqueue", "install_runtime",
            "register_queue", "settle_failure", "workflow_id"]
 
-# A durable stream's text: its first piece at once, then a write a second at most (a thread shows about an
-# edit a second, and a channel shared by debates less), and its end only in the turn's closing event. The
-# writes of a turn grow with its length (a 10 s turn: ~10), and each costs the worker a transaction.
-STREAM_PACE = TextPace(interval=1.0, tail=False)
+# A durable stream's text: its first write when it has a phrase to show (six words, the front's first post;
+# at most 0.5 s after the first token), then a write a second at most (a thread shows about an edit a second,
+# a channel shared by debates less), and its end only in the turn's closing event. The writes of a turn grow
+# with its length (a 10 s turn: ~10), and each costs the worker a transaction.
+STREAM_PACE = TextPace(interval=1.0, tail=False, first_words=6, first_wait=0.5)
 
 
 @dataclass
