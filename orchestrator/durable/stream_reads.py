@@ -30,7 +30,7 @@ from dbos import DBOSClient
 from orchestrator.durable.dbos_private import StreamChunk, StreamListener, SystemStreams, is_active
 
 BATCH_VALUES = 100  # values one stream gives a pass at most; a reader behind asks again at once
-NOTIFIED_PASS_SECONDS = 0.02  # Postgres: how soon a notified stream is read (a flag check, no query)
+NOTIFIED_PASS_SECONDS = 0.05  # Postgres: how soon a notified stream is read (a flag check; a pass reads all notified)
 
 
 class StreamMissing(LookupError):
