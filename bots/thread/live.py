@@ -17,7 +17,7 @@ With `first_post_grace` None a turn's message is posted as a placeholder when th
 With a number the first post waits for the turn's first text instead, so it is the post that shows the
 text: where edits are scarcer than posts (Slack), a turn's first words then never wait for an edit.
 Either way the first text a turn shows is a phrase (`FIRST_WORDS`), not the word or two a durable
-stream's first batch carries (its next batch comes half a second later): the first post, or the edit
+stream's first write may carry (it waits for a phrase, but not past half a second): the first post, or the edit
 that replaces a placeholder, waits for a phrase, at most `first_text_wait()` after the first text (an
 edit could not have brought the phrase sooner), and then goes at once: a placeholder's first edit does
 not keep the edit interval from the placeholder's post, and jumps the edit budget's queue ahead of the
@@ -33,62 +33,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from bots.thread.coalesce import Paced
-from bots.thread.keys import turn_key
+from bots.thread.live_turn import FIRST_WORDS, LiveTurn, TurnKey, message_key, seat_of, started
 from bots.thread.pacing import Urgency
 from bots.thread.streams import Streams, StreamSurface
 from bots.thread.text import split_message
 from orchestrator.events import TextDelta, TurnStarted
 from orchestrator.log import MessageRecord
-from orchestrator.models import DebateSpec, Seat, Turn
+from orchestrator.models import DebateSpec, Turn
 
 log = logging.getLogger(__name__)
-
-TurnKey = tuple[int, str, str, int]  # round, seat, kind, take (a turn played again: bots.thread.keys)
-FIRST_WORDS = 6  # a turn's first text shows once it holds this many words (or the turn ended, or the wait ran out)
-SEAT_ROLES = ("proposer", "challenger", "debater", "judge")
-
-
-def message_key(key: TurnKey, part: int) -> str:
-    round_, seat, kind, take = key
-    return turn_key(round_, seat, kind, part, take)
-
-
-def seat_of(spec: DebateSpec, event: TurnStarted) -> Seat:
-    """The debater's seat, or for the judge or a summarizer (not a debater's chair) one made up alike."""
-    try:
-        return spec.seat(event.seat)
-    except KeyError:
-        role = event.role if event.role in SEAT_ROLES else "judge"
-        return Seat(label=event.seat, role=role, model=event.model)  # type: ignore[arg-type]
-
-
-def started(turn: Turn, take: int = 0) -> TurnStarted:
-    """The start event of a turn whose start was never seen."""
-    return TurnStarted(debate_id=turn.debate_id, round=turn.round, seat=turn.seat, role=turn.role,
-                       kind=turn.kind, model=turn.model, take=take)
-
-
-@dataclass
-class _LiveTurn:
-    key: TurnKey
-    header: str
-    seat: Seat
-    text: str = ""
-    final: bool = False
-    attempt: str | None = None  # the attempt at the turn whose text this is
-    attempts: set[str] = field(default_factory=set)  # every attempt seen: an older one never comes back
-    message_ids: list[str] = field(default_factory=list)
-    shown: list[str | None] = field(default_factory=list)  # None: posted before this renderer, text unknown
-    showing_text: bool = False  # a message of the turn shows some of its text (not only the placeholder)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)  # text arrived, or the turn ended
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    posted: asyncio.Event = field(default_factory=asyncio.Event)  # ended, and every message it needs exists
-    flusher: asyncio.Task[None] | None = None
-
 
 class LiveTurns:
     def __init__(
@@ -118,7 +74,7 @@ class LiveTurns:
         self.placeholder = placeholder
         self.first_post_grace = first_post_grace
         self.placeholder_after = placeholder_after
-        self._turns: dict[TurnKey, _LiveTurn] = {}
+        self._turns: dict[TurnKey, LiveTurn] = {}
         self._done: set[TurnKey] = set()  # finished here, or final in the log: never shown again
         self._ending: set[asyncio.Task[None]] = set()  # ended turns whose last edits are still to come
         recipient = (spec.requested_by, spec.workspace) if spec.requested_by and spec.workspace else None
@@ -140,10 +96,10 @@ class LiveTurns:
             self._done.add(key)
         return True
 
-    def _new(self, event: TurnStarted) -> _LiveTurn:
+    def _new(self, event: TurnStarted) -> LiveTurn:
         key = (event.round, event.seat, event.kind, event.take)
         ids = [p.message_id for p in self._existing(key)]
-        return _LiveTurn(key=key, header=self.surface.turn_header(event), seat=seat_of(self.spec, event),
+        return LiveTurn(key=key, header=self.surface.turn_header(event), seat=seat_of(self.spec, event),
                          message_ids=ids, shown=[None] * len(ids), showing_text=bool(ids))
 
     async def begin(self, event: TurnStarted) -> None:
@@ -245,13 +201,13 @@ class LiveTurns:
         if not task.cancelled() and task.exception() is not None:
             log.warning("live: the final text of a turn could not be shown", exc_info=task.exception())
 
-    def _render(self, live: _LiveTurn, *, cursor: bool = True) -> list[str]:
+    def _render(self, live: LiveTurn, *, cursor: bool = True) -> list[str]:
         body = self.surface.neutralize(live.text) if live.text else self.placeholder
         if cursor and not live.final and live.text:  # a native stream shows its own
             body += " ▍"
         return split_message(f"{live.header}\n{body}", self.surface.stream_limit)
 
-    async def _stream(self, live: _LiveTurn) -> None:
+    async def _stream(self, live: LiveTurn) -> None:
         """A turn's flusher: its first post (when deferred), edits as text arrives, then the final text."""
         loop = asyncio.get_running_loop()
         if not live.message_ids and await self._first_text(live):
@@ -287,7 +243,7 @@ class LiveTurns:
             for index, message_id in enumerate(live.message_ids):
                 await self.on_final(message_key(live.key, index), message_id)
 
-    async def _first_text(self, live: _LiveTurn) -> bool:
+    async def _first_text(self, live: LiveTurn) -> bool:
         """Wait until the turn's first post should go: True then; False once the turn has ended."""
         if self.placeholder_after is not None:
             await self._within(self._has_text(live), self.placeholder_after)
@@ -301,28 +257,28 @@ class LiveTurns:
         grace, or one edit interval, the soonest an edit could have shown more."""
         return max(self.first_post_grace or 0.0, self.out.pacer.limits.edit_interval)
 
-    async def _first_phrase(self, live: _LiveTurn) -> None:
+    async def _first_phrase(self, live: LiveTurn) -> None:
         """Until the turn has text, then until it holds a phrase (at most `first_text_wait()` longer)."""
         await self._has_text(live)
         await self._within(self._has_phrase(live), self.first_text_wait())
         live.changed.set()
 
     @staticmethod
-    async def _has_text(live: _LiveTurn) -> None:
+    async def _has_text(live: LiveTurn) -> None:
         while not live.text and not live.final:
             live.changed.clear()
             await live.changed.wait()
         live.changed.set()  # for the edit loop: it decides whether anything is left to show
 
     @staticmethod
-    async def _has_phrase(live: _LiveTurn) -> None:
+    async def _has_phrase(live: LiveTurn) -> None:
         while len(live.text.split(maxsplit=FIRST_WORDS)) < FIRST_WORDS and not live.final:
             live.changed.clear()
             await live.changed.wait()
         live.changed.set()
 
     @classmethod
-    async def _pause(cls, live: _LiveTurn, seconds: float) -> None:
+    async def _pause(cls, live: LiveTurn, seconds: float) -> None:
         """Sleep `seconds`, or less if the turn ends meanwhile."""
         await cls._within(live.ended.wait(), seconds)
 
@@ -336,7 +292,7 @@ class LiveTurns:
         finally:
             task.cancel()
 
-    async def _sync(self, live: _LiveTurn) -> None:
+    async def _sync(self, live: LiveTurn) -> None:
         """Make the thread show the current rendering: first post the messages still missing (in
         order, so the thread reads in order), then edit those whose text changed."""
         while len(live.message_ids) < len(self._render(live)):
@@ -351,11 +307,11 @@ class LiveTurns:
                 if live.shown[index] != self.placeholder:
                     await self._edit(live, index)
 
-    def _stream_chunk(self, live: _LiveTurn, index: int) -> str | None:
+    def _stream_chunk(self, live: LiveTurn, index: int) -> str | None:
         chunks = self._render(live, cursor=False)
         return chunks[index] if index < len(chunks) else self.placeholder if live.final else None
 
-    async def _post(self, live: _LiveTurn, index: int) -> None:
+    async def _post(self, live: LiveTurn, index: int) -> None:
         if self.streams is not None:
             async def record_stream(message_id: str, text: str) -> None:
                 live.message_ids.append(message_id)
@@ -385,7 +341,7 @@ class LiveTurns:
 
         await self.out.post(render, Urgency.TEXT, record=record, key=message_key(live.key, index))
 
-    async def _edit(self, live: _LiveTurn, index: int) -> None:
+    async def _edit(self, live: LiveTurn, index: int) -> None:
         if self.streams is not None and self.streams.is_open(live.message_ids[index]):
             done = live.final or index < len(self._render(live)) - 1  # a part the turn has moved past is done
             shown = await self.streams.update(live.message_ids[index], lambda: self._stream_chunk(live, index),
