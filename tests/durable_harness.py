@@ -6,6 +6,7 @@ the log and the workflows, as DEBATE_DATABASE_URL alone puts them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -237,6 +238,25 @@ def shown_texts(events: list[EventBase]) -> dict[str, str]:
 
 # -- a worker in a subprocess ----------------------------------------------------------------------
 
+_SPAWNED: list[asyncio.subprocess.Process] = []
+
+
+def track(proc: asyncio.subprocess.Process) -> asyncio.subprocess.Process:
+    """Remember a worker subprocess, so that `reap_workers` ends it if the test fails before it exits."""
+    _SPAWNED.append(proc)
+    return proc
+
+
+async def reap_workers() -> None:
+    """Kill the worker subprocesses a failed test left running (a passing test has waited for each): left
+    alone, they would poll their workflow database for minutes, on the CPU the next tests need."""
+    while _SPAWNED:
+        proc = _SPAWNED.pop()
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+
 _WORKER = """
 import asyncio, json, sys
 from dbos import DBOS
@@ -282,11 +302,11 @@ async def spawn_worker(
     unfinished debates); it prints "launched", then "done <outcome>" and exits when the debate has ended.
     Its storage comes from the environment (`backend.env(log)`), as in a deployment."""
     env = {k: v for k, v in os.environ.items() if k not in STORAGE_VARIABLES} | backend.env(log)
-    proc = await asyncio.create_subprocess_exec(
+    proc = track(await asyncio.create_subprocess_exec(
         sys.executable, "-c", _WORKER, srv.openai_base_url, backend.host_db_url or "", executor,
         spec.model_dump_json(), request_key,
         stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent, env=env,
-    )
+    ))
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 30)
     assert line.startswith(b"launched"), line
