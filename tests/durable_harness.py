@@ -238,6 +238,9 @@ def shown_texts(events: list[EventBase]) -> dict[str, str]:
 
 # -- a worker in a subprocess ----------------------------------------------------------------------
 
+# how long a worker subprocess may take to import dbos and the SDKs and launch: generous, as the other
+# test workers (make test runs one per core) are starting theirs on the same cores
+STARTUP_S = 120
 _SPAWNED: list[asyncio.subprocess.Process] = []
 
 
@@ -308,7 +311,7 @@ async def spawn_worker(
         stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent, env=env,
     ))
     assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_S)
     assert line.startswith(b"launched"), line
     return proc
 
@@ -316,7 +319,7 @@ async def spawn_worker(
 async def finish(proc: asyncio.subprocess.Process) -> dict[str, Any]:
     """The outcome the worker printed when its debate ended (it exits then)."""
     assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 60)
+    line = await asyncio.wait_for(proc.stdout.readline(), 180)
     assert line.startswith(b"done "), line
-    assert await asyncio.wait_for(proc.wait(), 30) == 0
+    assert await asyncio.wait_for(proc.wait(), 60) == 0
     return json.loads(line[5:])

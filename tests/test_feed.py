@@ -202,7 +202,7 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
         await halfway[spec.id].wait()
     for spec in specs:
         await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)
-    await asyncio.wait_for(asyncio.gather(*readers), 30)
+    await asyncio.wait_for(asyncio.gather(*readers), 120)
 
     assert got == expected
     assert max(batches) > 1  # reads asked while a batch ran went together in the next one

@@ -52,6 +52,7 @@ from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
 from orchestrator.providers import ProviderRegistry
 from tests.debate_harness import make_spec, settings_for
 from tests.durable_harness import (
+    STARTUP_S,
     STORAGE_VARIABLES,
     DurableBackend,
     StreamFollower,
@@ -215,7 +216,7 @@ async def spawn_continuation(srv: FakeLLMServer, log: LogBackend, backend: Durab
         stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent, env=env,
     ))
     assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_S)
     assert line.startswith(b"launched"), line
     return proc
 
