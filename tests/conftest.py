@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.durable_harness import BACKENDS, DurableBackend, durable_backend, postgres_backend_for
+from tests.durable_harness import BACKENDS, DurableBackend, durable_backend, postgres_backend_for, reap_workers
 from tests.fakes.llm_server import FakeLLMServer
 from tests.log_backends import LogBackend
 from tests.postgres_server import PostgresServer, PostgresUnavailable
@@ -23,7 +23,10 @@ CLI_BIN = Path(__file__).parent / "fakes" / "cli_bin"
 async def llm_server() -> AsyncIterator[FakeLLMServer]:
     """An OpenAI-/Anthropic-compatible server on 127.0.0.1 (openai_base_url, anthropic_base_url)."""
     async with FakeLLMServer() as server:
-        yield server
+        try:
+            yield server
+        finally:
+            await reap_workers()  # before the server goes: no worker left calling it
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ the log and the workflows, as DEBATE_DATABASE_URL alone puts them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -237,6 +238,28 @@ def shown_texts(events: list[EventBase]) -> dict[str, str]:
 
 # -- a worker in a subprocess ----------------------------------------------------------------------
 
+# how long a worker subprocess may take to import dbos and the SDKs and launch: generous, as the other
+# test workers (make test runs one per core) are starting theirs on the same cores
+STARTUP_S = 120
+_SPAWNED: list[asyncio.subprocess.Process] = []
+
+
+def track(proc: asyncio.subprocess.Process) -> asyncio.subprocess.Process:
+    """Remember a worker subprocess, so that `reap_workers` ends it if the test fails before it exits."""
+    _SPAWNED.append(proc)
+    return proc
+
+
+async def reap_workers() -> None:
+    """Kill the worker subprocesses a failed test left running (a passing test has waited for each): left
+    alone, they would poll their workflow database for minutes, on the CPU the next tests need."""
+    while _SPAWNED:
+        proc = _SPAWNED.pop()
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+
 _WORKER = """
 import asyncio, json, sys
 from dbos import DBOS
@@ -282,13 +305,13 @@ async def spawn_worker(
     unfinished debates); it prints "launched", then "done <outcome>" and exits when the debate has ended.
     Its storage comes from the environment (`backend.env(log)`), as in a deployment."""
     env = {k: v for k, v in os.environ.items() if k not in STORAGE_VARIABLES} | backend.env(log)
-    proc = await asyncio.create_subprocess_exec(
+    proc = track(await asyncio.create_subprocess_exec(
         sys.executable, "-c", _WORKER, srv.openai_base_url, backend.host_db_url or "", executor,
         spec.model_dump_json(), request_key,
         stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent, env=env,
-    )
+    ))
     assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_S)
     assert line.startswith(b"launched"), line
     return proc
 
@@ -296,7 +319,7 @@ async def spawn_worker(
 async def finish(proc: asyncio.subprocess.Process) -> dict[str, Any]:
     """The outcome the worker printed when its debate ended (it exits then)."""
     assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 60)
+    line = await asyncio.wait_for(proc.stdout.readline(), 180)
     assert line.startswith(b"done "), line
-    assert await asyncio.wait_for(proc.wait(), 30) == 0
+    assert await asyncio.wait_for(proc.wait(), 60) == 0
     return json.loads(line[5:])

@@ -213,7 +213,7 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
     delivered = {debate_id: len(events) for debate_id, events in got.items()}
     for spec in specs:
         await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)
-    await asyncio.wait_for(asyncio.gather(*readers), 30)
+    await asyncio.wait_for(asyncio.gather(*readers), 120)
 
     assert got == expected
     assert all(0 < delivered[spec.id] < len(expected[spec.id]) for spec in specs)

@@ -30,10 +30,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# at most 120 s: a `debate serve` pays seconds of CPU to import its SDKs, more while the other test
+# workers (make test runs one per core) start theirs
+STARTUP_POLLS = 1200
+
+
 async def health_until(url: str, proc: asyncio.subprocess.Process, status: int) -> dict:
     """Poll /healthz until it answers `status`: the platform's state changes inside the subprocess."""
     async with aiohttp.ClientSession() as http:
-        for _ in range(300):
+        for _ in range(STARTUP_POLLS):
             if proc.returncode is not None:
                 raise AssertionError("debate serve exited early")
             with contextlib.suppress(aiohttp.ClientError):

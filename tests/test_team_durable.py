@@ -52,12 +52,14 @@ from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
 from orchestrator.providers import ProviderRegistry
 from tests.debate_harness import make_spec, settings_for
 from tests.durable_harness import (
+    STARTUP_S,
     STORAGE_VARIABLES,
     DurableBackend,
     StreamFollower,
     finish,
     logged_turns,
     spawn_worker,
+    track,
 )
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.fakes.slack_api import SlackAPIPeer
@@ -208,13 +210,13 @@ asyncio.run(main(*sys.argv[1:]))
 async def spawn_continuation(srv: FakeLLMServer, log: LogBackend, backend: DurableBackend, debate_id: str,
                              segment: int, *, enqueue: bool, executor: str) -> asyncio.subprocess.Process:
     env = {k: v for k, v in os.environ.items() if k not in STORAGE_VARIABLES} | backend.env(log)
-    proc = await asyncio.create_subprocess_exec(
+    proc = track(await asyncio.create_subprocess_exec(
         sys.executable, "-c", _CONTINUATION_WORKER, srv.openai_base_url, backend.host_db_url or "", executor,
         debate_id, str(segment), "enqueue" if enqueue else "recover",
         stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent, env=env,
-    )
+    ))
     assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_S)
     assert line.startswith(b"launched"), line
     return proc
 

@@ -9,8 +9,6 @@ import argparse
 import sys
 
 from bots.cli.running import EXIT_OK, UsageError
-from bots.page import page_link
-from bots.page.keys import public_url
 from bots.settings import BotSettings
 from orchestrator.log import open_log
 from orchestrator.log.records import AmbiguousIdError
@@ -20,6 +18,10 @@ NO_PUBLIC_URL = ("DEBATE_PUBLIC_URL is not set; set it to the address the fronts
 
 
 async def link(args: argparse.Namespace, settings: BotSettings) -> int:
+    # the page's server side (aiohttp.web, jinja2, markdown) loads here: every other command does without
+    from bots.page import page_link
+    from bots.page.keys import public_url
+
     if public_url(settings) is None:
         raise UsageError(NO_PUBLIC_URL)
     async with open_log(settings.debate_database_url or settings.debate_db) as store:

@@ -13,7 +13,6 @@ import argparse
 from bots.cli.running import UsageError, follow, progress_stream, run_command
 from bots.cli.terminal import TerminalSink
 from bots.commands import CommandError
-from bots.loop import prepare_continuation, rematch_request
 from orchestrator.app import Core
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
@@ -33,6 +32,8 @@ async def load(core: Core, debate_id: str) -> DebateRecord:
 async def continue_debate(args: argparse.Namespace, settings: Settings) -> int:
     """One more round of a completed debate, with the new facts (if any) quoted to every debater, then
     a new verdict that says whether the winner changed."""
+    from bots.loop import prepare_continuation  # with the chat threads' code: only these two commands need it
+
     async with await Core.open(settings, role="run") as core:
         assert core.jobs is not None
         await load(core, args.id)  # the CLI's own wording for an unknown id
@@ -53,6 +54,8 @@ async def continue_debate(args: argparse.Namespace, settings: Settings) -> int:
 
 async def rematch(args: argparse.Namespace, settings: Settings) -> int:
     """The same topic as a new debate linked to the original, with other debaters or another format."""
+    from bots.loop import rematch_request
+
     async with await Core.open(settings, role="read") as core:
         original = await load(core, args.id)
     try:
