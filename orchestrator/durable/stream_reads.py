@@ -56,7 +56,7 @@ class StreamReads:
         self._streams = SystemStreams(client)
         self._key = key
         self._poll_seconds = poll_seconds
-        self._waiting: list[_Waiter] = []
+        self._waiting: dict[_Waiter, None] = {}  # insertion-ordered, and a reader leaves in O(1)
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self.passes = 0  # queries made: one per pass, whatever the number of streams in it
@@ -90,7 +90,7 @@ class StreamReads:
         """What a pass finds new in the stream past `offset` (values, its close, or its workflow ended),
         and when that pass read it. `read_at`: when the stream was last read (it is due again a poll later)."""
         waiter = _Waiter(workflow_id, offset, asyncio.get_running_loop().create_future(), now, listener, read_at)
-        self._waiting.append(waiter)
+        self._waiting[waiter] = None
         if now:
             self._wake.set()
         if self._loop is None or self._loop.done():
@@ -158,5 +158,4 @@ class StreamReads:
             waiter.done.set_result(outcome)
 
     def _leave(self, waiter: _Waiter) -> None:
-        if waiter in self._waiting:
-            self._waiting.remove(waiter)
+        self._waiting.pop(waiter, None)
