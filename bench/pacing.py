@@ -11,7 +11,7 @@ root messages' status edits, and the Discord peer enforces 5 writes per 5 s per 
 Time is scaled by SCALE (limits, pacer settings and the LLM's latency and rate all run SCALE× faster),
 so a run fits the 2-minute budget; delays are reported both measured and in platform seconds (× SCALE).
 The durable path's own timings (the stream's text batches, the front's polling of the stream) are
-scaled too (`--unscaled-stream` keeps them in real seconds: a 0.5 s batch then counts as 2 platform s).
+scaled too (`--unscaled-stream` keeps them in real seconds: at ×4 a 1 s batch then counts as 4 platform s).
 "Text lost" compares every turn's text in the store with what the peer finally shows in its message.
 
 Modes (`--mode`, several in one run): `serve` (the front and the worker in one process, as `debate serve`
@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from unittest import mock
@@ -145,9 +145,17 @@ def durable_timing(scale: float, mode: Mode) -> Iterator[None]:
         return
     from orchestrator.durable import feed, workflow
 
-    with mock.patch.object(workflow, "STREAM_DELTA_INTERVAL", workflow.STREAM_DELTA_INTERVAL / scale), \
+    pace = workflow.STREAM_PACE
+    scaled = replace(pace, interval=pace.interval / scale, first_wait=pace.first_wait / scale)
+    with mock.patch.object(workflow, "STREAM_PACE", scaled), \
             mock.patch.object(feed, "POLL_SECONDS", feed.POLL_SECONDS / scale):
         yield
+
+
+def stream_interval() -> float:
+    from orchestrator.durable.workflow import STREAM_PACE
+
+    return STREAM_PACE.interval
 
 
 @dataclass
@@ -395,9 +403,9 @@ async def run(smoke: bool, platforms: tuple[str, ...] = ("slack", "slack-streams
                "first text written as soon as its channel's limit allows, in the order the models made them "
                "(Slack: every thread is in one channel, 1 post/s; Discord: each thread 5 writes / 5 s); target: "
                "p99 within one post interval (1 platform s) of the floor's p99")
-    table.note("serve: the text travels the workflow's DBOS stream (batched every "
-               f"{'0.5 s ÷ scale' if scaled_stream else '0.5 s real'}), read by the front; engine: the same front "
-               "fed by the engine in this process (text every 50 ms), no DBOS")
+    table.note("serve: the text travels the workflow's DBOS stream (its first write a phrase, then batched every "
+               f"{stream_interval():g} s{' ÷ scale' if scaled_stream else ' real'}), read by the front; "
+               "engine: the same front fed by the engine in this process (text every 50 ms), no DBOS")
     table.note("Discord: each debate streams into its own thread (threads are channels: 5 writes / 5 s each); "
                "the 20 root-message status edits share the parent channel")
     if "slack-streams" in platforms:
