@@ -17,7 +17,7 @@ def collector() -> tuple[list[str], object]:
 
 async def test_first_delta_goes_at_once_then_batches_and_flush_keeps_the_rest() -> None:
     sent, emit = collector()
-    batcher = DeltaBatcher(emit, interval=3600)  # nothing is due again within the test
+    batcher = DeltaBatcher(emit, pace=TextPace(interval=3600))  # nothing is due again within the test
     await batcher.add("Hel")
     assert sent == ["Hel"]
     for piece in ("lo", " big", " wide", " world"):
@@ -31,7 +31,7 @@ async def test_first_delta_goes_at_once_then_batches_and_flush_keeps_the_rest() 
 
 async def test_every_delta_goes_when_the_interval_is_zero() -> None:
     sent, emit = collector()
-    batcher = DeltaBatcher(emit, interval=0)
+    batcher = DeltaBatcher(emit, pace=TextPace(interval=0))
     for piece in ("a", "b ", "c"):
         await batcher.add(piece)
     await batcher.flush()
@@ -40,7 +40,7 @@ async def test_every_delta_goes_when_the_interval_is_zero() -> None:
 
 async def test_a_large_buffer_is_emitted_without_waiting_for_the_interval() -> None:
     sent, emit = collector()
-    batcher = DeltaBatcher(emit, interval=3600, max_chars=10)
+    batcher = DeltaBatcher(emit, pace=TextPace(interval=3600), max_chars=10)
     await batcher.add("a ")
     await batcher.add("01234")
     assert sent == ["a "]

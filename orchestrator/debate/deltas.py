@@ -32,12 +32,11 @@ LIVE = TextPace()
 
 
 class DeltaBatcher:
-    def __init__(self, emit: Callable[[str], Awaitable[None]], *, interval: float = DELTA_INTERVAL,
-                 max_chars: int = 4000, pace: TextPace | None = None) -> None:
+    def __init__(self, emit: Callable[[str], Awaitable[None]], *, pace: TextPace = LIVE, max_chars: int = 4000) -> None:
         self._emit = emit
-        self._interval = pace.interval if pace is not None else interval
-        self._first_words = pace.first_words if pace is not None else 0
-        self._first_wait = pace.first_wait if pace is not None else 0.0
+        self._interval = pace.interval
+        self._first_words = pace.first_words
+        self._first_wait = pace.first_wait
         self._max_chars = max_chars
         self._pending = ""
         self._last: float | None = None  # loop time of the last emitted batch
