@@ -90,15 +90,8 @@ class SystemStreams:
 
     def read(self, workflow_id: str, key: str, offset: int, limit: int) -> StreamChunk:
         """Up to `limit` values of the stream from `offset`, and the workflow's status, in one query
-        (blocking: call it from a worker thread)."""
-        status, rows = self._sys_db.read_stream_values(workflow_id, key, offset, limit)
-        chunk = StreamChunk(status)
-        for serialized, serialization in rows:
-            if is_serialized_stream_closed_sentinel(serialized, serialization):
-                chunk.closed = True
-                break
-            chunk.values.append(deserialize_value(serialized, serialization, self._sys_db.serializer))
-        return chunk
+        (blocking: call it from a worker thread): `read_many` of one stream."""
+        return self.read_many(key, {workflow_id: offset}, limit)[workflow_id]
 
     def read_many(self, key: str, offsets: dict[str, int], limit: int) -> dict[str, StreamChunk]:
         """`read` of many workflows' streams `key` at once, each from its own offset: one statement
