@@ -62,7 +62,9 @@ async def test_each_shard_renders_only_its_guilds_threads(tmp_path: Path) -> Non
                     peer.slash_command("debate", {"topic": "Rust or Go?"}, channel_id=OTHER_CHANNEL))
                 tail_zero, tail_one = zero.output.tailer, one.output.tailer
                 assert tail_zero is not None and tail_one is not None
-                await until(lambda: len(tail_zero.following) == 1 and len(tail_one.following) == 1)
+                # a followed thread's workspace is claimed by its task, a moment after it is followed
+                await until(lambda: len(tail_zero.following) == 1 and len(tail_one.following) == 1
+                            and bool(tail_zero.held) and bool(tail_one.held))
                 history = {d.topic: d for d in await zero.core.store.history(10)}
                 assert history["Tabs or spaces?"].id in tail_one.following  # GUILD_ID: shard 1
                 assert history["Rust or Go?"].id in tail_zero.following  # OTHER_GUILD: shard 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import signal
 import sqlite3
@@ -102,9 +103,19 @@ async def test_a_slack_retry_after_a_restart_starts_nothing_new(tmp_path: Path) 
 async def until(predicate: Callable[[], object], within: float = 30.0) -> None:
     """Poll a state this process changes from another task (no event to await)."""
     deadline = time.monotonic() + within
-    while not predicate():
+    while not _checked(predicate()):
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.02)
+
+
+def _checked(value: object) -> object:
+    """A predicate's answer; an awaitable is always truthy, so a coroutine function passed by mistake
+    would pass at once without waiting."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise TypeError("until() takes a plain predicate, not a coroutine function")
+    return value
 
 
 async def test_a_discord_interaction_delivered_again_after_a_restart_starts_nothing_new(
