@@ -127,7 +127,9 @@ def dbos_config(url: str, executor: str) -> DBOSConfig:
         "max_executor_threads": MAX_EXECUTOR_THREADS,
     }
     if sqlite_path(url) is not None:
-        config["db_engine_kwargs"] = {"connect_args": {"factory": _WalConnection}}
+        # no ping before each use of a pooled connection (DBOS's default, for a server that may have dropped it):
+        # a file's connection cannot go stale, and a worker checks one out ~9 times per model call
+        config["db_engine_kwargs"] = {"connect_args": {"factory": _WalConnection}, "pool_pre_ping": False}
     if tracing.enabled():
         config["enable_otlp"] = True
         logging.getLogger("dbos").addFilter(_not_about_otlp_logs)  # the same function: added once
