@@ -1,7 +1,7 @@
-"""Every use this program makes of DBOS's private API, in one place: a client's system database, its
-stream listeners and batched stream reads, the deserialiser of stored values, the close marker of a
-stream, and which statuses are still running (stream_reads.py is the user); and a step's stream writes
-(`StepStreams`, the worker's StreamSink is the user).
+"""Every use this program makes of DBOS's private API, here and in dbos_step_records.py (what a step writes:
+its check and record, its stream writes): a client's system database, its stream listeners and batched
+stream reads, the deserialiser of stored values, the close marker of a stream, and which statuses are
+still running (stream_reads.py is the user).
 
 These are not DBOS's public interface, so pyproject pins DBOS to the minor version they were checked
 against (PINNED_MINOR, `dbos>=3.4,<3.5`), and tests/test_dbos_private.py exercises each of them against
@@ -11,24 +11,17 @@ the installed DBOS on a real SQLite system database. Upgrading DBOS is this file
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from dbos import DBOS, DBOSClient
-from dbos._context import snapshot_step_context
-from dbos._dbos import _get_dbos_instance
-from dbos._error import DBOSWorkflowConflictIDError
-from dbos._serialization import WorkflowSerializationFormat, deserialize_value, serialize_value
+from dbos import DBOSClient
+from dbos._serialization import deserialize_value
 from dbos._sys_db import (
     SystemDatabase,
-    _dbos_streams_channel,
-    db_retry,
     is_serialized_stream_closed_sentinel,
     workflow_is_active,
 )
@@ -141,71 +134,6 @@ class SystemStreams:
                      .select_from(joined).order_by(want.c.wf, streams.c.offset))
         self._many[key] = statement
         return statement
-
-
-class StepStreams:
-    """Writes to the stream of the workflow whose step is running, as DBOS's `write_stream_async` does
-    from a step (the next free offset, then the check that this execution still owns the workflow, in
-    one transaction; the same serialisation; on Postgres the same coalesced NOTIFY), but several values
-    in one transaction and with statements built once: DBOS builds each write's SQL anew, ~5 ms of
-    CPU a value on SQLite, against ~0.3 ms here."""
-
-    def __init__(self) -> None:
-        self._statements: dict[int, tuple[sa.Insert, sa.Executable]] = {}
-
-    async def write(self, key: str, values: list[Any]) -> None:
-        """Append `values` to the stream `key`, in order, in one transaction. Outside a step (the
-        workflow's own code) this is DBOS's checkpointed write, one value at a time."""
-        ctx = snapshot_step_context(reserve_sleep_id=False)
-        if ctx is None or not ctx.is_step():
-            for value in values:
-                await DBOS.write_stream_async(key, value)
-            return
-        sys_db = _get_dbos_instance()._sys_db
-        fmt = ctx.serialization_type or WorkflowSerializationFormat.DEFAULT
-        rows = [serialize_value(value, fmt, sys_db.serializer) for value in values]
-        await asyncio.to_thread(db_retry(sys_db=sys_db)(self._insert), sys_db, ctx.workflow_id, ctx.function_id,
-                                ctx.owner_xid, key, rows)
-
-    def _insert(self, sys_db: SystemDatabase, workflow_id: str, function_id: int, owner_xid: str | None,
-                key: str, rows: list[tuple[str | None, str]]) -> None:
-        insert, owner = self._statements_for(sys_db)
-        while True:
-            try:
-                with sys_db.engine.begin() as c:
-                    for serialized, serialization in rows:
-                        c.execute(insert, {"wf": workflow_id, "fid": function_id, "key": key, "value": serialized,
-                                           "ser": serialization})
-                    if owner_xid is not None and c.execute(owner, {"wf": workflow_id}).scalar() != owner_xid:
-                        raise DBOSWorkflowConflictIDError(workflow_id)
-                break
-            except sa.exc.IntegrityError as exc:  # another execution took the offset: only then try again
-                if not sys_db._is_unique_constraint_violation(exc):
-                    raise
-                time.sleep(0.1)
-        sys_db._signal_notification(_dbos_streams_channel, f"{workflow_id}::{key}")
-
-    def _statements_for(self, sys_db: SystemDatabase) -> tuple[sa.Insert, sa.Executable]:
-        built = self._statements.get(id(sys_db))
-        if built is None:
-            streams, status = sys_db.tables.streams, sys_db.tables.workflow_status
-            wf = sa.bindparam("wf", type_=sa.Text)
-            key = sa.bindparam("key", type_=sa.Text)
-            next_offset = sa.select(sa.func.coalesce(sa.func.max(streams.c.offset) + 1, 0)).where(
-                streams.c.workflow_uuid == wf, streams.c.key == key).scalar_subquery()
-            insert = sa.insert(streams).from_select(
-                ["workflow_uuid", "function_id", "key", "value", "serialization", "offset"],
-                sa.select(wf, sa.bindparam("fid", type_=sa.Integer), key, sa.bindparam("value", type_=sa.Text),
-                          sa.bindparam("ser", type_=sa.Text), next_offset))
-            owner: sa.Executable
-            if sys_db.engine.dialect.name == "sqlite":  # a write: pysqlite opens BEGIN IMMEDIATE, as DBOS's check
-                owner = (sa.update(status).where(status.c.workflow_uuid == wf)
-                         .values(owner_xid=status.c.owner_xid).returning(status.c.owner_xid))
-            else:
-                owner = (sa.select(status.c.owner_xid).where(status.c.workflow_uuid == wf)
-                         .with_for_update(key_share=True))
-            built = self._statements[id(sys_db)] = (insert, owner)
-        return built
 
 
 def is_active(status: str) -> bool:

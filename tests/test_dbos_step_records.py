@@ -1,0 +1,217 @@
+"""orchestrator/durable/dbos_step_records.py against the installed DBOS on a real SQLite and Postgres system
+database: the prepared step check and record write the same rows, find the same results and raise the
+same errors as DBOS's own, and a workflow run with them replays from them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from dbos import DBOS, SetWorkflowID
+from dbos._dbos import _get_dbos_instance
+from dbos._error import (
+    DBOSStepNondeterminismError,
+    DBOSUnexpectedStepError,
+    DBOSWorkflowCancelledError,
+    DBOSWorkflowConflictIDError,
+)
+from dbos._sys_db import SystemDatabase
+
+from orchestrator.durable.config import _sqlalchemy_url
+from orchestrator.durable.dbos_step_records import StepRecords, StepStreams, StreamWrite, StreamWriter, install
+
+APP = "debate-bot-step-records-test"
+runs: list[str] = []  # what the steps ran (a replayed step does not run again)
+
+
+async def add(label: str, n: int) -> int:
+    runs.append(label)
+    return n + 1
+
+
+async def fail(label: str) -> None:
+    runs.append(label)
+    raise ValueError(f"{label} failed")
+
+
+@DBOS.workflow(name="step_records_contract")
+async def steps(label: str) -> int:
+    total = await DBOS.run_step_async({"name": "add"}, add, label, 1)
+    try:
+        await DBOS.run_step_async({"name": "fail", "retries_allowed": False}, fail, label)
+    except ValueError:
+        total += 10
+    return await DBOS.run_step_async({"name": "add"}, add, label, total)
+
+
+async def write_ours(values: list[Any]) -> None:
+    await StepStreams().write("s", values[:2])
+    await StepStreams().write("s", values[2:])
+
+
+async def write_dbos(values: list[Any]) -> None:
+    for value in values:
+        await DBOS.write_stream_async("s", value)
+
+
+@DBOS.workflow(name="step_streams_contract")
+async def streams(ours: bool, values: list[Any]) -> None:
+    await DBOS.run_step_async({"name": "write"}, write_ours if ours else write_dbos, values)
+
+
+async def write_many(n: int) -> None:
+    for i in range(n):
+        await StepStreams().write("s", [i])
+
+
+@DBOS.workflow(name="step_streams_many")
+async def many(n: int) -> None:
+    await DBOS.run_step_async({"name": "write"}, write_many, n)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def sys_db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SystemDatabase]:
+    """DBOS launched on a fresh system database of the parameter's kind."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
+    else:
+        url = _sqlalchemy_url(request.getfixturevalue("postgres_url"))
+    DBOS(config={"name": APP, "system_database_url": url, "executor_id": "records-test", "application_version": "t",
+                 "log_level": "WARNING"})
+    DBOS.launch()
+    try:
+        yield _get_dbos_instance()._sys_db
+    finally:
+        DBOS.destroy(destroy_registry=False)
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
+
+
+def step_rows(sys_db: SystemDatabase, workflow_id: str) -> list[tuple[Any, ...]]:
+    outputs = sys_db.tables.operation_outputs
+    with sys_db.engine.begin() as c:
+        return [tuple(row) for row in c.execute(
+            sa.select(outputs.c.function_id, outputs.c.function_name, outputs.c.output, outputs.c.error,
+                      outputs.c.child_workflow_id, outputs.c.serialization, outputs.c.application_name,
+                      outputs.c.started_at_epoch_ms.is_not(None), outputs.c.completed_at_epoch_ms.is_not(None),
+                      outputs.c.retention_timestamp > 0)
+            .where(outputs.c.workflow_uuid == workflow_id).order_by(outputs.c.function_id))]
+
+
+async def run(workflow_id: str) -> int:
+    """The workflow under `workflow_id`, always with the same input (so the same rows)."""
+    with SetWorkflowID(workflow_id):
+        return await (await DBOS.start_workflow_async(steps, "label")).get_result()
+
+
+def both(sys_db: SystemDatabase, call: Callable[[Any, sa.Connection], Any]) -> tuple[Any, Any]:
+    """`call(txn, conn)` with DBOS's check (or record) and with the prepared one, each in a transaction of
+    its own; what each returned or raised."""
+    outcomes = []
+    for txn in (sys_db._check_operation_execution_txn.original, sys_db._check_operation_execution_txn):  # type: ignore[attr-defined]
+        try:
+            with sys_db.engine.begin() as c:
+                outcomes.append(call(txn, c))
+        except (Exception, DBOSWorkflowCancelledError) as exc:  # (a BaseException) compared: type and message
+            outcomes.append((type(exc), str(exc)))
+    return outcomes[0], outcomes[1]
+
+
+async def test_a_workflow_records_and_replays_through_prepared_steps_as_through_dbos(sys_db: SystemDatabase) -> None:
+    runs.clear()
+    assert await run("plain") == 13  # DBOS's own records
+    assert install(sys_db) and not install(sys_db)  # once
+    assert await run("prepared") == 13
+    assert step_rows(sys_db, "prepared") == step_rows(sys_db, "plain")
+    assert len(step_rows(sys_db, "prepared")) == 3
+
+    # the same workflow id again: every step's result comes back from its record, nothing runs
+    runs.clear()
+    with SetWorkflowID("prepared"):
+        handle = await DBOS.start_workflow_async(steps, "label")
+    assert await handle.get_result() == 13 and runs == []
+    forked = await DBOS.fork_workflow_async("prepared", 3)  # replays steps 1 and 2 from the records
+    assert await forked.get_result() == 13 and runs == ["label"]
+
+
+async def test_the_prepared_check_finds_and_refuses_what_dbos_does(sys_db: SystemDatabase) -> None:
+    await run("w")
+    install(sys_db)
+    for step in (1, 2, 3, 99):  # a result, an error, a result, no record
+        for name in ("add", "fail"):
+            plain, prepared = both(sys_db, lambda txn, c, step=step, name=name: txn("w", step, name, c))
+            assert plain == prepared
+    plain, prepared = both(sys_db, lambda txn, c: txn("w", 1, "fail", c))
+    assert plain[0] is DBOSUnexpectedStepError and plain == prepared
+    plain, prepared = both(sys_db, lambda txn, c: txn("no-such-workflow", 1, "add", c))
+    assert plain[0] is AssertionError and plain == prepared
+
+    status = sys_db.tables.workflow_status
+    with sys_db.engine.begin() as c:  # as a cancel leaves a running workflow (this one has ended)
+        c.execute(sa.update(status).where(status.c.workflow_uuid == "w").values(status="CANCELLED"))
+    plain, prepared = both(sys_db, lambda txn, c: txn("w", 1, "add", c))
+    assert plain[0] is DBOSWorkflowCancelledError and plain == prepared
+
+
+async def test_the_prepared_record_refuses_a_second_result_and_another_owner(sys_db: SystemDatabase) -> None:
+    await run("w")
+    records = StepRecords(sys_db)
+    original = sys_db._record_operation_result_txn
+    result = {"workflow_uuid": "w", "function_id": 1, "function_name": "add", "started_at_epoch_ms": 1,
+              "output": "x", "error": None, "child_workflow_id": None, "serialization": None}
+    for record in (original, lambda *a, **k: records.record_txn(original, *a, **k)):
+        with pytest.raises(DBOSStepNondeterminismError), sys_db.engine.begin() as c:
+            record(result, 123, c, owner_xid=None)
+        with pytest.raises(DBOSWorkflowConflictIDError), sys_db.engine.begin() as c:
+            record({**result, "function_id": 50}, 123, c, owner_xid="not-the-owner")
+    # a new step's row, written by the prepared record only when the owner matches
+    with sys_db.engine.begin() as c:
+        (owner,) = c.execute(sa.select(sys_db.tables.workflow_status.c.owner_xid)
+                             .where(sys_db.tables.workflow_status.c.workflow_uuid == "w")).one()
+    with sys_db.engine.begin() as c:
+        records.record_txn(original, {**result, "function_id": 50}, 123, c, owner_xid=owner)
+    assert step_rows(sys_db, "w")[-1][:3] == (50, "add", "x")
+
+
+async def test_a_steps_stream_writes_are_the_rows_dbos_writes(sys_db: SystemDatabase) -> None:
+    values = [{"type": "notice", "text": "ü"}, 2, None, ["x"]]
+    for workflow_id, ours in (("dbos", False), ("ours", True)):
+        with SetWorkflowID(workflow_id):
+            await (await DBOS.start_workflow_async(streams, ours, values)).get_result()
+    table = sys_db.tables.streams
+
+    def rows(workflow_id: str) -> list[tuple[Any, ...]]:
+        with sys_db.engine.begin() as c:
+            return [tuple(row) for row in c.execute(
+                sa.select(table.c.key, table.c.offset, table.c.function_id, table.c.value, table.c.serialization)
+                .where(table.c.workflow_uuid == workflow_id).order_by(table.c.offset))]
+
+    assert rows("ours") == rows("dbos") and len(rows("ours")) == 4
+    assert [value async for value in DBOS.read_stream_async("ours", "s")] == values
+
+
+async def test_concurrent_writers_keep_each_streams_order_and_a_refused_write_stops_only_itself(
+    sys_db: SystemDatabase,
+) -> None:
+    handles = []
+    for n in range(12):
+        with SetWorkflowID(f"many-{n}"):
+            handles.append(await DBOS.start_workflow_async(many, 25))
+    await asyncio.gather(*(handle.get_result() for handle in handles))
+    for n in range(12):
+        assert [value async for value in DBOS.read_stream_async(f"many-{n}", "s")] == list(range(25))
+
+    writer = StreamWriter(sys_db)
+    row = ("x", "py_pickle")
+    refused = await asyncio.to_thread(writer._commit, [
+        StreamWrite("many-0", 1, "not-the-owner", "t", [row]), StreamWrite("many-1", 1, None, "t", [row, row])])
+    assert [type(error) for error in refused] == [DBOSWorkflowConflictIDError, type(None)]
+    table = sys_db.tables.streams
+    with sys_db.engine.begin() as c:
+        written = c.execute(sa.select(table.c.workflow_uuid, table.c.offset).where(table.c.key == "t")
+                            .order_by(table.c.workflow_uuid, table.c.offset)).all()
+    assert [tuple(r) for r in written] == [("many-1", 0), ("many-1", 1)]
