@@ -96,25 +96,23 @@ class OpenAICompatProvider:
         return self._client
 
     def _request(self, call: ModelCall) -> dict[str, Any]:
-        # The messages go in `extra_body`, which the SDK sends as given: as a `messages=` argument it walks
-        # every message against the union of its typed-dict shapes first (openai's `async_transform`),
-        # which cost more of a worker's CPU than reading the whole streamed answer. Plain strings need none.
-        kwargs: dict[str, Any] = {
-            "model": call.model,
-            "messages": [],
-            "extra_body": {"messages": [{"role": m.role, "content": m.content} for m in call.messages]},
-            "stream": True,
+        # Everything but the model and `stream` goes in `extra_body`, which the SDK sends as given: as arguments
+        # it walks each against its typed-dict shapes first (openai's `async_transform`; the messages against
+        # the union of every message shape), which cost more of a worker's CPU than reading the whole streamed
+        # answer. The JSON sent is the same.
+        body: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in call.messages],
             "stream_options": {"include_usage": True},
             self.spec.max_tokens_field: call.max_tokens or self.spec.budget(call.effort),
         }
         effort = self.spec.reasoning_effort(call.effort, call.model) if self.spec.reasoning_effort else None
         if effort:
-            kwargs["reasoning_effort"] = effort
+            body["reasoning_effort"] = effort
         if call.answer_schema is not None and self.spec.json_schema:
             answer = call.answer_schema
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+            body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": answer.name, "description": answer.description, "strict": True, "schema": answer.json_schema}}
-        return kwargs
+        return {"model": call.model, "messages": [], "stream": True, "extra_body": body}
 
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
         label = f"{self.name}:{call.model}"
