@@ -75,6 +75,8 @@ class Redactor:
         if not text:
             return text
         text = strip_controls(text)
+        if len(text) < MIN_SECRET_CHARS:  # shorter than any configured secret or key shape (an event's keys)
+            return text
         for pattern in self._patterns:
             text = pattern.sub(REDACTED, text)
         return text
