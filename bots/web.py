@@ -29,6 +29,7 @@ import errno
 import inspect
 import logging
 import socket
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager
@@ -41,6 +42,12 @@ from orchestrator.config import ConfigError
 from orchestrator.metrics import CONTENT_TYPE_LATEST, exposition
 
 log = logging.getLogger("bots.web")
+
+# How long a thread that holds the GIL keeps it from one that waits (CPython's default: 5 ms). The server's
+# thread gives the GIL up at each system call (epoll, recv, send) and waits to get it back from a busy main
+# loop, several times a request: at 5 ms a wait, 50 requests at once took hundreds of ms (BENCHMARKS.md,
+# issue 24). Lowered while a front listens; it costs only while two threads want to run.
+SWITCH_INTERVAL_S = 0.0005
 
 HEALTH_PATH = "/healthz"
 METRICS_PATH = "/metrics"  # this process's own numbers, Prometheus text format (orchestrator/metrics.py)
@@ -56,6 +63,10 @@ class Streamed:
 
     response: web.StreamResponse
     chunks: AsyncIterator[bytes]
+
+
+class WrittenOffLoop(RuntimeError):
+    """A handler on the main loop prepared a response itself (the connection is the server loop's)."""
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse | Streamed]]
@@ -165,7 +176,12 @@ class WebFront:
             answer = await handler(request)
         else:
             await request.read()  # read on this loop: the handler's `read()` gets these bytes, not the socket
-            answer = await self.on_main(handler(request))
+            try:
+                answer = await self.on_main(handler(request))
+            except WrittenOffLoop:  # nothing was sent, but the half-prepared writer cannot send a clean 500
+                if request.transport is not None:
+                    request.transport.close()
+                raise
         return await self._stream(request, answer) if isinstance(answer, Streamed) else answer
 
     async def _stream(self, request: web.Request, streamed: Streamed) -> web.StreamResponse:
@@ -188,7 +204,7 @@ class WebFront:
     async def _written_here(self, _: web.Request, __: web.StreamResponse) -> None:
         """Every response is sent from the server's thread: a handler on the main loop returns a `Streamed`."""
         if self._server is None or threading.get_ident() != self._server.thread.ident:
-            raise RuntimeError("a response prepared off the server's loop: return a Streamed instead")
+            raise WrittenOffLoop("a response prepared off the server's loop: return a Streamed instead")
 
     @asynccontextmanager
     async def listen(self, host: str, port: int, *, tries: int = 1) -> AsyncIterator[int]:
@@ -198,6 +214,7 @@ class WebFront:
         platform starts. The server runs on a thread of its own until the block ends."""
         self._main = asyncio.get_running_loop()
         server = self._server = _ServerLoop()
+        _Switching.enter()
         application = web.Application()
         application.router.add_route("*", "/{path:.*}", self._dispatch)
         application.on_response_prepare.append(self._written_here)
@@ -210,7 +227,30 @@ class WebFront:
             log.info("http: listening on http://%s:%s (GET %s)", host, bound, HEALTH_PATH)
             yield bound
         finally:
-            await server.close(runner)
+            try:
+                await server.close(runner)
+            finally:
+                _Switching.leave()
+
+
+class _Switching:
+    """SWITCH_INTERVAL_S while any front listens in this process, the interval it had before once none does."""
+
+    listening = 0
+    before = sys.getswitchinterval()
+
+    @classmethod
+    def enter(cls) -> None:
+        if cls.listening == 0:
+            cls.before = sys.getswitchinterval()
+            sys.setswitchinterval(min(cls.before, SWITCH_INTERVAL_S))
+        cls.listening += 1
+
+    @classmethod
+    def leave(cls) -> None:
+        cls.listening -= 1
+        if cls.listening == 0:
+            sys.setswitchinterval(cls.before)
 
 
 class _ServerLoop:
