@@ -1,6 +1,7 @@
 """The process's HTTP server (bots/web.py) runs on a loop of its own: handlers on the main loop are awaited
 from it, their bodies read for them, and a streaming answer (the page's live events) is produced on the main
-loop and written by the server's; a handler on the main loop that writes to the connection itself is refused (its connection closed)."""
+loop and written by the server's; a handler on the main loop that writes to the connection itself is
+refused (its connection closed)."""
 
 from __future__ import annotations
 
