@@ -6,6 +6,14 @@ process's own counters in the Prometheus text format (orchestrator/metrics.py).
 The server listens before any platform has started, and Slack mounts its routes once its app is
 built, so requests go through a table that may grow while serving (aiohttp freezes its own router).
 
+The server runs on a thread with an event loop of its own, so that a busy main loop (debates starting,
+threads being rendered) does not hold up a request waiting to be answered: a route mounted with
+`here=True` runs on the server's loop (Slack's /slack/events: the signature checked and a slash command
+answered there, its dispatch handed to the main loop); every other handler runs on the main loop, where
+the objects it uses live, and the server's loop awaits its answer. A handler on the main loop never
+writes to the connection itself (a guard refuses it): it returns a `web.Response`, or a `Streamed`,
+whose chunks it produces on the main loop while the server's loop writes them (the page's live events).
+
 /healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body:
 `{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}`. A platform is
 "starting" until its probe first says yes, then "up" or "down" as the probe says at each request.
@@ -15,12 +23,18 @@ balancer sends nothing new to a process that refuses new debates.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import inspect
 import logging
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -29,10 +43,33 @@ from orchestrator.metrics import CONTENT_TYPE_LATEST, exposition
 
 log = logging.getLogger("bots.web")
 
+# How long a thread that holds the GIL keeps it from one that waits (CPython's default: 5 ms). The server's
+# thread gives the GIL up at each system call (epoll, recv, send) and waits to get it back from a busy main
+# loop, several times a request: at 5 ms a wait, 50 requests at once took hundreds of ms (BENCHMARKS.md,
+# issue 24). Lowered while a front listens; it costs only while two threads want to run.
+SWITCH_INTERVAL_S = 0.0005
+
 HEALTH_PATH = "/healthz"
 METRICS_PATH = "/metrics"  # this process's own numbers, Prometheus text format (orchestrator/metrics.py)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+T = TypeVar("T")
+
+
+@dataclass
+class Streamed:
+    """A streaming answer from a handler on the main loop: `response` (status and headers, not prepared)
+    is sent by the server's loop, then each chunk of `chunks` (an async generator, run and closed on the
+    main loop) as it comes; the response ends with the generator, or when the client leaves."""
+
+    response: web.StreamResponse
+    chunks: AsyncIterator[bytes]
+
+
+class WrittenOffLoop(RuntimeError):
+    """A handler on the main loop prepared a response itself (the connection is the server loop's)."""
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse | Streamed]]
 Probe = Callable[[], bool | Awaitable[bool]]
 
 
@@ -87,16 +124,30 @@ class WebFront:
 
     def __init__(self, health: Health | None = None) -> None:
         self.health = health or Health()
-        self._routes: dict[str, dict[str, Handler]] = {}
-        self._prefixes: dict[str, Handler] = {}  # every method of every path under the prefix (the debate pages)
+        self._routes: dict[str, dict[str, tuple[Handler, bool]]] = {}
+        self._prefixes: dict[str, tuple[Handler, bool]] = {}  # every method of every path under the prefix
+        self._main: asyncio.AbstractEventLoop | None = None  # the loop `listen` was entered on
+        self._server: _ServerLoop | None = None
         self.mount("GET", HEALTH_PATH, self._healthz)
         self.mount("GET", METRICS_PATH, self._metrics)
 
-    def mount(self, method: str, path: str, handler: Handler) -> None:
-        self._routes.setdefault(path, {})[method.upper()] = handler
+    def mount(self, method: str, path: str, handler: Handler, *, here: bool = False) -> None:
+        """`here`: the handler runs on the server's loop (it must touch nothing of the main loop's but
+        through `on_main`/`call_main`); else on the main loop."""
+        self._routes.setdefault(path, {})[method.upper()] = (handler, here)
 
-    def mount_prefix(self, prefix: str, handler: Handler) -> None:
-        self._prefixes[prefix] = handler
+    def mount_prefix(self, prefix: str, handler: Handler, *, here: bool = False) -> None:
+        self._prefixes[prefix] = (handler, here)
+
+    async def on_main(self, work: Coroutine[Any, Any, T]) -> T:
+        """From the server's loop: run `work` on the main loop and await its result (cancelled with the caller)."""
+        assert self._main is not None, "the front is not listening"
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._main))
+
+    def call_main(self, callback: Callable[..., object], *args: object) -> None:
+        """From the server's loop: call `callback(*args)` on the main loop, soon; RuntimeError once it is closed."""
+        assert self._main is not None, "the front is not listening"
+        self._main.call_soon_threadsafe(callback, *args)
 
     async def _healthz(self, _: web.Request) -> web.Response:
         status, body = await self.health.report()
@@ -107,36 +158,132 @@ class WebFront:
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+    def _route(self, request: web.Request) -> tuple[Handler, bool]:
         methods = self._routes.get(request.path)
         if methods is None:
             prefixed = next((h for p, h in self._prefixes.items() if request.path.startswith(p)), None)
             if prefixed is not None:
-                return await prefixed(request)
+                return prefixed
             raise web.HTTPNotFound()
-        handler = methods.get(request.method) or (methods.get("GET") if request.method == "HEAD" else None)
-        if handler is None:
+        route = methods.get(request.method) or (methods.get("GET") if request.method == "HEAD" else None)
+        if route is None:
             raise web.HTTPMethodNotAllowed(request.method, sorted(methods))
-        return await handler(request)
+        return route
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        handler, here = self._route(request)
+        if here:
+            answer = await handler(request)
+        else:
+            await request.read()  # read on this loop: the handler's `read()` gets these bytes, not the socket
+            try:
+                answer = await self.on_main(handler(request))
+            except WrittenOffLoop:  # nothing was sent, but the half-prepared writer cannot send a clean 500
+                if request.transport is not None:
+                    request.transport.close()
+                raise
+        return await self._stream(request, answer) if isinstance(answer, Streamed) else answer
+
+    async def _stream(self, request: web.Request, streamed: Streamed) -> web.StreamResponse:
+        response = streamed.response
+        await response.prepare(request)
+        try:
+            await self.on_main(self._produce(response, streamed.chunks))
+            await response.write_eof()
+        except ConnectionResetError:  # the client left; the generator was closed on the main loop
+            pass
+        return response
+
+    async def _produce(self, response: web.StreamResponse, chunks: AsyncIterator[bytes]) -> None:
+        """On the main loop: each chunk, written by the server's loop before the next is asked for."""
+        assert self._server is not None
+        async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+            async for chunk in chunks:
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(response.write(chunk), self._server.loop))
+
+    async def _written_here(self, _: web.Request, __: web.StreamResponse) -> None:
+        """Every response is sent from the server's thread: a handler on the main loop returns a `Streamed`."""
+        if self._server is None or threading.get_ident() != self._server.thread.ident:
+            raise WrittenOffLoop("a response prepared off the server's loop: return a Streamed instead")
 
     @asynccontextmanager
     async def listen(self, host: str, port: int, *, tries: int = 1) -> AsyncIterator[int]:
         """Listen on host:port (0 picks a free port) and yield the bound port; `tries`: with `port`
         taken, the next ports up to `tries` in all (a default port, which two processes on one host
         would share). A port that cannot be bound is a ConfigError naming it, raised before any
-        platform starts."""
+        platform starts. The server runs on a thread of its own until the block ends."""
+        self._main = asyncio.get_running_loop()
+        server = self._server = _ServerLoop()
+        _Switching.enter()
         application = web.Application()
         application.router.add_route("*", "/{path:.*}", self._dispatch)
+        application.on_response_prepare.append(self._written_here)
         runner = web.AppRunner(application, access_log=None)
-        await runner.setup()
         try:
-            site = await _bind(runner, host, port, tries)
+            await server.run(runner.setup())
+            site = await server.run(_bind(runner, host, port, tries))
             sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
             bound = sockets[0].getsockname()[1] if sockets else port
             log.info("http: listening on http://%s:%s (GET %s)", host, bound, HEALTH_PATH)
             yield bound
         finally:
-            await runner.cleanup()
+            try:
+                await server.close(runner)
+            finally:
+                _Switching.leave()
+
+
+class _Switching:
+    """SWITCH_INTERVAL_S while any front listens in this process, the interval it had before once none does."""
+
+    listening = 0
+    before = sys.getswitchinterval()
+
+    @classmethod
+    def enter(cls) -> None:
+        if cls.listening == 0:
+            cls.before = sys.getswitchinterval()
+            sys.setswitchinterval(min(cls.before, SWITCH_INTERVAL_S))
+        cls.listening += 1
+
+    @classmethod
+    def leave(cls) -> None:
+        cls.listening -= 1
+        if cls.listening == 0:
+            sys.setswitchinterval(cls.before)
+
+
+class _ServerLoop:
+    """An event loop on a thread of its own: the HTTP server's."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="http-front", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    async def run(self, work: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
+
+    async def close(self, runner: web.AppRunner) -> None:
+        """The server closed (its requests finished, as aiohttp's cleanup does), then the loop and its thread;
+        a cancelled caller does not cut the cleanup short: the thread still ends once it is done."""
+        async def stop() -> None:
+            try:
+                await runner.cleanup()
+            finally:
+                asyncio.get_running_loop().stop()
+
+        done = asyncio.run_coroutine_threadsafe(stop(), self.loop)
+        await asyncio.shield(asyncio.wrap_future(done))
+        await asyncio.to_thread(self.thread.join)
 
 
 def check_port(host: str, port: int) -> None:

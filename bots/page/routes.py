@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from importlib import resources
 
 from aiohttp import web
@@ -26,6 +26,7 @@ from bots.page.render import STATIC_PATH, render_page
 from bots.page.security import RateLimit, not_found, secured
 from bots.page.view import page_fingerprint, page_view
 from bots.settings import BotSettings
+from bots.web import Streamed
 from orchestrator.export import to_json, to_markdown
 from orchestrator.log.records import DebateRecord
 
@@ -71,7 +72,7 @@ class PageSite:
                                 headers={"Cache-Control": "public, max-age=3600"})
         return secured(response, private=False)
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse | Streamed:
         if not self.limit.allow(request.remote or ""):
             return self.limit.refuse()
         if request.method not in ("GET", "HEAD"):
@@ -116,17 +117,15 @@ class PageSite:
                                 headers={"Content-Disposition": f'inline; filename="debate-{record.id}.{name[7:]}"'})
         return secured(response)
 
-    async def _events(self, request: web.Request, debate_id: str) -> web.StreamResponse:
+    async def _events(self, request: web.Request, debate_id: str) -> Streamed:
+        """Written by the server's loop (bots/web.py), each event produced here, on the main loop."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
         secured(response)
-        await response.prepare(request)
-        await response.write(b"retry: 1000\n\n")
-        try:
-            # closed with the viewer: a watch ends with its last viewer
-            async with contextlib.aclosing(self.hub.follow(debate_id)) as changes:
-                async for name, data in changes:
-                    await response.write(_sse(name, data))
-        except ConnectionResetError:  # the viewer left
-            return response
-        await response.write_eof()
-        return response
+        return Streamed(response, self._event_stream(debate_id))
+
+    async def _event_stream(self, debate_id: str) -> AsyncIterator[bytes]:
+        yield b"retry: 1000\n\n"
+        # closed with the viewer (the front closes this generator): a watch ends with its last viewer
+        async with contextlib.aclosing(self.hub.follow(debate_id)) as changes:
+            async for name, data in changes:
+                yield _sse(name, data)

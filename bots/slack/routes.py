@@ -6,6 +6,10 @@ in a 500 and a logged traceback. Here the signature is checked on the raw bytes 
 stale or forged requests get 401 and nothing reads their body; a signed body bolt cannot read gets
 400. bolt checks the signature again (its middleware stays on), which costs one HMAC.
 
+This route runs on the server's own loop (bots/web.py), so a busy main loop (debates starting, threads
+being rendered) does not delay the answer: the signature, a refusal and a slash command's 200 are given
+there; bolt's dispatch runs on the main loop, handed over before the 200 is written.
+
 A slash command is answered here, as soon as its signature holds: every command listener acks with an
 empty 200 and spawns its work, so the answer is the same, and bolt's dispatch (its middleware, the
 listener, the command's work) runs as a task after it: nothing bolt waits on (an authorization's
@@ -88,7 +92,14 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
     once it is answered; without one, bolt answers every request itself."""
     runtime = runtime or getattr(app, "runtime", None)
 
+    def answered(raw: bytes, query: str, headers: dict[str, str], seconds: float) -> None:
+        """On the main loop: bolt runs the command answered on the server's loop."""
+        assert runtime is not None
+        runtime.spawn(_dispatch_answered(app, raw, query, headers), name="slack-command-dispatch")
+        runtime.record_ack(seconds)
+
     async def on_event(request: web.Request) -> web.Response:
+        """On the server's loop (bots/web.py): nothing here waits for the main loop but bolt's answer."""
         arrived = time.perf_counter()
         raw = await request.read()
         headers = request.headers
@@ -96,21 +107,23 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
                             headers.get("X-Slack-Signature")):
             return web.json_response(INVALID, status=401)
         if runtime is not None and is_slash_command(raw):
-            runtime.spawn(_dispatch_answered(app, raw, request.query_string, dict(headers)),
-                          name="slack-command-dispatch")
-            runtime.record_ack(time.perf_counter() - arrived)
-            COMMAND_ACK.labels("slack").observe(time.perf_counter() - arrived)
+            seconds = time.perf_counter() - arrived
+            try:  # handed over before the answer: the dispatch is queued by the time Slack has its 200
+                front.call_main(answered, raw, request.query_string, dict(headers), seconds)
+            except RuntimeError:  # the main loop is gone (the process is stopping): Slack may retry elsewhere
+                return web.json_response({"error": "stopping"}, status=503)
+            COMMAND_ACK.labels("slack").observe(seconds)
             return web.Response(status=200)  # the ack every command listener gives
         bolt_request = _bolt_request(raw, request.query_string, dict(headers))
         if bolt_request is None:
             return web.json_response({"error": "unreadable body"}, status=400)
-        answer = await app.async_dispatch(bolt_request)
+        answer = await front.on_main(app.async_dispatch(bolt_request))
         if isinstance(bolt_request.body, dict) and "command" in bolt_request.body:
             COMMAND_ACK.labels("slack").observe(time.perf_counter() - arrived)
         return await to_aiohttp_response(answer)
 
     if events:
-        front.mount("POST", EVENTS_PATH, on_event)
+        front.mount("POST", EVENTS_PATH, on_event, here=True)
     flow = app.oauth_flow
     if flow is None:
         return

@@ -1,0 +1,100 @@
+"""The process's HTTP server (bots/web.py) runs on a loop of its own: handlers on the main loop are awaited
+from it, their bodies read for them, and a streaming answer (the page's live events) is produced on the main
+loop and written by the server's; a handler on the main loop that writes to the connection itself is
+refused (its connection closed)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bots.web import Streamed, WebFront
+
+BOUND_S = 10.0  # a bound for a test that would otherwise hang, not a latency figure
+
+
+async def test_a_main_loop_handler_reads_the_body_and_answers() -> None:
+    front, ran_on = WebFront(), []
+
+    async def echo(request: web.Request) -> web.Response:
+        ran_on.append(threading.get_ident())
+        return web.Response(text=(await request.text()).upper())
+
+    front.mount("POST", "/echo", echo)
+    async with front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+        async with http.post(f"http://127.0.0.1:{port}/echo", data=b"a body") as response:
+            assert (response.status, await response.text()) == (200, "A BODY")
+        async with http.get(f"http://127.0.0.1:{port}/nowhere") as response:
+            assert response.status == 404
+    assert ran_on == [threading.get_ident()], "the handler ran on the main loop's thread"
+
+
+async def test_a_stream_is_produced_on_the_main_loop_and_ends_with_its_generator() -> None:
+    front, more, produced_on = WebFront(), asyncio.Event(), []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        produced_on.append(threading.get_ident())
+        yield b"one\n"
+        await more.wait()  # an object of the main loop
+        yield b"two\n"
+
+    async def stream(_: web.Request) -> Streamed:
+        return Streamed(web.StreamResponse(headers={"Content-Type": "text/plain"}), chunks())
+
+    front.mount("GET", "/stream", stream)
+    async with front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+        async with http.get(f"http://127.0.0.1:{port}/stream") as response:
+            assert await response.content.readline() == b"one\n"
+            more.set()
+            assert await response.content.read() == b"two\n"
+    assert produced_on == [threading.get_ident()]
+
+
+async def test_a_client_leaving_closes_the_stream_on_the_main_loop() -> None:
+    front, closed_on, closed = WebFront(), [], asyncio.Event()
+
+    async def pings() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                yield b": ping\n"
+                await asyncio.sleep(0.01)  # the stream's own pace (the page pings its viewers)
+        finally:
+            closed_on.append(threading.get_ident())
+            closed.set()
+
+    async def stream(_: web.Request) -> Streamed:
+        return Streamed(web.StreamResponse(), pings())
+
+    front.mount("GET", "/stream", stream)
+    async with front.listen("127.0.0.1", 0) as port:
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/stream") as response:
+            assert await response.content.readline() == b": ping\n"
+        await asyncio.wait_for(closed.wait(), BOUND_S)  # the viewer left: the next write fails, the generator closes
+    assert closed_on == [threading.get_ident()]
+
+
+async def test_a_main_loop_handler_that_writes_the_connection_itself_is_refused() -> None:
+    front, refused = WebFront(), []
+
+    async def writes(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        try:
+            await response.prepare(request)
+        except RuntimeError as exc:
+            refused.append(str(exc))
+            raise
+        return response
+
+    front.mount("GET", "/writes", writes)
+    async with front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+        with pytest.raises(aiohttp.ClientError):  # the connection is closed: nothing of a response was sent
+            async with http.get(f"http://127.0.0.1:{port}/writes") as response:
+                await response.read()
+        async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+            assert response.status == 200  # the server goes on
+    assert refused and "Streamed" in refused[0]
