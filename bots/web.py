@@ -46,7 +46,8 @@ log = logging.getLogger("bots.web")
 # How long a thread that holds the GIL keeps it from one that waits (CPython's default: 5 ms). The server's
 # thread gives the GIL up at each system call (epoll, recv, send) and waits to get it back from a busy main
 # loop, several times a request: at 5 ms a wait, 50 requests at once took hundreds of ms (BENCHMARKS.md,
-# issue 24). Lowered while a front listens; it costs only while two threads want to run.
+# issue 24). Lowered only while a route answered on the server's loop is mounted (Slack's HTTP events), not
+# in a worker, whose many threads (the log's writer, DBOS's pool) would hand the GIL over ten times as often.
 SWITCH_INTERVAL_S = 0.0005
 
 HEALTH_PATH = "/healthz"
@@ -128,6 +129,7 @@ class WebFront:
         self._prefixes: dict[str, tuple[Handler, bool]] = {}  # every method of every path under the prefix
         self._main: asyncio.AbstractEventLoop | None = None  # the loop `listen` was entered on
         self._server: _ServerLoop | None = None
+        self._switched = False  # this front lowered the switch interval (SWITCH_INTERVAL_S)
         self.mount("GET", HEALTH_PATH, self._healthz)
         self.mount("GET", METRICS_PATH, self._metrics)
 
@@ -135,9 +137,17 @@ class WebFront:
         """`here`: the handler runs on the server's loop (it must touch nothing of the main loop's but
         through `on_main`/`call_main`); else on the main loop."""
         self._routes.setdefault(path, {})[method.upper()] = (handler, here)
+        self._switch_if(here)
 
     def mount_prefix(self, prefix: str, handler: Handler, *, here: bool = False) -> None:
         self._prefixes[prefix] = (handler, here)
+        self._switch_if(here)
+
+    def _switch_if(self, here: bool) -> None:
+        """A route answered on the server's loop: the GIL handed over sooner while this front listens."""
+        if here and self._server is not None and not self._switched:
+            _Switching.enter()
+            self._switched = True
 
     async def on_main(self, work: Coroutine[Any, Any, T]) -> T:
         """From the server's loop: run `work` on the main loop and await its result (cancelled with the caller)."""
@@ -214,7 +224,8 @@ class WebFront:
         platform starts. The server runs on a thread of its own until the block ends."""
         self._main = asyncio.get_running_loop()
         server = self._server = _ServerLoop()
-        _Switching.enter()
+        self._switch_if(any(here for methods in self._routes.values() for _handler, here in methods.values())
+                        or any(here for _handler, here in self._prefixes.values()))
         application = web.Application()
         application.router.add_route("*", "/{path:.*}", self._dispatch)
         application.on_response_prepare.append(self._written_here)
@@ -230,7 +241,10 @@ class WebFront:
             try:
                 await server.close(runner)
             finally:
-                _Switching.leave()
+                self._server = None
+                if self._switched:
+                    self._switched = False
+                    _Switching.leave()
 
 
 class _Switching:

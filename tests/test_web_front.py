@@ -98,3 +98,21 @@ async def test_a_main_loop_handler_that_writes_the_connection_itself_is_refused(
         async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
             assert response.status == 200  # the server goes on
     assert refused and "Streamed" in refused[0]
+
+
+async def test_only_a_front_answering_on_its_server_loop_hands_the_gil_over_sooner() -> None:
+    import sys
+
+    from bots.web import SWITCH_INTERVAL_S
+
+    before = sys.getswitchinterval()
+    worker = WebFront()  # /healthz and /metrics only, as a `debate worker` serves
+    async with worker.listen("127.0.0.1", 0):
+        assert sys.getswitchinterval() == before
+
+        async def answered(_request: web.Request) -> web.Response:
+            return web.Response()
+
+        worker.mount("POST", "/slack/events", answered, here=True)  # mounted while listening, as Slack's is
+        assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S)
+    assert sys.getswitchinterval() == before
