@@ -157,8 +157,10 @@ async def ack_on(shape: Deployment, peers: Peers, batch: int, batches: int) -> A
     await _start(peers, port, range(ACK_WARM_TAG, ACK_WARM_TAG + 1), 1)  # warm-up: imports, connections
     answers: list[tuple[int, float]] = []
     front_cpu, began = shape.front.cpu_s(), time.monotonic()
-    for b in range(batches):
-        answers += await _start(peers, port, range(b * batch, (b + 1) * batch), 2)
+    for b in range(batches):  # from a client process of its own: this loop also runs the Slack peer
+        answers += await peers.slack_commands_apart(port, [
+            {"text": _command(n, 2), "channel": f"C{n:06d}", "user": f"U{n:06d}", "trigger": f"bench-durable-{n}"}
+            for n in range(b * batch, (b + 1) * batch)])
         await asyncio.sleep(0.5)
     front_cpu, window = shape.front.cpu_s() - front_cpu, time.monotonic() - began
     ms = [s * 1000 for _, s in answers]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -107,6 +108,22 @@ class Peers:
                                   headers=headers) as response:
             await response.read()
             return response.status, time.perf_counter() - began
+
+    async def slack_commands_apart(self, port: int, commands: list[dict[str, Any]]) -> list[tuple[int, float]]:
+        """`commands` (each `slack_command`'s keywords and `text`) POSTed at once by a client process of its own
+        (bench/ack_client.py): (HTTP status, seconds to the answer) each, timed there, not on this loop."""
+        requests = []
+        for command in commands:
+            body = slash_body(command["text"], channel=command["channel"], user=command.get("user", "U0001"),
+                              trigger=command.get("trigger"), response_url=self.slack.response_url(command["channel"]))
+            requests.append([body, {"Content-Type": "application/x-www-form-urlencoded", **sign(SIGNING_SECRET, body)}])
+        job = json.dumps({"url": f"http://127.0.0.1:{port}/slack/events", "requests": requests})
+        client = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.ack_client", cwd=ROOT,
+                                                      stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        out, _ = await client.communicate((job + "\n").encode())
+        if client.returncode != 0:
+            raise RuntimeError(f"bench.ack_client exited {client.returncode}")
+        return [(int(status), float(seconds)) for status, seconds in json.loads(out)]
 
     async def discord_command(self, options: dict[str, Any], *, user_id: str = "740000000000000001") -> str:
         """Dispatch a `/debate` interaction on the gateway; its interaction id."""
