@@ -11,12 +11,13 @@ ids hold `wanted` matches from the lexeme's frequency in the planner's statistic
 word), or from the matches among the newest 512 turns (any other query), reads the matches in that
 range, and, when the estimate fell short, carries on below it with the density it has seen. Words too
 rare or too common for a range to pay (a range of more than half the remaining turns, or a word in
-1 turn of 5 or more) take the plain statement, planned for them as before: the GIN index or the walk.
+1 turn of 5 or more) take the plain statement: every match from the GIN index where there are fewer
+matches than a walk to the window's end would visit, the walk otherwise.
 
 The rows are the matches' (id, debate, score), not necessarily only `wanted` of them nor in order: the
 caller keeps the newest `wanted`. Each step is planned with its range as constants (EXECUTE), with
-plain index scans off while reading a range, so that the planner, which counts a walk's tests of each
-row as nearly free, takes the bitmaps; the function's `set` clause restores the setting on return.
+plain index scans off where the bitmaps read fewer rows (the planner counts a walk's test of each row
+as nearly free, so it walks there); the function's `set` clause restores the caller's setting on return.
 `stable`: every step reads the snapshot of the calling statement, so the window is the one statement's.
 """
 
@@ -57,6 +58,9 @@ begin
         else
             span := case when density > 0 then ceil((wanted - found) * margin / density)::bigint + 64 end;
             if span is null or density >= 0.2 or hi - span <= oldest + (hi - oldest) / 2 then
+                -- every match from the GIN index where there are fewer than a walk to the window's end visits
+                perform set_config('enable_indexscan', case when density * density * (hi - oldest) < wanted - found
+                                                            then 'off' else 'on' end, true);
                 return query execute ranked || format('t.id < %s order by t.id desc limit %s', hi, wanted - found)
                     using query;
                 return;
