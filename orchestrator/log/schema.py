@@ -20,6 +20,8 @@ from sqlite_utils import Database
 from sqlite_utils.db import Table
 from sqlite_utils.migrations import Migrations
 
+from orchestrator.log.turn_window import TURN_WINDOW_SQL
+
 MIGRATION_SET = "debate_bot"
 MIGRATIONS_TABLE = Migrations.migrations_table  # "_sqlite_migrations"
 
@@ -390,3 +392,10 @@ def m015_verdict_search_order(step: Step) -> None:
     verdict of unknown time last, insertion order between equal times), so a common word walks the
     newest verdicts and stops instead of reading and sorting every match (bench recall_pg)."""
     step.postgres("create index verdicts_search_order on verdicts (at desc nulls last, seq desc);")
+
+
+@migration
+def m016_turn_search_window(step: Step) -> None:
+    """Postgres: `debate_turn_window` (turn_window.py), the newest matches of a search among the turns read
+    from an id range that holds them rather than by walking every turn or reading every match."""
+    step.postgres(TURN_WINDOW_SQL)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from orchestrator.log import turn_window
 from orchestrator.log.dialect import Conn
 from orchestrator.log.postgres.schema import TEXT_SEARCH_CONFIG
 from orchestrator.log.reads import scope_sql
@@ -48,30 +49,41 @@ class _Source:
     # also the order between equal scores
     debate: str  # the row's debate id
     join: str  # joins `s` to its debate `d` ("" for `debates` itself, whose scope reads `s`)
+    window: str | None = None  # a function giving the window of an unscoped search (key, debate, score)
 
     def best_sql(self, number: int, scope: Scope | None) -> str:
         """The best `:limit` of the newest `:window` matches of `:query` the scope keeps, each with its
         place among them (`pos`). The query is folded to a constant when planned (`debate_tsquery` is
         immutable), so the planner sees how common its words are: a common word walks the newest rows
         backwards by an index and stops at the window; a rarer one reads its matches from the GIN index.
-        Only the window's rows are ranked, and without their `tsvector` in tow (sorting wide rows
-        spilled to disk); with a scope, the window holds only the rows the scope may see."""
-        visible, _ = scope_sql(scope, "d" if self.join else "s")
-        join = self.join if scope is not None else ""
+        An unscoped search takes the turns' window from `debate_turn_window` (../turn_window.py): the
+        matches of an id range that holds the newest, for a word between the two. Only the window's rows
+        are ranked, and without their `tsvector` in tow (sorting wide rows spilled to disk); with a scope,
+        the window holds only the rows the scope may see."""
         ages = [part.split()[0] for part in self.newest.split(",")]  # "s.at desc nulls last" -> "s.at"
         aged = ", ".join(f"{column} as {column[2:]}" for column in ages)
         order = f"score, {self.newest.replace('s.', '')}"
         return f"""
             select {number} as src, key::text as key, debate_id, score, row_number() over (order by {order}) as pos
             from (
-                select * from (
+                select * from ({self._recent_sql(scope, aged)}) recent order by {order} limit :limit
+            ) best"""
+
+    def _recent_sql(self, scope: Scope | None, aged: str) -> str:
+        """The newest `:window` matches, with their score (see `best_sql`)."""
+        if self.window is not None and scope is None:  # the turns: ../turn_window.py
+            return f"""
+                    select s.turn_id as key, s.turn_debate as debate_id, s.turn_id as id, s.turn_score as score
+                    from {self.window}(debate_tsquery(:query), :window) s
+                    order by s.turn_id desc limit :window"""
+        visible, _ = scope_sql(scope, "d" if self.join else "s")
+        join = self.join if scope is not None else ""
+        return f"""
                     select {self.key} as key, {self.debate} as debate_id, {aged},
                            -ts_rank(s.{self.tsv}, debate_tsquery(:query)) as score
                     from {self.name} s {join}
                     where s.{self.tsv} @@ debate_tsquery(:query) and {visible}
-                    order by {self.newest} limit :window
-                ) recent order by {order} limit :limit
-            ) best"""
+                    order by {self.newest} limit :window"""
 
     def snippet_sql(self) -> str:
         """The snippet of chosen hit `c` (evaluated only for the hits returned)."""
@@ -82,7 +94,7 @@ class _Source:
 SOURCES: tuple[_Source, ...] = (
     _Source("topic", "debates", "topic_tsv", "s.topic", "s.id", "text", "s.seq desc", "s.id", ""),
     _Source("turn", "turns", "text_tsv", "s.text", "s.id", "bigint", "s.id desc", "s.debate_id",
-            "join debates d on d.id = s.debate_id"),
+            "join debates d on d.id = s.debate_id", turn_window.FUNCTION),
     _Source("recommendation", "verdicts", "recommendation_tsv",
             "coalesce(s.recommendation, '') || ' ' || coalesce(s.reasoning, '')", "s.seq", "bigint",
             "s.at desc nulls last, s.seq desc", "s.debate_id", "join debates d on d.id = s.debate_id"),

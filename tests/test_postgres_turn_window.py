@@ -1,0 +1,101 @@
+"""`debate_turn_window` (orchestrator/log/turn_window.py, migration m016) gives the window a plain
+statement gives, the newest matches of a query among the turns with their score, whichever way it finds
+them: from the planner's statistics or its own sample, through an id range or the plain statement, with
+turns deleted from the middle, and for words whose density changes along the log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from orchestrator.log.postgres import PostgresLog
+
+pytestmark = pytest.mark.postgres
+
+TURNS = 4_000
+PER_DEBATE = 5
+
+WINDOW = """select turn_id, turn_debate, turn_score from debate_turn_window(debate_tsquery(%(q)s), %(n)s)
+            order by turn_id desc limit %(n)s"""
+PLAIN = """select id, debate_id, -ts_rank(text_tsv, debate_tsquery(%(q)s)) from turns
+           where text_tsv @@ debate_tsquery(%(q)s) order by id desc limit %(n)s"""
+QUERIES = ("everywhere", "twentieth", "seventh", "lateword", "earlyword", "rarity", "twentieth seventh",
+           "twentieth or rarity", "-twentieth", "\"twentieth everywhere\"", "nowhere", "")
+WANTED = (1, 13, 60, 150, 1_000)
+
+
+def _text(n: int) -> str:
+    words = ["everywhere"] + ["twentieth"] * (n % 20 == 0) + ["seventh", "seventh"] * (n % 7 == 0)
+    words += ["lateword"] * (n > TURNS * 3 // 4 and n % 3 == 0) + ["earlyword"] * (n < TURNS // 4 and n % 3 == 0)
+    words += ["rarity"] * (n % 997 == 0)
+    return " ".join([*words, f"filler{n % 50}"])
+
+
+def _load(url: str) -> None:
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        cur.executemany("insert into debates (id, topic, format, status, created_at) values (%s, %s, 'challenge',"
+                        " 'completed', now())", [(f"d{d:05d}", f"debate {d}") for d in range(TURNS // PER_DEBATE)])
+        cur.executemany("insert into turns (debate_id, round, seat, status, text) values (%s, %s, 'A', 'ok', %s)",
+                        [(f"d{n // PER_DEBATE:05d}", n % PER_DEBATE + 1, _text(n)) for n in range(TURNS)])
+        cur.execute("delete from turns where id between 1500 and 2100")  # a gap in the ids
+
+
+@pytest.fixture
+def loaded(postgres_url: str) -> Iterator[str]:
+    async def schema() -> None:
+        async with PostgresLog(postgres_url):
+            pass
+
+    asyncio.run(schema())
+    _load(postgres_url)
+    yield postgres_url
+
+
+FETCHED = "select idx_tup_fetch from pg_stat_xact_user_tables where relname = 'turns'"
+
+
+def _fetched(conn: psycopg.Connection) -> int:
+    row = conn.execute(FETCHED).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _windows(url: str) -> dict[tuple[str, int], tuple[list[tuple[object, ...]], int]]:
+    """Per query and size: the function's window (its newest `n`), checked against the plain one's, and
+    the turns the function read to find it (this transaction's count of rows fetched by an index)."""
+    out = {}
+    with psycopg.connect(url) as conn:
+        for q in QUERIES:
+            for n in WANTED:
+                args = {"q": q, "n": n}
+                began = _fetched(conn)
+                window = conn.execute(WINDOW, args).fetchall()
+                read = _fetched(conn) - began
+                assert window == conn.execute(PLAIN, args).fetchall(), (q, n)
+                out[(q, n)] = (window, read)
+    return out
+
+
+def test_the_window_is_the_plain_statements_with_and_without_statistics(loaded: str) -> None:
+    before = _windows(loaded)  # no statistics yet: the function samples the newest turns
+    with psycopg.connect(loaded, autocommit=True) as conn:
+        conn.execute("analyze turns")
+    after = _windows(loaded)  # the lexemes' frequencies from the statistics
+    assert {key: window for key, (window, _) in before.items()} == {key: window for key, (window, _) in after.items()}
+    # a word of the statistics in 1 turn of 20 (5 %): its newest 60 are read from a range that holds little
+    # more than them, where the plain statement reads every match (170) or walks ~1,200 turns
+    matches = sum(1 for n in range(TURNS) if n % 20 == 0 and not 1500 <= n + 1 <= 2100)
+    window, read = after[("twentieth", 60)]
+    assert len(window) == 60 and read < matches // 2
+
+
+def test_the_setting_it_changes_is_the_callers_again_afterwards(loaded: str) -> None:
+    with psycopg.connect(loaded, autocommit=True) as conn:
+        conn.execute("analyze turns")
+        for setting in ("off", "on"):
+            conn.execute(f"set enable_indexscan = {setting}")
+            conn.execute(WINDOW, {"q": "twentieth", "n": 13}).fetchall()
+            row = conn.execute("show enable_indexscan").fetchone()
+            assert row is not None and row[0] == setting
