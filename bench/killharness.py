@@ -168,12 +168,14 @@ async def _start_debates(trial: Trial, peers: Peers, ports: int | dict[str, int]
 
 
 async def _until(predicate, within: float, step: float = 0.1) -> bool:  # type: ignore[no-untyped-def]
+    """`predicate` (a read of the log) on a thread: this loop runs the LLM and chat peers, and a read-only
+    connection to a log whose writer was just killed can wait out its busy timeout there."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if predicate():
+        if await asyncio.to_thread(predicate):
             return True
         await asyncio.sleep(step)
-    return bool(predicate())
+    return bool(await asyncio.to_thread(predicate))
 
 
 def _statuses(db: LogSource, tags: Sequence[int]) -> dict[int, str]:
