@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import pstats
 import shutil
 import tempfile
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import bench.served
 from bench.common import Table, median, percentile
-from bench.durable import measure_ack, measure_level
+from bench.durable import Level, measure_ack, measure_level
 from bench.durable_pg import plan_for
 from bench.pg import BenchPostgres
 
@@ -29,6 +30,11 @@ from bench.pg import BenchPostgres
 def _tree(value: str) -> tuple[str, Path]:
     name, _, path = value.partition("=")
     return name, Path(path).resolve()
+
+
+def _floor_s(level: Level) -> float:
+    """The CPU floor: calls × CPU per call ÷ cores (the processes' CPU over the window, spread on every core)."""
+    return level.cpu_s / (os.cpu_count() or 1) or float("nan")
 
 
 def top_functions(path: Path, top: int) -> list[tuple[str, float, float]]:
@@ -40,7 +46,8 @@ def top_functions(path: Path, top: int) -> list[tuple[str, float, float]]:
 
 
 async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[int], debates: int, repeats: int,
-              within: float, profile: bool, keep: Path | None) -> Table:
+              within: float, profile: bool, keep: Path | None,
+              caps: list[int | None] | None = None) -> Table:
     plan, rounds = plan_for(False)
     table = Table(f"cpu_compare — CPU per model call, builds interleaved ({debates} debates, challenge {rounds} "
                   f"rounds, peer {plan.latency_s:g} s, {plan.tokens_per_s:g} tokens/s)")
@@ -48,24 +55,29 @@ async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[
     root.mkdir(parents=True, exist_ok=True)
     server = BenchPostgres.start() if "postgres" in backends else None
     per: dict[tuple[str, str, int], list[tuple[float, float, int, float]]] = defaultdict(list)
+    variants = [(name, tree, cap) for name, tree in trees for cap in (caps or [None])]
     try:
         for rep in range(repeats):
             for backend in backends:
                 for count in workers:
-                    for name, tree in trees:
+                    for base, tree, cap in variants:
+                        name = base if cap is None else f"{base}@{cap}"  # @N: each worker runs ≤ N at once
                         bench.served.ROOT = tree  # the product's code for this build (PYTHONPATH)
                         url = server.create_database(f"{name}_{count}") if server and backend == "postgres" else None
                         label = f"-{name}-{backend}-{rep}"
                         try:
                             level = await measure_level(count, debates, root, plan, rounds, database_url=url,
                                                         server=server if url else None, within=within,
-                                                        spread=True, profile=profile, warm=count, label=label)
+                                                        spread=True, profile=profile, warm=count, label=label,
+                                                        cap=cap)
                         except Exception as exc:  # a shared machine: a process that never got ready
                             print(f"{label}: did not run: {exc}", flush=True)
                             continue
                         print(f"{label}: {level.cpu_ms_per_call:.1f} ms/call + pg {level.pg_cpu_ms_per_call:.1f}, "
                               f"{level.calls} calls, {level.completed}/{debates} completed, "
-                              f"ratio {level.ratio:.2f}, threads {level.threads}", flush=True)
+                              f"ratio {level.ratio:.2f}, wall {level.wall_s:.0f} s ÷ CPU floor "
+                              f"{_floor_s(level):.0f} s = {level.wall_s / _floor_s(level):.2f}, "
+                              f"threads {level.threads}", flush=True)
                         per[(backend, name, count)].append((level.cpu_ms_per_call, level.pg_cpu_ms_per_call if url
                                                             else 0.0, level.completed, level.ratio))
                         for proc, split in level.threads.items():
@@ -143,6 +155,8 @@ def main() -> None:
     parser.add_argument("--within", type=float, default=300.0)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--keep", type=Path)
+    parser.add_argument("--cap", default="", help="worker concurrencies to try, comma-separated (`none`: "
+                        "each worker's share of the debates); each tree runs once per cap")
     parser.add_argument("--ack", action="store_true", help="Slack ack latency instead (front + first --workers)")
     args = parser.parse_args()
     if args.ack:
@@ -150,7 +164,8 @@ def main() -> None:
                                   args.repeats)).render())
         return
     table = asyncio.run(run(args.tree, args.backend.split(","), [int(w) for w in args.workers.split(",")],
-                            args.debates, args.repeats, args.within, args.profile, args.keep))
+                            args.debates, args.repeats, args.within, args.profile, args.keep,
+                            [None if c == "none" else int(c) for c in args.cap.split(",")] if args.cap else None))
     print(table.render())
 
 

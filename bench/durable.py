@@ -209,16 +209,20 @@ EXPECTED_CALLS_PER_DEBATE = 6  # a 2-round challenge: 4 debater turns and the ju
 async def measure_level(workers: int, concurrency: int, root: Path, plan: ReplyPlan, rounds: int, *,
                         database_url: str | None = None, server: BenchPostgres | None = None,
                         within: float = FINISH_WITHIN_S, spread: bool = False, profile: bool = False,
-                        warm: int = 0, label: str = "", graceful: bool = True) -> Level:
+                        warm: int = 0, label: str = "", graceful: bool = True,
+                        cap: int | None = None) -> Level:
     """`concurrency` debates through the front, all at once (50 POSTs in flight), until they end or
     `within` seconds have passed. `spread`: each worker takes at most its share (concurrency ÷ workers),
     so the debates split evenly rather than going to whichever worker polls the queue first. `warm`:
     that many one-round debates run first, off the clock (a worker imports each provider's SDK on its
-    first call to it: ~1 s each, on the event loop). Not `graceful`: see `deployment`."""
+    first call to it: ~1 s each, on the event loop). Not `graceful`: see `deployment`. `cap`: each worker runs
+    at most that many debates at once (`debate worker --concurrency`), the rest wait in the queue."""
     workdir = root / f"overhead-{workers}-{concurrency}{label}"
     workdir.mkdir()
     db: LogSource = database_url or workdir / "debates.db"
     share = -(-concurrency // workers) if spread and workers else None
+    if cap is not None:
+        share = min(share or cap, cap)
     async with PeerProcess(plan) as llm:
         async with (Peers() as peers,
                     deployment(workers, peers, workdir, llm, database_url=database_url, worker_concurrency=share,

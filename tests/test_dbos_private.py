@@ -103,6 +103,27 @@ async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_
     assert (limited_many["contract-1"].values, limited_many["contract-1"].closed) == (first, False)
 
 
+async def test_changed_since_names_the_streams_written_after_a_rowid_and_the_highest(client: DBOSClient) -> None:
+    streams = SystemStreams(client)
+    assert await asyncio.to_thread(streams.changed_since, KEY, None) == ({}, -1)  # no stream row yet
+    with SetWorkflowID("changed-1"):
+        one = await DBOS.start_workflow_async(writer, ["a", "b"], [])
+    await client.send_async("changed-1", "now", topic=GO)
+    await one.get_result(polling_interval_sec=0.05)
+    changed, high = await asyncio.to_thread(streams.changed_since, KEY, -1)
+    assert list(changed) == ["changed-1"] and changed["changed-1"] == high  # its close marker is the last row
+    assert await asyncio.to_thread(streams.changed_since, KEY, None) == ({}, high)  # None: the highest only
+    assert await asyncio.to_thread(streams.changed_since, KEY, high) == ({}, high)
+
+    with SetWorkflowID("changed-2"):
+        two = await DBOS.start_workflow_async(writer, ["c"], [])
+    await client.send_async("changed-2", "now", topic=GO)
+    await two.get_result(polling_interval_sec=0.05)
+    later, top = await asyncio.to_thread(streams.changed_since, KEY, high)
+    assert list(later) == ["changed-2"] and later["changed-2"] == top > high
+    assert await asyncio.to_thread(streams.changed_since, "another-key", high) == ({}, top)
+
+
 def test_no_other_module_reaches_into_dbos_private_api() -> None:
     private = re.compile(r"\bdbos\._|from dbos\._|\._sys_db\b|\bDBOS\._[a-z]")
     users = sorted(str(path.relative_to(ROOT)) for folder in ("orchestrator", "bots")

@@ -187,16 +187,23 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
         await start(spec.id, entries, pause_at=len(entries) // 2)
 
     batches: list[int] = []
+    calls: list[str] = []  # "scan" or "read", in order
     idle_passes = asyncio.Event()
-    read_many = feed.reads._streams.read_many
+    read_many, changed_since = feed.reads._streams.read_many, feed.reads._streams.changed_since
 
     def recorded(key: str, offsets: dict[str, int], limit: int) -> Any:
         batches.append(len(offsets))
+        calls.append(f"read {len(offsets)}")
         if len(batches) > 3 and batches[-3:] == [len(specs)] * 3:
             idle_passes.set()
         return read_many(key, offsets, limit)
 
+    def scanned(key: str, since: int | None) -> Any:
+        calls.append("scan")
+        return changed_since(key, since)
+
     feed.reads._streams.read_many = recorded  # type: ignore[method-assign]
+    feed.reads._streams.changed_since = scanned  # type: ignore[method-assign]
     got: dict[str, list[EventBase]] = {spec.id: [] for spec in specs}
     halfway = {spec.id: asyncio.Event() for spec in specs}
 
@@ -208,8 +215,12 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
     readers = [asyncio.create_task(follow(spec.id)) for spec in specs]
     for spec in specs:
         await halfway[spec.id].wait()
-    # every workflow is paused: each poll reads all 30 idle streams in one query, and wakes none of them
+    # every workflow is paused: the scans find no write, and every QUIET_POLLS polls one pass reads all 30
+    # idle streams in one query (their workflows may have ended), and wakes none of them
+    paused = len(calls)
     await asyncio.wait_for(idle_passes.wait(), 30)
+    idle = "".join(call[0] for call in calls[calls.index(f"read {len(specs)}", paused):])  # from a first sweep
+    assert idle.count("r") >= 3 and "rr" not in idle  # each pass after a scan; scans find no write to read
     delivered = {debate_id: len(events) for debate_id, events in got.items()}
     for spec in specs:
         await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)

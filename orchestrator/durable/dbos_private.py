@@ -65,6 +65,9 @@ class SystemStreams:
     def __init__(self, client: DBOSClient) -> None:
         self._sys_db: SystemDatabase = client._sys_db
         self._many: dict[str, sa.Select[Any]] = {}  # per stream key: the statement of read_many, built once
+        self._changed: dict[str, sa.Select[Any]] = {}  # per stream key: the statement of changed_since
+        self._top = sa.select(sa.func.max(sa.literal_column("rowid", sa.Integer))).select_from(
+            self._sys_db.tables.streams)
 
     @property
     def notified(self) -> bool:
@@ -106,6 +109,30 @@ class SystemStreams:
             else:
                 chunk.values.append(deserialize_value(serialized, serialization, self._sys_db.serializer))
         return {workflow_id: chunks.get(workflow_id, StreamChunk(None)) for workflow_id in offsets}
+
+    def changed_since(self, key: str, since: int | None) -> tuple[dict[str, int], int]:
+        """SQLite only: the workflows whose stream `key` has rows of rowid above `since`, each with its
+        highest, and the table's highest rowid (None: only that). SQLite commits one writer at a time and
+        gives a row the highest rowid + 1, so every row at or below the highest seen was committed by then
+        (a deletion of the highest rows, or a VACUUM, may reuse rowids: a reader reads a quiet stream anyway
+        now and then). Blocking: call it from a worker thread."""
+        with self._sys_db.engine.begin() as c:
+            top = c.execute(self._top).scalar()
+            if since is None or top is None or top <= since:
+                return {}, -1 if top is None else top
+            rows = c.execute(self._changed_statement(key), {"since": since}).all()
+        return {workflow_id: rowid for workflow_id, rowid in rows}, top
+
+    def _changed_statement(self, key: str) -> sa.Select[Any]:
+        statement = self._changed.get(key)
+        if statement is None:
+            streams = self._sys_db.tables.streams
+            rowid = sa.literal_column("rowid", sa.Integer)
+            statement = self._changed[key] = (
+                sa.select(streams.c.workflow_uuid, sa.func.max(rowid))
+                .where(rowid > sa.bindparam("since", type_=sa.Integer), streams.c.key == key)
+                .group_by(streams.c.workflow_uuid))
+        return statement
 
     def _many_statement(self, key: str) -> sa.Select[Any]:
         """SELECT each wanted workflow's status and its stream's rows from its offset (at most :limit),
