@@ -125,7 +125,7 @@ async def work(settings: Settings, *, name: str | None, concurrency: int | None,
             if port is None and bound != WORKER_PORT:
                 say(log, f"port {WORKER_PORT} is taken (another worker on this host?); "
                       f"GET /healthz on port {bound} instead")
-            at_once = concurrency or settings.debate_max_concurrent
+            at_once = core.host.concurrency if core.host is not None else concurrency
             say(log, f"worker {core.executor} running, up to {at_once} debates at once "
                   f"(GET /healthz on http://{host}:{bound}; stop: SIGTERM)")
             await stopping.wait()

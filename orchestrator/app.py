@@ -130,7 +130,7 @@ class Core(Operations):
                    concurrency: int | None = None) -> Core:
         """`name`: the process's (`debate serve --name`, `debate worker --name`; default the host): its
         executor id, and a front's name in the thread leases; `concurrency`: debates at once in this
-        process's worker (default DEBATE_MAX_CONCURRENT)."""
+        process's worker (default DEBATE_MAX_CONCURRENT, at most WORKER_CONCURRENCY)."""
         store = open_log(settings.debate_database_url or settings.debate_db, runner=runner_name(role, name),
                          readonly=role == "read")
         await store.start()

@@ -89,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     worker = command("worker", help="run debates for fronts started with `debate serve --front-only`")
     worker.add_argument("--name", metavar="NAME",
                         help="this worker's stable name (default: the host's); it resumes its own debates")
-    worker.add_argument("--concurrency", type=int, metavar="N", help="debates at once (default DEBATE_MAX_CONCURRENT)")
+    worker.add_argument("--concurrency", type=int, metavar="N",
+                        help="debates at once (default: DEBATE_MAX_CONCURRENT, at most 200)")
     worker.add_argument("--host", default="0.0.0.0", help="where GET /healthz listens (default 0.0.0.0)")
     worker.add_argument("--port", type=int, help="the /healthz port (default 3001, or the next free one "
                         "when another worker holds it; 0 picks any free one)")
