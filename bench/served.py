@@ -97,12 +97,17 @@ class Peers:
         }
         return env | extra
 
+    def signed_command(self, text: str, *, channel: str, user: str = "U0001",
+                       trigger: str | None = None) -> tuple[str, dict[str, str]]:
+        """A `/debate` slash command's form body and its signed headers, as Slack sends them."""
+        body = slash_body(text, channel=channel, user=user, trigger=trigger,
+                          response_url=self.slack.response_url(channel))
+        return body, {"Content-Type": "application/x-www-form-urlencoded", **sign(SIGNING_SECRET, body)}
+
     async def slack_command(self, port: int, text: str, *, channel: str, user: str = "U0001",
                             trigger: str | None = None) -> tuple[int, float]:
         """POST a signed `/debate` slash command to /slack/events: (HTTP status, seconds to the answer)."""
-        body = slash_body(text, channel=channel, user=user, trigger=trigger,
-                          response_url=self.slack.response_url(channel))
-        headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SIGNING_SECRET, body)}
+        body, headers = self.signed_command(text, channel=channel, user=user, trigger=trigger)
         began = time.perf_counter()
         async with self.http.post(f"http://127.0.0.1:{port}/slack/events", data=body.encode(),
                                   headers=headers) as response:
@@ -112,11 +117,7 @@ class Peers:
     async def slack_commands_apart(self, port: int, commands: list[dict[str, Any]]) -> list[tuple[int, float]]:
         """`commands` (each `slack_command`'s keywords and `text`) POSTed at once by a client process of its own
         (bench/ack_client.py): (HTTP status, seconds to the answer) each, timed there, not on this loop."""
-        requests = []
-        for command in commands:
-            body = slash_body(command["text"], channel=command["channel"], user=command.get("user", "U0001"),
-                              trigger=command.get("trigger"), response_url=self.slack.response_url(command["channel"]))
-            requests.append([body, {"Content-Type": "application/x-www-form-urlencoded", **sign(SIGNING_SECRET, body)}])
+        requests = [self.signed_command(**command) for command in commands]
         job = json.dumps({"url": f"http://127.0.0.1:{port}/slack/events", "requests": requests})
         client = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.ack_client", cwd=ROOT,
                                                       stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
