@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +55,22 @@ async def query(http: aiohttp.ClientSession, port: int, expr: str) -> list[Any]:
     return body["data"]["result"]
 
 
-async def every_query_has_data(port: int, queries: list[str], within: float) -> dict[str, list[Any]]:
+Results = dict[str, list[Any]]
+
+
+async def every_query_has_data(port: int, queries: list[str], within: float,
+                               settled: Callable[[Results], bool] = lambda _: True) -> Results:
+    """Every query's result once each has data and `settled(results)` holds (a scrape may come between a
+    debate's end in the log and the gauges' update in its process)."""
     async with aiohttp.ClientSession() as http:
         deadline = asyncio.get_running_loop().time() + within
         while True:
             results = {expr: await query(http, port, expr) for expr in queries}
             empty = [expr for expr, result in results.items() if not result]
-            if not empty:
+            if not empty and settled(results):
                 return results
             if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"no data for: {empty}")
+                raise AssertionError(f"no data for: {empty}" if empty else "the results never settled")
             await asyncio.sleep(1)
 
 
@@ -117,7 +124,8 @@ async def test_prometheus_evaluates_every_dashboard_query_on_a_live_front_and_wo
                 await command(front_port, topic, slack, f"trigger-prometheus-{n}")
             await slack.wait_for(lambda _: [r["status"] for r in debate_rows(tmp_path / "debates.db")]
                                  == ["completed", "completed"], within=120)
-            results = await every_query_has_data(prom_port, dashboard_queries(), within=60)
+            results = await every_query_has_data(prom_port, dashboard_queries(), within=60, settled=lambda r: float(
+                r["sum(debate_debates_running)"][0]["value"][1]) == 0)  # the worker's gauge, scraped after both ended
         finally:
             await stop_all(prometheus, worker, front)
 
