@@ -23,7 +23,8 @@ from dbos._error import (
 from dbos._sys_db import SystemDatabase
 
 from orchestrator.durable.config import _sqlalchemy_url
-from orchestrator.durable.dbos_step_records import StepRecords, StepStreams, StreamWrite, StreamWriter, install
+from orchestrator.durable.dbos_step_records import StepRecords, install
+from orchestrator.durable.dbos_stream_writes import StepStreams, StreamWrite, StreamWriter
 
 APP = "debate-bot-step-records-test"
 runs: list[str] = []  # what the steps ran (a replayed step does not run again)

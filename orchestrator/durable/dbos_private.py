@@ -1,7 +1,7 @@
-"""Every use this program makes of DBOS's private API, here and in dbos_step_records.py (what a step writes:
-its check and record, its stream writes): a client's system database, its stream listeners and batched
-stream reads, the deserialiser of stored values, the close marker of a stream, and which statuses are
-still running (stream_reads.py is the user).
+"""Every use this program makes of DBOS's private API, here and in dbos_step_records.py and
+dbos_stream_writes.py (what a step writes: its check and record, its stream writes): a client's system
+database, its stream listeners and batched stream reads, the deserialiser of stored values, the close
+marker of a stream, and which statuses are still running (stream_reads.py is the user).
 
 These are not DBOS's public interface, so pyproject pins DBOS to the minor version they were checked
 against (PINNED_MINOR, `dbos>=3.4,<3.5`), and tests/test_dbos_private.py exercises each of them against

@@ -1,5 +1,5 @@
-"""What a step writes to DBOS's system database, with statements compiled once: its checkpoint (DBOS's
-check before a step runs and its record after) and its stream writes (`StepStreams`).
+"""A step's checkpoint in DBOS's system database (DBOS's check before a step runs and its record after),
+with statements compiled once (`Prepared`, also used by dbos_stream_writes.py).
 
 DBOS builds both anew for every step: two SELECTs (the workflow's status, the step's row) and an
 ownership check plus an INSERT … ON CONFLICT, each a SQLAlchemy construct coerced, keyed and looked up
@@ -9,10 +9,6 @@ connection of its own transaction) for ones that run the same SQL compiled once,
 the check is one SELECT (the status joined to the step's row), the record the same ownership check and
 insert. Retries, transactions and the ownership keys stay DBOS's: only the SQL's construction changes.
 
-`StepStreams` writes to the running workflow's stream as DBOS's `write_stream_async` does from a step
-(the next free offset, then the check that this execution still owns the workflow, in one transaction;
-the same serialisation; on Postgres the same coalesced NOTIFY), several values in one transaction.
-
 Only a plain (unsharded) SQLite or Postgres system database is swapped, and only for a connection
 (a Session, which some DBOS paths pass, keeps DBOS's own). This is DBOS's private API, pinned with the
 rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py compares the rows and errors of
@@ -21,15 +17,10 @@ both versions on a real database.
 
 from __future__ import annotations
 
-import asyncio
-import time
-import weakref
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from dbos import DBOS
-from dbos._context import current_owner_xid, snapshot_step_context
+from dbos._context import current_owner_xid
 from dbos._dbos import _get_dbos_instance
 from dbos._error import (
     DBOSStepNondeterminismError,
@@ -38,8 +29,7 @@ from dbos._error import (
     DBOSWorkflowConflictIDError,
 )
 from dbos._schemas import SCHEMA_PLACEHOLDER
-from dbos._serialization import WorkflowSerializationFormat, serialize_value
-from dbos._sys_db import SystemDatabase, WorkflowStatusString, _dbos_streams_channel, db_retry
+from dbos._sys_db import SystemDatabase, WorkflowStatusString
 from dbos._sys_db_postgres import PostgresSystemDatabase
 from dbos._sys_db_sqlite import SQLiteSystemDatabase
 from sqlalchemy.exc import DBAPIError
@@ -184,123 +174,3 @@ class _Swapped:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._fast(self.original, *args, **kwargs)
-
-
-class StepStreams:
-    """Appends to the streams of the workflow whose step is running (the worker's StreamSink)."""
-
-    async def write(self, key: str, values: list[Any]) -> None:
-        """Append `values` to the stream `key`, in order, in one transaction, and return once it is
-        committed. Outside a step (the workflow's own code) this is DBOS's checkpointed write, one value
-        at a time."""
-        ctx = snapshot_step_context(reserve_sleep_id=False)
-        if ctx is None or not ctx.is_step():
-            for value in values:
-                await DBOS.write_stream_async(key, value)
-            return
-        sys_db = _get_dbos_instance()._sys_db
-        fmt = ctx.serialization_type or WorkflowSerializationFormat.DEFAULT
-        write = StreamWrite(ctx.workflow_id, ctx.function_id, ctx.owner_xid, key,
-                            [serialize_value(value, fmt, sys_db.serializer) for value in values])
-        await _writer_for(sys_db).write(write)
-
-
-@dataclass
-class StreamWrite:
-    """One write of a step: its rows (serialised value, serialisation), all or none."""
-
-    workflow_id: str
-    function_id: int
-    owner_xid: str | None  # the execution that may write (None: unchecked)
-    key: str
-    rows: list[tuple[str | None, str]]
-
-
-class StreamWriter:
-    """The stream writes of one system database, committed together: a write asked for while a
-    transaction runs goes into the next one with every other write waiting then (on SQLite, where writes
-    take the whole database in turn: one transaction for several debates' writes; on Postgres each write
-    keeps a transaction of its own, as each locks its workflow's row until it commits). A write whose
-    workflow another execution owns now is refused alone."""
-
-    def __init__(self, sys_db: SystemDatabase) -> None:
-        self.sys_db = sys_db
-        self.together = sys_db.engine.dialect.name == "sqlite"
-        self._waiting: list[tuple[StreamWrite, asyncio.Future[None]]] = []
-        self._draining: asyncio.Task[None] | None = None
-        streams = sys_db.tables.streams
-        wf = sa.bindparam("wf", type_=sa.Text)
-        key = sa.bindparam("key", type_=sa.Text)
-        next_offset = sa.select(sa.func.coalesce(sa.func.max(streams.c.offset) + 1, 0)).where(
-            streams.c.workflow_uuid == wf, streams.c.key == key).scalar_subquery()
-        self._insert = Prepared(sa.insert(streams).from_select(
-            ["workflow_uuid", "function_id", "key", "value", "serialization", "offset"],
-            sa.select(wf, sa.bindparam("fid", type_=sa.Integer), key, sa.bindparam("value", type_=sa.Text),
-                      sa.bindparam("ser", type_=sa.Text), next_offset)), sys_db)
-        self._owner = Prepared(owner_statement(sys_db, wf), sys_db)
-
-    async def write(self, write: StreamWrite) -> None:
-        if not self.together:
-            refused = await asyncio.to_thread(db_retry(sys_db=self.sys_db)(self._commit), [write])
-            if refused[0] is not None:
-                raise refused[0]
-            return
-        done = asyncio.get_running_loop().create_future()
-        self._waiting.append((write, done))
-        if self._draining is None or self._draining.done():
-            self._draining = asyncio.create_task(self._drain(), name="stream-writes")
-        await asyncio.shield(done)  # a step cancelled meanwhile: its write still lands (as a thread's would)
-
-    async def _drain(self) -> None:
-        while self._waiting:
-            batch, self._waiting = self._waiting[:BATCH_MAX], self._waiting[BATCH_MAX:]
-            try:
-                refused = await asyncio.to_thread(db_retry(sys_db=self.sys_db)(self._commit),
-                                                  [write for write, _done in batch])
-            except Exception as exc:
-                refused = [exc] * len(batch)
-            for (_write, done), error in zip(batch, refused, strict=True):
-                if done.done():
-                    continue
-                if error is None:
-                    done.set_result(None)
-                else:
-                    done.set_exception(error)
-
-    def _commit(self, writes: list[StreamWrite]) -> list[Exception | None]:
-        """Write `writes` in one transaction (blocking); for each, None or why it was refused."""
-        while True:
-            refused: list[Exception | None] = [None] * len(writes)
-            try:
-                with self.sys_db.engine.begin() as c:
-                    owners: dict[str, Any] = {}
-                    for i, write in enumerate(writes):
-                        if write.owner_xid is not None:
-                            if write.workflow_id not in owners:
-                                owners[write.workflow_id] = self._owner.run(c, {"wf": write.workflow_id}).scalar()
-                            if owners[write.workflow_id] != write.owner_xid:
-                                refused[i] = DBOSWorkflowConflictIDError(write.workflow_id)
-                                continue
-                        for serialized, serialization in write.rows:
-                            self._insert.run(c, {"wf": write.workflow_id, "fid": write.function_id, "key": write.key,
-                                                 "value": serialized, "ser": serialization})
-                break
-            except sa.exc.IntegrityError as exc:  # another execution took an offset: only then try again
-                if not self.sys_db._is_unique_constraint_violation(exc):
-                    raise
-                time.sleep(0.1)
-        for write, error in zip(writes, refused, strict=True):
-            if error is None:
-                self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
-        return refused
-
-
-BATCH_MAX = 64  # writes in one transaction at most
-_writers: weakref.WeakKeyDictionary[SystemDatabase, StreamWriter] = weakref.WeakKeyDictionary()
-
-
-def _writer_for(sys_db: SystemDatabase) -> StreamWriter:
-    writer = _writers.get(sys_db)
-    if writer is None:
-        writer = _writers[sys_db] = StreamWriter(sys_db)
-    return writer

@@ -31,7 +31,7 @@ from orchestrator.debate.audience import Audience
 from orchestrator.debate.deltas import TextPace
 from orchestrator.debate.engine import Engine
 from orchestrator.durable.config import QUEUE_POLL_S
-from orchestrator.durable.dbos_step_records import StepStreams
+from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
 from orchestrator.durable.steps import Durable
 from orchestrator.events import LOG_WRITE_FAILED, EventBase, EventBus, LogWriteFailed, log_failure
