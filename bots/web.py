@@ -32,12 +32,14 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aiohttp import web
 
+from bots.burst_gate import HOLD_MAX_S, QUIET_S, BurstGates
 from orchestrator.config import ConfigError
 from orchestrator.metrics import CONTENT_TYPE_LATEST, exposition
 
@@ -123,12 +125,15 @@ class Health:
 class WebFront:
     """`async with front.listen(host, port):` serves /healthz and whatever is mounted, until the block ends."""
 
-    def __init__(self, health: Health | None = None) -> None:
+    def __init__(self, health: Health | None = None, *, quiet_s: float = QUIET_S, hold_max_s: float = HOLD_MAX_S
+                 ) -> None:
         self.health = health or Health()
+        self._hold = {"quiet_s": quiet_s, "hold_max_s": hold_max_s}  # for `burst_gate` (burst_gate.py)
         self._routes: dict[str, dict[str, tuple[Handler, bool]]] = {}
         self._prefixes: dict[str, tuple[Handler, bool]] = {}  # every method of every path under the prefix
         self._main: asyncio.AbstractEventLoop | None = None  # the loop `listen` was entered on
         self._server: _ServerLoop | None = None
+        self._gates: BurstGates | None = None  # work waiting for a burst of requests to be answered
         self._switched = False  # this front lowered the switch interval (SWITCH_INTERVAL_S)
         self.mount("GET", HEALTH_PATH, self._healthz)
         self.mount("GET", METRICS_PATH, self._metrics)
@@ -159,6 +164,12 @@ class WebFront:
         assert self._main is not None, "the front is not listening"
         self._main.call_soon_threadsafe(callback, *args)
 
+    def burst_gate(self) -> Future[None]:
+        """From the server's loop: a future that completes once the requests it is answering now are
+        answered (bots/burst_gate.py), for work handed to the main loop to await first."""
+        assert self._gates is not None, "the front is not listening"
+        return self._gates.gate()
+
     async def _healthz(self, _: web.Request) -> web.Response:
         status, body = await self.health.report()
         return web.json_response(body, status=status)
@@ -183,7 +194,12 @@ class WebFront:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         handler, here = self._route(request)
         if here:
-            answer = await handler(request)
+            assert self._gates is not None
+            self._gates.started()
+            try:
+                answer = await handler(request)
+            finally:
+                self._gates.ended()
         else:
             await request.read()  # read on this loop: the handler's `read()` gets these bytes, not the socket
             try:
@@ -224,6 +240,7 @@ class WebFront:
         platform starts. The server runs on a thread of its own until the block ends."""
         self._main = asyncio.get_running_loop()
         server = self._server = _ServerLoop()
+        gates = self._gates = BurstGates(server.loop, **self._hold)
         self._switch_if(any(here for methods in self._routes.values() for _handler, here in methods.values())
                         or any(here for _handler, here in self._prefixes.values()))
         application = web.Application()
@@ -239,12 +256,17 @@ class WebFront:
             yield bound
         finally:
             try:
+                await server.run(_call(gates.open_all))  # work still waiting on a burst goes on
                 await server.close(runner)
             finally:
                 self._server = None
                 if self._switched:
                     self._switched = False
                     _Switching.leave()
+
+
+async def _call(callback: Callable[[], object]) -> None:
+    callback()
 
 
 class _Switching:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
+from concurrent.futures import Future
 
 import aiohttp
 import pytest
@@ -116,3 +117,87 @@ async def test_only_a_front_answering_on_its_server_loop_hands_the_gil_over_soon
         worker.mount("POST", "/slack/events", answered, here=True)  # mounted while listening, as Slack's is
         assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S)
     assert sys.getswitchinterval() == before
+
+
+class _Burst:
+    """A front with /cmd (answered on the server's loop, its work held for the main loop) and /slow (on the
+    server's loop too, in flight from `begun` until `release` is set)."""
+
+    def __init__(self, hold_max_s: float, quiet_s: float = 0.002) -> None:
+        self.front = WebFront(quiet_s=quiet_s, hold_max_s=hold_max_s)
+        self.ran: list[str] = []
+        self.all_ran = asyncio.Event()
+        self.begun, self.release = threading.Event(), threading.Event()
+        self.commands = 0
+        self.front.mount("POST", "/cmd", self._cmd, here=True)
+        self.front.mount("POST", "/slow", self._slow, here=True)
+
+    def _work(self, n: int) -> None:
+        self.ran.append(f"{n}@{'main' if threading.current_thread() is threading.main_thread() else 'other'}")
+        if len(self.ran) == self.commands:
+            self.all_ran.set()
+
+    async def _cmd(self, _: web.Request) -> web.Response:
+        self.commands += 1
+        gate = self.front.burst_gate()
+        self.front.call_main(self._after, gate, self.commands)
+        return web.Response(status=200)
+
+    def _after(self, gate: Future[None], n: int) -> None:  # on the main loop: the work waits for its gate
+        asyncio.wrap_future(gate).add_done_callback(lambda _: self._work(n))
+
+    async def _slow(self, _: web.Request) -> web.Response:
+        self.begun.set()
+        await asyncio.to_thread(self.release.wait, BOUND_S)
+        return web.Response(status=200)
+
+    async def slow_in_flight(self, http: aiohttp.ClientSession, base: str) -> asyncio.Task[int]:
+        slow = asyncio.create_task(_post(http, f"{base}/slow"))
+        assert await asyncio.to_thread(self.begun.wait, BOUND_S)
+        return slow
+
+
+async def _post(http: aiohttp.ClientSession, url: str) -> int:
+    async with http.post(url) as response:
+        return response.status
+
+
+async def test_work_handed_over_after_a_burst_waits_for_the_requests_in_flight_then_runs_in_order() -> None:
+    burst = _Burst(hold_max_s=BOUND_S * 10)
+    async with burst.front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+        base = f"http://127.0.0.1:{port}"
+        slow = await burst.slow_in_flight(http, base)
+        assert [await _post(http, f"{base}/cmd") for _ in range(3)] == [200, 200, 200]
+        async with http.get(f"{base}/healthz") as response:  # answered on the main loop, after anything handed to it
+            assert response.status == 200
+        assert burst.ran == [], "held while a request is still being answered"
+        burst.release.set()
+        assert await slow == 200
+        await asyncio.wait_for(burst.all_ran.wait(), BOUND_S)
+    assert burst.ran == ["1@main", "2@main", "3@main"]
+
+
+async def test_a_request_that_never_ends_holds_work_back_no_longer_than_the_bound() -> None:
+    burst = _Burst(hold_max_s=0.01)
+    async with burst.front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+        base = f"http://127.0.0.1:{port}"
+        slow = await burst.slow_in_flight(http, base)
+        assert await _post(http, f"{base}/cmd") == 200
+        await asyncio.wait_for(burst.all_ran.wait(), BOUND_S)
+        assert not slow.done(), "it ran while the other request was still in flight"
+        burst.release.set()
+        assert await slow == 200
+    assert burst.ran == ["1@main"]
+
+
+async def test_work_still_held_when_the_front_stops_is_handed_over() -> None:
+    burst = _Burst(hold_max_s=BOUND_S * 10, quiet_s=BOUND_S * 10)  # neither timer fires within the test
+    async with burst.front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+        base = f"http://127.0.0.1:{port}"
+        slow = await burst.slow_in_flight(http, base)
+        assert await _post(http, f"{base}/cmd") == 200
+        burst.release.set()
+        assert await slow == 200
+        assert burst.ran == []
+    await asyncio.wait_for(burst.all_ran.wait(), BOUND_S)
+    assert burst.ran == ["1@main"]

@@ -8,7 +8,8 @@ stale or forged requests get 401 and nothing reads their body; a signed body bol
 
 This route runs on the server's own loop (bots/web.py), so a busy main loop (debates starting, threads
 being rendered) does not delay the answer: the signature, a refusal and a slash command's 200 are given
-there; bolt's dispatch runs on the main loop, handed over before the 200 is written.
+there; bolt's dispatch is handed to the main loop before the 200 is written, and runs there once the
+burst of requests it came in is answered (bots/burst_gate.py).
 
 A slash command is answered here, as soon as its signature holds: every command listener acks with an
 empty 200 and spawns its work, so the answer is the same, and bolt's dispatch (its middleware, the
@@ -21,10 +22,12 @@ The OAuth pages are GETs whose body means nothing: it is never handed to bolt.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
 import time
+from concurrent.futures import Future
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -77,8 +80,10 @@ def _bolt_request(raw: bytes, query: str, headers: dict[str, str]) -> AsyncBoltR
         return None
 
 
-async def _dispatch_answered(app: AsyncApp, raw: bytes, query: str, headers: dict[str, str]) -> None:
-    """A slash command answered already: bolt runs it."""
+async def _dispatch_answered(app: AsyncApp, raw: bytes, query: str, headers: dict[str, str],
+                             after: Future[None]) -> None:
+    """A slash command answered already: bolt runs it, once the burst it came in is answered (`after`)."""
+    await asyncio.wrap_future(after)
     bolt_request = _bolt_request(raw, query, headers)
     if bolt_request is not None:
         bolt_request.context["answered"] = True  # the listener's ack() answers nothing (bots.slack.listeners)
@@ -92,10 +97,10 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
     once it is answered; without one, bolt answers every request itself."""
     runtime = runtime or getattr(app, "runtime", None)
 
-    def answered(raw: bytes, query: str, headers: dict[str, str], seconds: float) -> None:
+    def answered(raw: bytes, query: str, headers: dict[str, str], seconds: float, after: Future[None]) -> None:
         """On the main loop: bolt runs the command answered on the server's loop."""
         assert runtime is not None
-        runtime.spawn(_dispatch_answered(app, raw, query, headers), name="slack-command-dispatch")
+        runtime.spawn(_dispatch_answered(app, raw, query, headers, after), name="slack-command-dispatch")
         runtime.record_ack(seconds)
 
     async def on_event(request: web.Request) -> web.Response:
@@ -108,8 +113,8 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
             return web.json_response(INVALID, status=401)
         if runtime is not None and is_slash_command(raw):
             seconds = time.perf_counter() - arrived
-            try:  # handed over before the answer: the dispatch is queued by the time Slack has its 200
-                front.call_main(answered, raw, request.query_string, dict(headers), seconds)
+            try:  # handed over before the answer, to run once this burst of requests is answered
+                front.call_main(answered, raw, request.query_string, dict(headers), seconds, front.burst_gate())
             except RuntimeError:  # the main loop is gone (the process is stopping): Slack may retry elsewhere
                 return web.json_response({"error": "stopping"}, status=503)
             COMMAND_ACK.labels("slack").observe(seconds)

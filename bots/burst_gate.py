@@ -1,0 +1,67 @@
+"""Work for the main loop held back while the HTTP server's loop is answering a burst (bots/web.py).
+
+A slash command is answered on the server's loop and its dispatch (bolt, the command's work: starting a
+debate) runs on the main loop. When commands come in a burst, the first ones' dispatch would run on the
+main thread while the later ones still wait for their answer, and the server's thread waits for the GIL
+at every system call of theirs. So a dispatch first waits on a gate (`BurstGates.gate`) that opens once
+no request routed to the server's loop has been in flight for `quiet_s`, or `hold_max_s` after the oldest
+gate still shut: the 200s of a burst go out first, its work follows a few milliseconds later, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Future
+
+QUIET_S = 0.002  # no request in flight for this long: the burst is over
+HOLD_MAX_S = 0.2  # a steady stream of requests holds work back no longer than this
+
+
+class BurstGates:
+    """Gates for work on other loops, opened by the server's loop (`server`, the only loop that calls these)."""
+
+    def __init__(self, server: asyncio.AbstractEventLoop, *, quiet_s: float = QUIET_S,
+                 hold_max_s: float = HOLD_MAX_S) -> None:
+        self._server = server
+        self._quiet_s = quiet_s
+        self._hold_max_s = hold_max_s
+        self._shut: list[Future[None]] = []
+        self._in_flight = 0
+        self._quiet: asyncio.TimerHandle | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def gate(self) -> Future[None]:
+        """A future that completes once this burst is answered (await it with `asyncio.wrap_future`)."""
+        gate: Future[None] = Future()
+        self._shut.append(gate)
+        if self._deadline is None:
+            self._deadline = self._server.call_later(self._hold_max_s, self.open_all)
+        self._arm()
+        return gate
+
+    def started(self) -> None:
+        """A request routed to the server's loop began."""
+        self._in_flight += 1
+        if self._quiet is not None:
+            self._quiet.cancel()
+            self._quiet = None
+
+    def ended(self) -> None:
+        self._in_flight -= 1
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._shut and self._in_flight == 0:
+            if self._quiet is not None:
+                self._quiet.cancel()
+            self._quiet = self._server.call_later(self._quiet_s, self.open_all)
+
+    def open_all(self) -> None:
+        """Every gate open, oldest first (also when the server stops)."""
+        for timer in (self._quiet, self._deadline):
+            if timer is not None:
+                timer.cancel()
+        self._quiet = self._deadline = None
+        shut, self._shut = self._shut, []
+        for gate in shut:
+            gate.set_result(None)
