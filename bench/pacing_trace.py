@@ -7,12 +7,14 @@ turn's text was when, and the floor a channel's write limit sets.
   front handed it to the thread's sink, so a turn's first-text delay splits into model → stream → front →
   platform.
 - `floor`: the earliest each first text can show when a channel takes `writes` per `window` and the first
-  texts are served in the order their model produced them (any other order only moves the last one later).
+  texts are served in the order their model produced them (any other order only moves the last one later),
+  around the posts the channel carried anyway (Slack: the debates' root posts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import re
 import time
 from collections import defaultdict
@@ -137,16 +139,32 @@ def probe_length(text: str) -> int:
     return match.end() if match else len(text)
 
 
-def floor(arrivals: Sequence[float], writes: int, window: float) -> list[float]:
+def floor(arrivals: Sequence[float], writes: int, window: float, occupied: Sequence[float] = ()) -> list[float]:
     """Each arrival's earliest write in a channel taking `writes` per `window` (a write counted from when
-    it went), served in arrival order; returned as delays, in the arrivals' order."""
+    it went), served in arrival order; returned as delays, in the arrivals' order. `occupied`: writes the
+    channel carried anyway, at the times they went (a debate's root post, which its text cannot precede);
+    one write per window only."""
+    if occupied and writes != 1:
+        raise ValueError("writes the channel carried anyway are counted for one write per window only")
     order = sorted(range(len(arrivals)), key=lambda i: arrivals[i])
+    taken = sorted(occupied)  # with `occupied`: every write so far, the arrivals' too
     went: list[float] = []
     delays = [0.0] * len(arrivals)
     for i in order:
         at = arrivals[i]
         if len(went) >= writes:
             at = max(at, went[-writes] + window)
+        if occupied:
+            at = _free_slot(at, taken, window)
         went.append(at)
         delays[i] = at - arrivals[i]
     return delays
+
+
+def _free_slot(at: float, taken: list[float], window: float) -> float:
+    """The earliest time from `at` at least `window` from every write in `taken` (sorted), which it joins."""
+    for other in taken:
+        if other - window < at < other + window:
+            at = other + window
+    bisect.insort(taken, at)
+    return at

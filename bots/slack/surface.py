@@ -55,11 +55,12 @@ def slack_streams(window: float = 60.0) -> StreamLimits:
     return StreamLimits(calls=18, window=window, appends=90, max_age=270.0 * window / 60.0)
 
 
-def slack_limits(post_interval: float = 1.05, updates: int = 45, window: float = 60.0, edit_interval: float = 1.0,
+def slack_limits(post_interval: float = 1.0, updates: int = 45, window: float = 60.0, edit_interval: float = 1.0,
                  active_horizon: float = 5.0, first_post_grace: float | None = None,
                  placeholder_after: float = 8.0, streams: StreamLimits | bool = False) -> Limits:
-    """Slack's limits, a little under the published ones for clock jitter: one post per `post_interval`
-    per channel, `updates` chat.update per `window` per workspace. A turn's first post waits
+    """Slack's limits: one post per `post_interval` per channel, the published limit itself (the pacer counts
+    it from when the last post was answered, so no post reaches Slack sooner than that after the one before),
+    and `updates` chat.update per `window` per workspace, a little under the published 50. A turn's first post waits
     `first_post_grace` after its first text (default: half a post interval, which a channel's next
     post often waits anyway). `streams`: a turn is a native stream when the workspace's start budget
     has room, else it is posted and updated (True: `slack_streams(window)`; False: always post and

@@ -6,7 +6,7 @@ A platform states its limits as a `Limits` (Slack: `bots.slack.surface.slack_lim
 
 - **channel**: at most `channel_writes` writes per `channel_window` seconds in one channel, a write
   counted from when it was answered and writes in flight counting too, so requests that bunch up on the
-  way never arrive closer together than the platform allows. Slack: posts, 1 per 1.05 s. Discord: every
+  way never arrive closer together than the platform allows. Slack: posts, 1 per 1 s. Discord: every
   write (`edits_use_channel`), 5 per 5 s; a thread is a channel of its own.
 - **edits**: `edits` per `edit_window` for everything the pacer serves, a token bucket refilled
   continuously (Slack's chat.update, Tier 3: about 50 a minute per workspace). None: no such budget.
