@@ -75,13 +75,14 @@ class BenchPostgres:
     pool: _Pool | None = None
 
     @classmethod
-    def start(cls, *, statements: bool = False) -> BenchPostgres:
-        pool = _pool if not statements else None
+    def start(cls, *, statements: bool = False, root: Path | None = None) -> BenchPostgres:
+        """A server (see the module's doc); in `root`, kept there when stopped (`PostgresServer.start`)."""
+        pool = _pool if not statements and root is None else None
         if pool is not None:
             with pool.lock:
                 if pool.idle:
                     return pool.idle.pop()
-        server = PostgresServer.start()
+        server = PostgresServer.start(root)
         bench = cls(server, pool=pool)
         if pool is not None:
             with pool.lock:

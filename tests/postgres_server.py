@@ -70,6 +70,7 @@ class PostgresServer:
     install: Path
     port: int
     user: str | None  # the system user the server runs as (None: ourselves)
+    kept: bool = False  # a cluster in a folder of the caller's (`start(root=...)`): stop leaves it there
 
     @property
     def data(self) -> Path:
@@ -84,7 +85,9 @@ class PostgresServer:
                               capture_output=True, text=True, timeout=timeout, cwd=self.root, env=_clean_env())
 
     @classmethod
-    def start(cls) -> PostgresServer:
+    def start(cls, root: Path | None = None) -> PostgresServer:
+        """A server in a fresh temporary folder; or in `root`, kept when stopped, its cluster started
+        again when `root` holds one from before (a bench's `--keep`)."""
         install = _wheel_install()
         user = None
         if os.geteuid() == 0:
@@ -93,12 +96,21 @@ class PostgresServer:
             except KeyError as error:
                 raise PostgresUnavailable(f"running as root and no {RUN_AS_WHEN_ROOT!r} user to run it as") from error
             user = RUN_AS_WHEN_ROOT
-        root = Path(tempfile.mkdtemp(prefix="debate-pg-"))
+        kept = root is not None
+        if root is not None and (root / "data" / "PG_VERSION").exists():
+            copied = root / "pg" / install.parent.name / install.name
+            server = cls(root=root, install=copied if copied.exists() else install, port=0, user=user, kept=True)
+            server._listen()
+            return server
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+        else:
+            root = Path(tempfile.mkdtemp(prefix="debate-pg-"))
         if user is not None:
             if not _reachable_by_others(install):
                 install = _copy_install(install, root)
             shutil.chown(root, user=user, group=pwd.getpwnam(user).pw_gid)
-        server = cls(root=root, install=install, port=0, user=user)
+        server = cls(root=root, install=install, port=0, user=user, kept=kept)
         try:
             done = server._run("initdb", "-D", str(server.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
                                "--locale=C.UTF-8", "--no-sync")
@@ -106,7 +118,8 @@ class PostgresServer:
                 raise PostgresUnavailable(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
             server._listen()
         except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
+            if not kept:
+                shutil.rmtree(root, ignore_errors=True)
             raise
         return server
 
@@ -125,7 +138,8 @@ class PostgresServer:
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(self.root, ignore_errors=True)
+        if not self.kept:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _clean_env() -> dict[str, str]:

@@ -58,6 +58,27 @@ async def test_a_query_postgres_still_refuses_is_no_matches(postgres_url: str, m
         assert [h.debate_id for h in await store.search("cats")] == [cats.id]
 
 
+@pytest.mark.postgres
+async def test_a_refused_query_inside_a_transaction_leaves_it_usable(postgres_url: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log searches in autocommit (one statement); a caller already in a transaction gets a savepoint."""
+    import psycopg
+
+    from orchestrator.log.postgres import search as pg_search
+    from orchestrator.log.postgres.store import PgConn
+
+    monkeypatch.setattr(pg_search, "MAX_WORD_BYTES", 10**6)
+    async with LogBackend("postgres", postgres_url).open() as store:
+        cats = make_spec("Cats or dogs for a débat club?")
+        await store.create_debate(cats)
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        async with conn.transaction(force_rollback=True):
+            assert await pg_search.search(PgConn(conn), conn, "😀" * 512, 20, None) == []
+            assert [h.debate_id for h in await pg_search.search(PgConn(conn), conn, "cats", 20, None)] == [cats.id]
+        assert await pg_search.search(PgConn(conn), conn, "😀" * 512, 20, None) == []  # outside: no savepoint
+        assert [h.debate_id for h in await pg_search.search(PgConn(conn), conn, "cats", 20, None)] == [cats.id]
+
+
 async def test_debate_search_answers_a_long_run(log_backend: LogBackend, tmp_path: Path) -> None:
     """`debate search` as a user runs it, on either log: a line of output and exit 0, no traceback."""
     async with log_backend.open() as store:

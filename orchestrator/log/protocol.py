@@ -54,6 +54,11 @@ class DebateLog(ABC):
     async def _read(self, fn: Op[T], empty: T) -> T:
         """`empty`: the answer of a log nothing was ever written to (a reader need not find its tables)."""
 
+    async def _read_one_statement(self, fn: Op[T], empty: T) -> T:
+        """A read that is one statement (a snapshot of its own): `_read`, where a log can spare the
+        transaction around it."""
+        return await self._read(fn, empty)
+
     async def __aenter__(self) -> Self:
         await self.start()
         return self
@@ -224,4 +229,4 @@ class DebateLog(ABC):
         User text is never syntax: whatever it holds is searched for, never an error."""
         if not query.strip() or limit <= 0:
             return []
-        return await self._read(lambda c: c.search(query, limit, scope), [])
+        return await self._read_one_statement(lambda c: c.search(query, limit, scope), [])

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from orchestrator.log import turn_window
 from orchestrator.log.dialect import Conn
@@ -105,7 +106,9 @@ def search_sql(scope: Scope | None) -> str:
     """Every table's best candidates, each debate's best hit, the best `:hits` of those with their
     debate, and their snippets, in one statement: the order of ../search.py `ranked` (a debate's best
     score, the earlier table then the better place on a tie; then the best score, the newer debate, and
-    the debate seen first), with one plan and one round trip instead of one per table and snippet."""
+    the debate seen first), with one plan and one round trip instead of one per table and snippet.
+    Only the debates scoring no worse than the `:hits`-th best score are joined for their creation time
+    (the tie-break): the best `:hits` are among them, and a mid-frequency word has ~250 best hits."""
     parts = "\n            union all ".join(f"({source.best_sql(n, scope)})" for n, source in enumerate(SOURCES))
     snippets = " ".join(f"when {n} then {source.snippet_sql()}" for n, source in enumerate(SOURCES))
     return f"""
@@ -120,6 +123,7 @@ def search_sql(scope: Scope | None) -> str:
         ), chosen as (
             select b.src, b.key, b.score, b.seen, d.id, d.topic, d.created_at, d.status
             from best b join debates d on d.id = b.debate_id
+            where b.score <= coalesce((select score from best order by score offset :hits - 1 limit 1), 'infinity')
             order by b.score, d.created_at desc, b.seen limit :hits
         )
         select c.src, c.score, c.id, c.topic, c.created_at, c.status, case c.src {snippets} end as snippet
@@ -154,7 +158,9 @@ async def search(c: Conn, conn: psycopg.AsyncConnection, query: str, limit: int,
     if not query:
         return []
     try:
-        async with conn.transaction():  # a savepoint: a refused query leaves the connection usable
+        if conn.info.transaction_status == TransactionStatus.IDLE:  # autocommit: the statement is its own
+            return await _ranked(c, query, limit, scope)
+        async with conn.transaction():  # a savepoint: a refused query leaves the transaction usable
             return await _ranked(c, query, limit, scope)
     except (psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex, psycopg.DataError) as exc:
         log.info("search query refused by Postgres (%s); answered as no matches", type(exc).__name__)

@@ -1,0 +1,81 @@
+"""`search_sql` (orchestrator/log/postgres/search.py) joins only the debates scoring no worse than the
+`:hits`-th best for their creation time (the tie-break). It gives the rows the statement gives that joins
+every debate's best hit: with many equal scores and equal creation times at the cut, with fewer
+candidates than hits, on every table, scoped and not."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from orchestrator.log.postgres import PostgresLog
+from orchestrator.log.postgres.search import HEADLINE_OPTIONS, search_sql
+from orchestrator.log.postgres.store import _spelled
+from orchestrator.log.reads import scope_sql
+from orchestrator.log.records import Scope
+from orchestrator.log.search import SEARCH_CANDIDATES_PER_HIT, SEARCH_RECENT_MATCHES
+
+pytestmark = pytest.mark.postgres
+
+DEBATES = 90
+CUT = ("\n            where b.score <= coalesce((select score from best order by score offset :hits - 1 limit 1),"
+       " 'infinity')")
+QUERIES = ("kafka", "kafka lag", "lag", "turnword", "verdictword", "kafka turnword", "rarely", "nowhere")
+HITS = (1, 2, 5, 7, 20, 50, 200)
+SCOPES = (None, Scope(platform="slack", workspace=None, channel="C1"))
+
+
+def _load(url: str) -> None:
+    """Scores come in a few equal values (a word repeated 1–3 times), creation times in groups of equal ones."""
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "insert into debates (id, topic, format, status, created_at, platform, channel) values"
+            " (%s, %s, 'challenge', 'completed', now() - make_interval(mins => %s), 'slack', %s)",
+            [(f"d{d:03d}", " ".join(["kafka"] * (d % 3 + 1) + ["lag"] * (d % 2) + ["rarely"] * (d % 31 == 0)),
+              d // 4, "C2" if d % 3 == 0 else "C1") for d in range(DEBATES)])
+        cur.executemany("insert into turns (debate_id, round, seat, status, text) values (%s, %s, 'A', 'ok', %s)",
+                        [(f"d{d:03d}", r, " ".join(["turnword"] * ((d + r) % 3 + 1) + ["kafka"] * (r == 2)))
+                         for d in range(DEBATES) for r in (1, 2, 3)])
+        cur.executemany("insert into verdicts (debate_id, winner, recommendation, reasoning, at) values"
+                        " (%s, 'A', %s, 'because', now() - make_interval(mins => %s))",
+                        [(f"d{d:03d}", " ".join(["verdictword"] * (d % 2 + 1) + ["lag"] * (d % 5 == 0)), d // 3)
+                         for d in range(0, DEBATES, 2)])
+
+
+@pytest.fixture
+def loaded(postgres_url: str) -> Iterator[str]:
+    async def schema() -> None:
+        async with PostgresLog(postgres_url):
+            pass
+
+    asyncio.run(schema())
+    _load(postgres_url)
+    yield postgres_url
+
+
+def _rows(conn: psycopg.Connection[Any], sql: str, query: str, hits: int, scope: Scope | None) -> list[Any]:
+    args = {"query": query, "window": SEARCH_RECENT_MATCHES, "limit": hits * SEARCH_CANDIDATES_PER_HIT,
+            "hits": hits, "options": HEADLINE_OPTIONS, **scope_sql(scope)[1]}
+    return conn.execute(_spelled(sql), args, prepare=False).fetchall()
+
+
+@pytest.mark.parametrize("scope", SCOPES, ids=("everything", "one channel"))
+def test_joining_only_the_best_scores_gives_the_rows_of_joining_every_debate(loaded: str,
+                                                                            scope: Scope | None) -> None:
+    trimmed = search_sql(scope)
+    assert CUT in trimmed
+    every = trimmed.replace(CUT, "")
+    with psycopg.connect(loaded, autocommit=True) as conn:
+        for query in QUERIES:
+            for hits in HITS:
+                found = _rows(conn, trimmed, query, hits, scope)
+                assert found == _rows(conn, every, query, hits, scope), (query, hits)
+                if query != "nowhere":
+                    assert found, (query, hits)
+        # equal scores across the cut, so the creation-time tie-break decides there
+        scores = [r[1] for r in _rows(conn, every, "kafka", 200, scope)]
+        assert scores[4] == scores[5] and len(set(scores)) < len(scores) // 3
