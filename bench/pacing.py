@@ -27,16 +27,16 @@ import asyncio
 import sqlite3
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 from unittest import mock
 
 from bench.common import CHALLENGER, JUDGE, PROPOSER, Table, bench_settings, percentile
 from bench.llm_peer import PeerProcess, PeerStats, ReplyPlan
-from bench.pacing_trace import PROBE_WORDS, Trace, engine_feed, floor, probe_length
+from bench.pacing_trace import PROBE_WORDS, Delays, Trace, engine_feed
 from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import slack_limits
 from bots.thread import turn_key
@@ -156,50 +156,6 @@ def stream_interval() -> float:
     from orchestrator.durable.workflow import STREAM_PACE
 
     return STREAM_PACE.interval
-
-
-@dataclass
-class Delays:
-    """Per turn whose first text showed: when its model had the probe's words, when the stream had them
-    (serve), when the front's sink had them, when the platform showed them; and which channel it went to."""
-
-    model: list[float] = field(default_factory=list)
-    written: list[float | None] = field(default_factory=list)
-    read: list[float | None] = field(default_factory=list)
-    shown: list[float] = field(default_factory=list)
-    channels: list[str] = field(default_factory=list)
-
-    def add(self, started: float, plan: ReplyPlan, trace: Trace, at: tuple[str, int, str, str], text: str,
-            shown: float, channel: str) -> None:
-        length = probe_length(text)
-        self.model.append(started + (PROBE_WORDS - 1) / plan.tokens_per_s)
-        self.written.append(trace.reached(trace.written.get(at, []), length))
-        self.read.append(trace.reached(trace.read.get(at, []), length))
-        self.shown.append(shown)
-        self.channels.append(channel)
-
-    @property
-    def total(self) -> list[float]:
-        return [s - m for s, m in zip(self.shown, self.model, strict=True)]
-
-    def floor(self, writes: int, window: float, occupied: Mapping[str, list[float]] | None = None) -> list[float]:
-        """The floor of each turn's delay: every channel's first texts served in order at its limit, around
-        the writes each channel carried anyway (`occupied`, by channel)."""
-        out = [0.0] * len(self.model)
-        for channel in set(self.channels):
-            index = [i for i, c in enumerate(self.channels) if c == channel]
-            arrivals = [self.model[i] for i in index]
-            for i, delay in zip(index, floor(arrivals, writes, window, (occupied or {}).get(channel, [])), strict=True):
-                out[i] = delay
-        return out
-
-    def legs(self) -> dict[str, list[float]]:
-        """The delay split: model → stream, stream (or model) → the front's sink, sink → shown."""
-        to_stream = [w - m for w, m in zip(self.written, self.model, strict=True) if w is not None]
-        to_front = [r - (w if w is not None else m) for r, w, m in zip(self.read, self.written, self.model, strict=True)
-                    if r is not None]
-        to_shown = [s - r for s, r in zip(self.shown, self.read, strict=True) if r is not None]
-        return {"model → stream write": to_stream, "→ the front's sink": to_front, "sink → shown": to_shown}
 
 
 async def bench_slack(n: int, scale: float, plan: ReplyPlan, tmp: Path, *, streams: bool = False,

@@ -6,6 +6,7 @@ turn's text was when, and the floor a channel's write limit sets.
 - `Trace`: when each text delta was written to the workflow's stream (a worker in this process) and when the
   front handed it to the thread's sink, so a turn's first-text delay splits into model → stream → front →
   platform.
+- `Delays`: per turn, when its first text was made, written, read and shown, and the floor of its delay.
 - `floor`: the earliest each first text can show when a channel takes `writes` per `window` and the first
   texts are served in the order their model produced them (any other order only moves the last one later),
   around the posts the channel carried anyway (Slack: the debates' root posts).
@@ -18,11 +19,13 @@ import bisect
 import re
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
+from bench.llm_peer import ReplyPlan
 from orchestrator.app import Core
 from orchestrator.debate.jobs import DebateJobs
 from orchestrator.events import FINAL_EVENTS, EventBase, TextDelta
@@ -168,3 +171,47 @@ def _free_slot(at: float, taken: list[float], window: float) -> float:
             at = other + window
     bisect.insort(taken, at)
     return at
+
+
+@dataclass
+class Delays:
+    """Per turn whose first text showed: when its model had the probe's words, when the stream had them
+    (serve), when the front's sink had them, when the platform showed them; and which channel it went to."""
+
+    model: list[float] = field(default_factory=list)
+    written: list[float | None] = field(default_factory=list)
+    read: list[float | None] = field(default_factory=list)
+    shown: list[float] = field(default_factory=list)
+    channels: list[str] = field(default_factory=list)
+
+    def add(self, started: float, plan: ReplyPlan, trace: Trace, at: tuple[str, int, str, str], text: str,
+            shown: float, channel: str) -> None:
+        length = probe_length(text)
+        self.model.append(started + (PROBE_WORDS - 1) / plan.tokens_per_s)
+        self.written.append(trace.reached(trace.written.get(at, []), length))
+        self.read.append(trace.reached(trace.read.get(at, []), length))
+        self.shown.append(shown)
+        self.channels.append(channel)
+
+    @property
+    def total(self) -> list[float]:
+        return [s - m for s, m in zip(self.shown, self.model, strict=True)]
+
+    def floor(self, writes: int, window: float, occupied: Mapping[str, list[float]] | None = None) -> list[float]:
+        """The floor of each turn's delay: every channel's first texts served in order at its limit, around
+        the writes each channel carried anyway (`occupied`, by channel)."""
+        out = [0.0] * len(self.model)
+        for channel in set(self.channels):
+            index = [i for i, c in enumerate(self.channels) if c == channel]
+            arrivals = [self.model[i] for i in index]
+            for i, delay in zip(index, floor(arrivals, writes, window, (occupied or {}).get(channel, [])), strict=True):
+                out[i] = delay
+        return out
+
+    def legs(self) -> dict[str, list[float]]:
+        """The delay split: model → stream, stream (or model) → the front's sink, sink → shown."""
+        to_stream = [w - m for w, m in zip(self.written, self.model, strict=True) if w is not None]
+        to_front = [r - (w if w is not None else m) for r, w, m in zip(self.read, self.written, self.model, strict=True)
+                    if r is not None]
+        to_shown = [s - r for s, r in zip(self.shown, self.read, strict=True) if r is not None]
+        return {"model → stream write": to_stream, "→ the front's sink": to_front, "sink → shown": to_shown}
