@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import uuid
@@ -11,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from orchestrator.log.postgres.store import PostgresLog
 from tests.durable_harness import BACKENDS, DurableBackend, durable_backend, postgres_backend_for, reap_workers
 from tests.fakes.llm_server import FakeLLMServer
 from tests.log_backends import LogBackend
@@ -68,6 +70,17 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     yield postgres_server.url(name)
     with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
         conn.execute(f"drop database if exists {name} with (force)")
+
+
+@pytest.fixture
+def postgres_log_url(postgres_url: str) -> str:
+    """`postgres_url` with the log's schema in it (every migration applied), and no rows."""
+    async def migrate() -> None:
+        async with PostgresLog(postgres_url):
+            pass
+
+    asyncio.run(migrate())
+    return postgres_url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

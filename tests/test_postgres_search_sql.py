@@ -5,14 +5,11 @@ candidates than hits, on every table, scoped and not."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 
-from orchestrator.log.postgres import PostgresLog
 from orchestrator.log.postgres.search import HEADLINE_OPTIONS, search_sql
 from orchestrator.log.postgres.store import _spelled
 from orchestrator.log.reads import scope_sql
@@ -47,14 +44,9 @@ def _load(url: str) -> None:
 
 
 @pytest.fixture
-def loaded(postgres_url: str) -> Iterator[str]:
-    async def schema() -> None:
-        async with PostgresLog(postgres_url):
-            pass
-
-    asyncio.run(schema())
-    _load(postgres_url)
-    yield postgres_url
+def loaded(postgres_log_url: str) -> str:
+    _load(postgres_log_url)
+    return postgres_log_url
 
 
 def _rows(conn: psycopg.Connection[Any], sql: str, query: str, hits: int, scope: Scope | None) -> list[Any]:

@@ -5,13 +5,8 @@ turns deleted from the middle, and for words whose density changes along the log
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-
 import psycopg
 import pytest
-
-from orchestrator.log.postgres import PostgresLog
 
 pytestmark = pytest.mark.postgres
 
@@ -44,14 +39,9 @@ def _load(url: str) -> None:
 
 
 @pytest.fixture
-def loaded(postgres_url: str) -> Iterator[str]:
-    async def schema() -> None:
-        async with PostgresLog(postgres_url):
-            pass
-
-    asyncio.run(schema())
-    _load(postgres_url)
-    yield postgres_url
+def loaded(postgres_log_url: str) -> str:
+    _load(postgres_log_url)
+    return postgres_log_url
 
 
 FETCHED = "select idx_tup_fetch from pg_stat_xact_user_tables where relname = 'turns'"
