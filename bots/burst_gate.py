@@ -11,7 +11,8 @@ gate still shut: the 200s of a burst go out first, its work follows a few millis
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import Future
+import contextlib
+from concurrent.futures import Future, InvalidStateError
 
 QUIET_S = 0.002  # no request in flight for this long: the burst is over
 HOLD_MAX_S = 0.2  # a steady stream of requests holds work back no longer than this
@@ -64,4 +65,5 @@ class BurstGates:
         self._quiet = self._deadline = None
         shut, self._shut = self._shut, []
         for gate in shut:
-            gate.set_result(None)
+            with contextlib.suppress(InvalidStateError):  # its waiter was cancelled (the process is stopping)
+                gate.set_result(None)

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from bots.burst_gate import BurstGates
 from bots.web import Streamed, WebFront
 
 BOUND_S = 10.0  # a bound for a test that would otherwise hang, not a latency figure
@@ -201,3 +202,12 @@ async def test_work_still_held_when_the_front_stops_is_handed_over() -> None:
         assert burst.ran == []
     await asyncio.wait_for(burst.all_ran.wait(), BOUND_S)
     assert burst.ran == ["1@main"]
+
+
+async def test_a_gate_whose_waiter_was_cancelled_does_not_keep_the_others_shut() -> None:
+    gates = BurstGates(asyncio.get_running_loop(), hold_max_s=BOUND_S * 10)
+    gates.started()
+    first, second = gates.gate(), gates.gate()
+    assert first.cancel()  # what a cancelled `asyncio.wrap_future(first)` does to it
+    gates.ended()
+    await asyncio.wait_for(asyncio.wrap_future(second), BOUND_S)
