@@ -256,17 +256,13 @@ class WebFront:
             yield bound
         finally:
             try:
-                await server.run(_call(gates.open_all))  # work still waiting on a burst goes on
+                server.loop.call_soon_threadsafe(gates.open_all)  # before the cleanup: waiting work goes on
                 await server.close(runner)
             finally:
                 self._server = None
                 if self._switched:
                     self._switched = False
                     _Switching.leave()
-
-
-async def _call(callback: Callable[[], object]) -> None:
-    callback()
 
 
 class _Switching:

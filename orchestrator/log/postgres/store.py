@@ -150,11 +150,15 @@ class PostgresLog(DebateLog):
         if pool is not None:
             await pool.close()
 
-    async def _run(self, fn: Op[T]) -> T:
+    async def _run(self, fn: Op[T], *, transaction: bool = True) -> T:
+        """`fn` on a pooled connection, in a transaction of its own unless told (the connection is in autocommit)."""
         if self._pool is None:
             raise StoreClosedError()
-        async with self._pool.connection(timeout=WAIT_S) as conn, conn.transaction():
-            return await fn(PgConn(conn))
+        async with self._pool.connection(timeout=WAIT_S) as conn:
+            if not transaction:
+                return await fn(PgConn(conn))
+            async with conn.transaction():
+                return await fn(PgConn(conn))
 
     async def _write(self, fn: Op[T]) -> T:
         if self.readonly:
@@ -171,7 +175,4 @@ class PostgresLog(DebateLog):
         of round trips saved of ~15)."""
         if self._empty and self._pool is not None:
             return empty
-        if self._pool is None:
-            raise StoreClosedError()
-        async with self._pool.connection(timeout=WAIT_S) as conn:
-            return await fn(PgConn(conn))
+        return await self._run(fn, transaction=False)
