@@ -1,7 +1,8 @@
 """One running debate's context: the calls a format makes, each turned into events and a Turn.
 
-Every model call and every delivered event is a step (`steps`, orchestrator/debate/steps.py): a
-durable run records each step's result and replays it on resume, so the code around the steps must
+Every model call is a step (`steps`, orchestrator/debate/steps.py), and every delivered event is
+delivered inside one (its own, or the next step's: `emit`): a durable run records each step's result
+and replays it on resume, so the code around the steps must
 be deterministic given their results. A model call's step returns a `CallResult` (its completion,
 or why it failed, and when it ran); the counters are updated from that result outside the step, so
 a replayed call counts the same. The call's streamed text is sent from inside its step, tagged with
@@ -33,6 +34,7 @@ from orchestrator.debate.limits import SizeCap, TextTooLong, call_char_limit
 from orchestrator.debate.steps import Direct, Steps
 from orchestrator.debate.turn_text import TurnText, noting_first
 from orchestrator.events import (
+    FINAL_EVENTS,
     CallRecorded,
     EventBase,
     EventBus,
@@ -138,7 +140,9 @@ class DebateRun:
         return type(event).model_validate(self.redact.value(event.model_dump()))
 
     async def emit(self, event: E) -> E:
-        """Scrub `event` and deliver it, as one step; returns the scrubbed event (what the sinks saw).
+        """Scrub `event` and deliver it; returns the scrubbed event (what the sinks saw). A debate's
+        closing event is a step of its own; any other goes with the next step (`Steps.defer`): what
+        follows an event is always another step, and the last is the closing one.
 
         A bus that delivers nowhere (a silent run's) takes no step. Streamed text does not come
         through here: a model call's step sends it (`TurnText`).
@@ -146,8 +150,10 @@ class DebateRun:
         shown = self.scrub(event)
         if self.bus.silent or isinstance(shown, TextDelta):
             await self.bus.emit(shown)
-        else:
+        elif isinstance(shown, FINAL_EVENTS):
             await self.steps.call(self.bus.emit, shown)
+        else:
+            await self.steps.defer(self.bus.emit, shown)
         return shown
 
     async def emit_together(self, *events: EventBase) -> list[EventBase]:

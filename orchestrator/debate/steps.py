@@ -1,7 +1,8 @@
 """How a debate checkpoints its work: the `Steps` a DebateRun calls through, and `Direct`, the default.
 
 A step is a piece of a debate whose effect must not repeat after a restart: a model call, or the
-delivery of one event. `call` runs one, `gather` runs several concurrently. `Direct` just runs them
+delivery of one event. `call` runs one, `gather` runs several concurrently, and `defer` hands a delivery
+to the next step (a checkpointer records both with one record). `Direct` just runs them
 (CLI, tests, benches: nothing survives the process). The durable checkpointer lives in
 orchestrator/durable/steps.py: it records each step's result and replays it on resume, so the
 debate code around the steps must be deterministic given their results.
@@ -30,6 +31,11 @@ class Steps(Protocol):
         """Run `coros` concurrently; results in order. Each may make its own `call`s."""
         ...
 
+    async def defer(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run `fn(*args)` (an idempotent delivery) at the latest at the start of the next `call`, inside
+        it; a debate's last step is a `call`, so nothing deferred is left behind."""
+        ...
+
 
 class Direct:
     """No checkpoints: every step runs when called (in-process debates)."""
@@ -41,3 +47,6 @@ class Direct:
 
     async def gather(self, *coros: Awaitable[T]) -> list[T]:
         return list(await asyncio.gather(*coros))
+
+    async def defer(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        await fn(*args)

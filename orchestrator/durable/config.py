@@ -29,7 +29,7 @@ from orchestrator.config import Settings
 log = logging.getLogger(__name__)
 
 APP_NAME = "debate-bot"
-WORKFLOW_VERSION = "debate-4"  # 4: a round's end and its budget check are one step, budget or none
+WORKFLOW_VERSION = "debate-5"  # 5: an event that is not a closing one goes with the next step
 POLL_S = 0.1  # notification polling (a front's stream reads on SQLite)
 # a worker's queue poll: enqueue → start ≈ 0.1–0.3 s. Each poll is a dequeue of ~6 ms of CPU, so at 0.1 s an idle
 # worker spent 60 ms of CPU a second, ~6 ms per model call of a 100-debate run

@@ -67,6 +67,7 @@ async def debate_continuation(debate_id: str, segment: int) -> dict[str, Any]:
                 rounds_done=start.rounds_done, carried=start.carried, bus=bus, steps=runtime.steps,
                 audience=runtime.audience, earlier_notes=start.earlier_notes, pace=STREAM_PACE,
             )
+        await runtime.steps.flush()
     except LogWriteFailed:
         outcome = await settle_failure(runtime, debate_id, bus)
     return (bus.failure or outcome).model_dump(mode="json")

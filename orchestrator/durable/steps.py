@@ -7,6 +7,14 @@ order the tasks get scheduled, and a replay could hand one seat's recorded answe
 step name, no error). So `gather` reserves LANE_SLOTS ids per coroutine up front, in order, in the
 calling task, and each coroutine's calls run at its own lane's ids.
 
+A deferred delivery (`defer`: an event that no result depends on) runs at the start of the next step,
+inside it, so one record stands for both: a step delivers before it does its own work, and once it is
+recorded its deliveries are done, so a replay that gets its record back skips them with it. A step that
+was never recorded runs again and delivers them again (every delivery is idempotent). The workflow and
+each parallel branch defer within their own sequence of steps (deferred.py); what the workflow deferred
+before a `gather` goes with the first branch, and a branch that ends with deliveries waiting takes one
+step more for them.
+
 A graceful stop drains: from `drain()` on, a step that has not started waits (its workflow stays
 pending, to be recovered at the next launch); `idle()` waits for the steps already running.
 """
@@ -21,9 +29,11 @@ from typing import Any, TypeVar
 
 from dbos import DBOS, StepOptions, StepReservation
 
+from orchestrator.durable import deferred
+
 T = TypeVar("T")
 
-LANE_SLOTS = 8  # steps one coroutine of a gather may take: a stances turn with its retry takes 6
+LANE_SLOTS = 8  # steps one coroutine of a gather may take: a stances turn with its retry takes 3
 
 
 class _Lane:
@@ -60,22 +70,45 @@ class Durable:
             self._parked.add(task)
             await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
         options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": preemptible}
+        body = deferred.delivering_first(deferred.take(), fn)
         lane = _lane.get()
         self._running.add(task)
         try:
             if lane is not None:
-                return await lane.next().run_async(options, fn, *args)
-            return await DBOS.run_step_async(options, fn, *args)
+                return await lane.next().run_async(options, body, *args)
+            return await DBOS.run_step_async(options, body, *args)
         finally:
             self._running.discard(task)
             if not self._running and self._idle is not None:
                 self._idle.set()
 
+    async def defer(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        deferred.here().deliveries.append((fn, args))
+
+    async def flush(self) -> None:
+        """Make the deliveries still waiting, as a step (none when nothing waits: a debate's closing step
+        took them)."""
+        if deferred.any_waiting():
+            await self.call(deferred.deliver_deferred)
+
     async def gather(self, *coros: Awaitable[T]) -> list[T]:
         if _lane.get() is not None:
             raise RuntimeError("a parallel branch of a debate cannot fan out again")
         lanes = [_Lane([DBOS.reserve_step() for _ in range(LANE_SLOTS)]) for _ in coros]
-        return list(await asyncio.gather(*(_in_lane(lane, coro) for lane, coro in zip(lanes, coros, strict=True))))
+        inherited = deferred.take()
+        return list(await asyncio.gather(*(self._in_lane(lane, coro, inherited if i == 0 else [])
+                                           for i, (lane, coro) in enumerate(zip(lanes, coros, strict=True)))))
+
+    async def _in_lane(self, lane: _Lane, coro: Awaitable[T], inherited: list[deferred.Delivery]) -> T:
+        _lane.set(lane)  # this task's own context: the lane is not seen by its siblings
+        deferred.start_branch(inherited)
+        try:
+            result = await coro
+        except Exception:
+            await self.flush()
+            raise
+        await self.flush()
+        return result
 
     # -- graceful stop ----------------------------------------------------------------------------
 
@@ -105,8 +138,3 @@ class Durable:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._running.clear()
         self._parked.clear()
-
-
-async def _in_lane(lane: _Lane, coro: Awaitable[T]) -> T:
-    _lane.set(lane)  # this task's own context: the lane is not seen by its siblings
-    return await coro

@@ -1,9 +1,10 @@
 """A debate as a DBOS workflow, the queue it is started through, and the stream its events travel on.
 
 `debate_workflow` rebuilds the spec and runs the engine with `Durable` steps (orchestrator/durable/
-steps.py): every model call and every delivered event is a recorded step, so a debate resumed after
-a crash re-runs only the call that was in flight. Its bus writes each event to the log (idempotent
-writes: a step may run twice) and then to the workflow's DBOS stream STREAM, one entry per event,
+steps.py): every model call is a recorded step, and every event is delivered inside one (its own, or
+the next step's), so a debate resumed after a crash re-runs only the call that was in flight. Its bus
+writes each event to the log (idempotent writes: a step may run twice) and then to the workflow's DBOS
+stream STREAM, one entry per event,
 `event.model_dump(mode="json")`; a reader rebuilds them with the `Event` union and drops what it has
 seen by `event.key` (text deltas by turn key, attempt and offset).
 
@@ -95,6 +96,7 @@ async def debate_workflow(spec_json: str) -> dict[str, Any]:
     try:
         outcome = await runtime.engine.run(spec, bus, steps=runtime.steps, audience=runtime.audience,
                                            pace=STREAM_PACE)
+        await runtime.steps.flush()  # nothing, unless a path ended without its closing step
     except LogWriteFailed:
         outcome = await settle_failure(runtime, spec.id, bus)
     return outcome.model_dump(mode="json")
