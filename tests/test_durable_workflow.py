@@ -21,6 +21,7 @@ from orchestrator.durable import (
     system_db_url,
     workflow_id,
 )
+from orchestrator.durable.workflow import UNSHOWN
 from orchestrator.events import DebateFinished, TurnCompleted
 from orchestrator.log import Store
 from tests.council_scripts import script_council
@@ -142,10 +143,13 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
     assert logged_notices(log, spec.id) == logged_notices(direct_log, direct_spec.id)
     assert len(srv.requests) == 2 * direct_requests  # no call made twice
 
-    # the stream: every event of the direct run, once (nothing ran twice); the streamed text begins the logged
-    # text, and the turn's closing event carries its end (a durable stream sends no tail delta)
+    # the stream: every event of the direct run a thread shows, once (nothing ran twice), and none it does not
+    # show; the streamed text begins the logged text, and the turn's closing event carries its end (a durable
+    # stream sends no tail delta)
     keys = [e.key for e in events if e.type != "text_delta"]  # type: ignore[attr-defined]
-    assert sorted(keys) == sorted(e.key for e in direct.events if e.type != "text_delta")  # type: ignore[attr-defined]
+    shown = [e for e in direct.events if e.type != "text_delta" and not isinstance(e, UNSHOWN)]  # type: ignore[attr-defined]
+    assert sorted(keys) == sorted(e.key for e in shown)
+    assert any(isinstance(e, UNSHOWN) for e in direct.events) and not any(isinstance(e, UNSHOWN) for e in events)
     assert len(set(keys)) == len(keys)
     assert isinstance(events[-1], DebateFinished)
     streamed = shown_texts(events)

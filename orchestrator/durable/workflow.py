@@ -3,8 +3,8 @@
 `debate_workflow` rebuilds the spec and runs the engine with `Durable` steps (orchestrator/durable/
 steps.py): every model call is a recorded step, and every event is delivered inside one (its own, or
 the next step's), so a debate resumed after a crash re-runs only the call that was in flight. Its bus
-writes each event to the log (idempotent writes: a step may run twice) and then to the workflow's DBOS
-stream STREAM, one entry per event,
+writes each event to the log (idempotent writes: a step may run twice) and then, unless no thread shows
+it (`UNSHOWN`), to the workflow's DBOS stream STREAM, one entry per event,
 `event.model_dump(mode="json")`; a reader rebuilds them with the `Event` union and drops what it has
 seen by `event.key` (text deltas by turn key, attempt and offset).
 
@@ -35,7 +35,16 @@ from orchestrator.durable.config import QUEUE_POLL_S
 from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
 from orchestrator.durable.steps import Durable
-from orchestrator.events import LOG_WRITE_FAILED, EventBase, EventBus, LogWriteFailed, log_failure
+from orchestrator.events import (
+    LOG_WRITE_FAILED,
+    CallRecorded,
+    DebateStarted,
+    EventBase,
+    EventBus,
+    LogWriteFailed,
+    RoundCompleted,
+    log_failure,
+)
 from orchestrator.log import DebateLog, StoreSink
 from orchestrator.models import DebateSpec, Outcome
 
@@ -73,16 +82,23 @@ def current_runtime() -> Runtime:
     return _runtime
 
 
+# What the log keeps and no thread shows (a call's tokens, the spec the front already posted, a round's
+# end; bots/thread/sink.py renders the rest): not streamed, as each stream write costs the worker a transaction
+UNSHOWN = (CallRecorded, DebateStarted, RoundCompleted)
+
+
 class StreamSink:
-    """Writes each event to the running workflow's stream (from inside the step that delivers it).
-    One writer at a time: the lanes of a parallel round would otherwise race for the stream's next
-    offset (on Postgres DBOS then sleeps 100 ms and retries)."""
+    """Writes each event a thread shows to the running workflow's stream (from inside the step that
+    delivers it). One writer at a time: the lanes of a parallel round would otherwise race for the
+    stream's next offset (on Postgres DBOS then sleeps 100 ms and retries)."""
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
         self._streams = StepStreams()
 
     async def handle(self, event: EventBase) -> None:
+        if isinstance(event, UNSHOWN):
+            return
         async with self._lock:
             await self._streams.write(STREAM, [event.model_dump(mode="json")])
 
