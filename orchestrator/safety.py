@@ -42,6 +42,21 @@ KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?i)" + _B + r"api[_-]?key[\"']?\s*[:=]\s*[\"']?[^\s\"',;]{6,}"),  # api_key=… in tool output
 )
 
+# For each shape above, in order, a search for what it cannot match without (the literal it starts with, or for
+# Discord's the dotted middle), with the same flags: prose holds none of them, and a search for a literal is
+# ~0.5 µs over a 700-character turn where each shape's own scan tests its look-behind at every character (~8 µs).
+_NEEDS: tuple[re.Pattern[str], ...] = (
+    re.compile("sk-ant-"),
+    re.compile("sk-"),
+    re.compile("xox"),
+    re.compile("xapp-"),
+    re.compile("AIza"),
+    re.compile(r"\.[A-Za-z0-9_\-]{6}\."),
+    re.compile(r"(?i)Bearer"),
+    re.compile(r"gh[pousr]_"),
+    re.compile(r"(?i)api[_-]?key"),
+)
+
 # The unfinished beginnings of the shapes above that span whitespace, when they end the text so far.
 _OPEN_HEADS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?i)" + _B + r"Bearer\s+\S*$"),
@@ -67,9 +82,10 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._literals = sorted({s.strip() for s in secrets if s and len(s.strip()) >= MIN_SECRET_CHARS},
                                 key=len, reverse=True)
-        self._patterns = list(KEY_PATTERNS)
+        self._patterns = list(zip(KEY_PATTERNS, _NEEDS, strict=True))
         if self._literals:
-            self._patterns.insert(0, re.compile("|".join(re.escape(s) for s in self._literals)))
+            literals = re.compile("|".join(re.escape(s) for s in self._literals))
+            self._patterns.insert(0, (literals, literals))
 
     def __call__(self, text: str) -> str:
         if not text:
@@ -77,8 +93,9 @@ class Redactor:
         text = strip_controls(text)
         if len(text) < MIN_SECRET_CHARS:  # shorter than any configured secret or key shape (an event's keys)
             return text
-        for pattern in self._patterns:
-            text = pattern.sub(REDACTED, text)
+        for pattern, needs in self._patterns:
+            if needs.search(text):
+                text = pattern.sub(REDACTED, text)
         return text
 
     def value(self, value: object) -> object:
@@ -123,7 +140,9 @@ class Redactor:
         moved = True
         while moved and cut > 0:
             moved = False
-            for pattern in self._patterns:
+            for pattern, needs in self._patterns:
+                if needs.search(text, offset) is None:
+                    continue
                 for match in pattern.finditer(text, offset):
                     start, end = match.start() - offset, match.end() - offset
                     if start < cut < end:
