@@ -161,7 +161,7 @@ async def behind(sys_db: SystemDatabase, blocker_sql: str, call: Callable[[], An
             await waited_for(sys_db, pid, task)
         finally:
             blocker.commit()
-    return await task
+    return await asyncio.wait_for(task, WAIT_S)
 
 
 def writers(sys_db: SystemDatabase, workflow_id: str) -> dict[str, Callable[[], Any]]:
