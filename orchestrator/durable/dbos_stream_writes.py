@@ -62,8 +62,8 @@ class StreamWriter:
     """The stream writes of one system database, committed together: a write asked for while a
     transaction runs goes into the next one with every other write waiting then (on SQLite, where writes
     take the whole database in turn: one transaction for several debates' writes; on Postgres each write
-    keeps a transaction of its own, as each locks its workflow's row until it commits). A write whose
-    workflow another execution owns now is refused alone."""
+    goes alone, as each locks its workflow's row until it commits: one statement in autocommit, `alone`).
+    A write whose workflow another execution owns now is refused alone."""
 
     def __init__(self, sys_db: SystemDatabase) -> None:
         self.sys_db = sys_db
