@@ -9,19 +9,30 @@ connection of its own transaction) for ones that run the same SQL compiled once,
 the check is one SELECT (the status joined to the step's row), the record the same ownership check and
 insert. Retries, transactions and the ownership keys stay DBOS's: only the SQL's construction changes.
 
+On Postgres DBOS puts a step's check and its record in a transaction each: BEGIN, the SELECT, COMMIT
+(3 statements for one read) and BEGIN, the owner's row locked, the INSERT, COMMIT (4). There `install`
+also swaps `check_operation_execution` and `record_operation_result` (DBOS's retry kept around each)
+for one statement each on a connection in autocommit: the check's SELECT, and the record's ownership
+check and insert merged (`record_owned`, see the comment there). SQLite keeps DBOS's transactions:
+pysqlite sends no BEGIN for a read, and a statement costs microseconds there.
+
 Only a plain (unsharded) SQLite or Postgres system database is swapped, and only for a connection
 (a Session, which some DBOS paths pass, keeps DBOS's own). This is DBOS's private API, pinned with the
 rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py compares the rows and errors of
-both versions on a real database.
+both versions on a real database, tests/test_dbos_autocommit.py the statements sent and races.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
 from dbos._context import current_owner_xid
 from dbos._dbos import _get_dbos_instance
+from dbos._debug_trigger import DebugTriggers
 from dbos._error import (
     DBOSStepNondeterminismError,
     DBOSUnexpectedStepError,
@@ -29,13 +40,15 @@ from dbos._error import (
     DBOSWorkflowConflictIDError,
 )
 from dbos._schemas import SCHEMA_PLACEHOLDER
-from dbos._sys_db import SystemDatabase, WorkflowStatusString
+from dbos._sys_db import SystemDatabase, WorkflowStatusString, db_retry
 from dbos._sys_db_postgres import PostgresSystemDatabase
 from dbos._sys_db_sqlite import SQLiteSystemDatabase
 from sqlalchemy.exc import DBAPIError
 
 PLAIN = (SQLiteSystemDatabase, PostgresSystemDatabase)  # not a sharded subclass: its keys are in every statement
 CANCELLED = WorkflowStatusString.CANCELLED.value
+RECORDED = ("function_name", "started_at_epoch_ms", "completed_at_epoch_ms", "output", "error",
+            "child_workflow_id", "serialization", "application_name")  # a step row's columns set from its result
 
 
 class Prepared:
@@ -50,7 +63,10 @@ class Prepared:
         self.sql = str(compiled)
         self._processors: dict[str, Any] = {}
         self._constants: dict[str, Any] = {}
+        rendered = set(compiled.bind_names.values())  # `binds` also keys an anonymous one by its unrendered name
         for name, bind in compiled.binds.items():
+            if name not in rendered:
+                continue
             processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
             if processor is not None:
                 self._processors[name] = processor
@@ -64,6 +80,29 @@ class Prepared:
         if self._order is not None:
             return conn.exec_driver_sql(self.sql, tuple(params[name] for name in self._order))
         return conn.exec_driver_sql(self.sql, params)
+
+
+def autocommits(sys_db: SystemDatabase) -> bool:
+    """A plain Postgres system database through psycopg, where a step's check, record and stream write
+    are one statement each in autocommit (not CockroachDB: its locking and isolation differ)."""
+    return (type(sys_db) is PostgresSystemDatabase and not sys_db._is_cockroach
+            and sys_db.engine.dialect.driver == "psycopg")
+
+
+@contextmanager
+def autocommit(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A pooled connection of `engine` on which each statement commits by itself: no BEGIN, no COMMIT.
+    psycopg's own flag, set and reset here, costs no statement either way; SQLAlchemy's AUTOCOMMIT
+    option cost ~20 µs of CPU more per use, and its reset made the connection's later transactions
+    open with an explicit isolation level (`BEGIN ISOLATION LEVEL READ COMMITTED`)."""
+    with engine.connect() as conn:
+        driver: Any = conn.connection.dbapi_connection
+        driver.autocommit = True
+        try:
+            yield conn
+        finally:
+            if not driver.closed and not driver.broken:  # else the pool discards it
+                driver.autocommit = False
 
 
 class StepRecords:
@@ -80,15 +119,23 @@ class StepRecords:
                       outputs.c.child_workflow_id, outputs.c.serialization)
             .select_from(status.outerjoin(outputs, step_row)).where(status.c.workflow_uuid == wf), sys_db)
         self.owner = Prepared(owner_statement(sys_db, wf), sys_db)
-        columns = ("function_name", "started_at_epoch_ms", "completed_at_epoch_ms", "output", "error",
-                   "child_workflow_id", "serialization", "application_name")
-        insert = sys_db.dialect.insert(outputs).values(
-            workflow_uuid=wf, function_id=fid, retention_timestamp=sys_db._now_ms_sql(),
-            **{column: sa.bindparam(column, type_=outputs.c[column].type) for column in columns})
-        self.record = Prepared(
-            insert.on_conflict_do_update(index_elements=["workflow_uuid", "function_id"],
-                                         set_={"completed_at_epoch_ms": outputs.c.completed_at_epoch_ms})
-            .returning(outputs.c.completed_at_epoch_ms), sys_db)
+        recorded = {column: sa.bindparam(column, type_=outputs.c[column].type) for column in RECORDED}
+        self.record = Prepared(keep_on_conflict(sys_db.dialect.insert(outputs).values(
+            workflow_uuid=wf, function_id=fid, retention_timestamp=sys_db._now_ms_sql(), **recorded), sys_db), sys_db)
+        self.record_owned: Prepared | None = None
+        if autocommits(sys_db):
+            # The ownership check and the insert in one statement: the SELECT yields the row to insert only
+            # if the workflow's owner, read FOR NO KEY UPDATE, is :owner. The lock is taken first (an InitPlan
+            # under the SELECT's one-time filter) and held to the statement's commit; when another transaction
+            # holds it, READ COMMITTED waits, then re-reads the row's newest version (EvalPlanQual), so the owner
+            # compared is the latest committed one, as DBOS's SELECT … FOR NO KEY UPDATE finds it. The ON
+            # CONFLICT arbiter sees the newest rows, not the statement's snapshot, as DBOS's INSERT (a later
+            # statement, a later snapshot) does. No row comes back when the owner was another, or none.
+            owned = sa.select(wf, fid, *recorded.values(), sys_db._now_ms_sql()).where(
+                locked_owner(sys_db, wf) == sa.bindparam("owner", type_=sa.Text))
+            self.record_owned = Prepared(keep_on_conflict(sys_db.dialect.insert(outputs).from_select(
+                ["workflow_uuid", "function_id", *RECORDED, "retention_timestamp"], owned), sys_db), sys_db)
+        self.record_alone: Callable[..., None] = db_retry(sys_db=sys_db)(self._record_alone)
 
     def prepared_for(self, conn: Any) -> bool:
         """A connection of this database's engine (a Session, or another driver's, keeps DBOS's path)."""
@@ -99,6 +146,16 @@ class StepRecords:
         """DBOS's `_check_operation_execution_txn`: the step's recorded result, or None to run it."""
         if not self.prepared_for(conn):
             return original(workflow_id, function_id, function_name, conn)
+        return self._check(conn, workflow_id, function_id, function_name)
+
+    def check_alone(self, _original: Any, workflow_id: str, function_id: int, function_name: str, *,
+                    owner_key: str | None = None) -> Any:
+        """DBOS's `check_operation_execution` on Postgres (`install` puts DBOS's retry around it): the
+        prepared check, one SELECT in autocommit, where DBOS's runs in a transaction of its own."""
+        with self.sys_db._own_key(workflow_id, key=owner_key), autocommit(self.sys_db.engine) as c:
+            return self._check(c, workflow_id, function_id, function_name)
+
+    def _check(self, conn: sa.Connection, workflow_id: str, function_id: int, function_name: str) -> Any:
         rows = self.check.run(conn, {"wf": workflow_id, "fid": function_id}).all()
         assert rows, f"Error: Workflow {workflow_id} does not exist"
         state, output, error, recorded_name, child_workflow_id, serialization = rows[0]
@@ -117,26 +174,61 @@ class StepRecords:
         """DBOS's `_record_operation_result_txn`: the step's row, if this execution still owns the workflow."""
         if not self.prepared_for(conn) or child_values:
             return original(result, completed_at_epoch_ms, conn, owner_xid=owner_xid, child_values=child_values)
+        self._record(conn, result, completed_at_epoch_ms, owner_xid, merged=False)
+        return None
+
+    def record_result(self, original: Any, result: Any, *, completed_at_epoch_ms: int | None = None,
+                      owner_xid: str | None = None, owner_key: str | None = None) -> None:
+        """DBOS's `record_operation_result` on Postgres: the record as one statement in autocommit
+        (`record_owned`) where DBOS's runs two in a transaction, within DBOS's retry (`record_alone`)."""
+        # outside the retry, as DBOS's: a retry carries the same time, so the row it may find is its own
+        completed_at = int(time.time() * 1000) if completed_at_epoch_ms is None else completed_at_epoch_ms
+        if self.sys_db._child_values(result["child_workflow_id"]):
+            return original(result, completed_at_epoch_ms=completed_at, owner_xid=owner_xid, owner_key=owner_key)
+        self.record_alone(result, completed_at, owner_xid, owner_key)
+        return None
+
+    def _record_alone(self, result: Any, completed_at: int, owner_xid: str | None, owner_key: str | None) -> None:
+        with self.sys_db._own_key(result["workflow_uuid"], key=owner_key), autocommit(self.sys_db.engine) as c:
+            self._record(c, result, completed_at, owner_xid, merged=True)
+        DebugTriggers.debug_trigger_point(DebugTriggers.DEBUG_TRIGGER_STEP_COMMIT)
+
+    def _record(self, conn: sa.Connection, result: Any, completed_at: int, owner_xid: str | None, *,
+                merged: bool) -> None:
         assert result["error"] is None or result["output"] is None, "Only one of error or output can be set"
         workflow_id = result["workflow_uuid"]
         if owner_xid is None:
             owner_xid = current_owner_xid(workflow_id)
-        if owner_xid is not None and self.owner.run(conn, {"wf": workflow_id}).scalar() != owner_xid:
-            raise DBOSWorkflowConflictIDError(workflow_id)
+        values = {
+            "wf": workflow_id, "fid": result["function_id"], "function_name": result["function_name"],
+            "started_at_epoch_ms": result["started_at_epoch_ms"], "completed_at_epoch_ms": completed_at,
+            "output": result["output"], "error": result["error"], "child_workflow_id": result["child_workflow_id"],
+            "serialization": result["serialization"], "application_name": self.sys_db.app_name}
+        statement = self.record
+        if owner_xid is not None:
+            if merged:
+                assert self.record_owned is not None
+                statement, values["owner"] = self.record_owned, owner_xid
+            elif self.owner.run(conn, {"wf": workflow_id}).scalar() != owner_xid:
+                raise DBOSWorkflowConflictIDError(workflow_id)
         try:
-            rows = self.record.run(conn, {
-                "wf": workflow_id, "fid": result["function_id"], "function_name": result["function_name"],
-                "started_at_epoch_ms": result["started_at_epoch_ms"], "completed_at_epoch_ms": completed_at_epoch_ms,
-                "output": result["output"], "error": result["error"],
-                "child_workflow_id": result["child_workflow_id"], "serialization": result["serialization"],
-                "application_name": self.sys_db.app_name}).all()
+            rows = statement.run(conn, values).all()
         except DBAPIError as exc:
             if self.sys_db._is_unique_constraint_violation(exc):
                 raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from exc
             raise
-        if rows and (rows[0][0] is None or int(rows[0][0]) != completed_at_epoch_ms):
+        if statement is self.record_owned and not rows:
+            raise DBOSWorkflowConflictIDError(workflow_id)
+        if rows and (rows[0][0] is None or int(rows[0][0]) != completed_at):
             raise DBOSStepNondeterminismError(workflow_id, result["function_id"])
-        return None
+
+
+def keep_on_conflict(insert: Any, sys_db: SystemDatabase) -> sa.Executable:
+    """DBOS's step insert's conflict clause: a row already there stays, and its completion time comes back."""
+    outputs = sys_db.tables.operation_outputs
+    return (insert.on_conflict_do_update(index_elements=["workflow_uuid", "function_id"],
+                                         set_={"completed_at_epoch_ms": outputs.c.completed_at_epoch_ms})
+            .returning(outputs.c.completed_at_epoch_ms))
 
 
 def owner_statement(sys_db: SystemDatabase, wf: sa.BindParameter[str]) -> sa.Executable:
@@ -149,14 +241,25 @@ def owner_statement(sys_db: SystemDatabase, wf: sa.BindParameter[str]) -> sa.Exe
     return sa.select(status.c.owner_xid).where(status.c.workflow_uuid == wf).with_for_update(key_share=True)
 
 
+def locked_owner(sys_db: SystemDatabase, wf: sa.BindParameter[str]) -> sa.ScalarSelect[Any]:
+    """Postgres: the workflow's owner as a scalar subquery, its row locked FOR NO KEY UPDATE (NULL: no row)."""
+    status = sys_db.tables.workflow_status
+    return (sa.select(status.c.owner_xid).where(status.c.workflow_uuid == wf)
+            .with_for_update(key_share=True).scalar_subquery())
+
+
 def install(sys_db: SystemDatabase) -> bool:
-    """Swap the system database's step check and record for the prepared ones; False (nothing changed)
-    for a database this was not written for. Idempotent."""
+    """Swap the system database's step check and record for the prepared ones (on Postgres, also the
+    transactions around them, for one statement each in autocommit); False (nothing changed) for a
+    database this was not written for. Idempotent."""
     if type(sys_db) not in PLAIN or isinstance(getattr(sys_db, "_check_operation_execution_txn", None), _Swapped):
         return False
     records = StepRecords(sys_db)
-    sys_db._check_operation_execution_txn = _Swapped(records.check_txn, sys_db._check_operation_execution_txn)  # type: ignore[method-assign]
-    sys_db._record_operation_result_txn = _Swapped(records.record_txn, sys_db._record_operation_result_txn)  # type: ignore[method-assign]
+    _swap(sys_db, "_check_operation_execution_txn", records.check_txn)
+    _swap(sys_db, "_record_operation_result_txn", records.record_txn)
+    if records.record_owned is not None:
+        _swap(sys_db, "check_operation_execution", db_retry(sys_db=sys_db)(records.check_alone))
+        _swap(sys_db, "record_operation_result", records.record_result)
     return True
 
 
@@ -174,3 +277,7 @@ class _Swapped:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._fast(self.original, *args, **kwargs)
+
+
+def _swap(sys_db: SystemDatabase, name: str, fast: Any) -> None:
+    setattr(sys_db, name, _Swapped(fast, getattr(sys_db, name)))

@@ -2,8 +2,10 @@
 does from a step (the next free offset, then the check that this execution still owns the workflow, in one
 transaction; the same serialisation; on Postgres the same coalesced NOTIFY), with statements compiled once
 (dbos_step_records.Prepared), several values in one transaction and, on SQLite, every write waiting at once in
-one transaction (`StreamWriter`). DBOS's private API, pinned with the rest (dbos_private.py PINNED_MINOR);
-tests/test_dbos_step_records.py compares the rows with DBOS's own.
+one transaction (`StreamWriter`). On Postgres a write is one statement in autocommit (`StreamWriter.alone`),
+where a transaction sends BEGIN, the INSERT, the owner's row locked and COMMIT. DBOS's private API, pinned
+with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py compares the rows with DBOS's
+own, tests/test_dbos_autocommit.py the statements sent and races.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from dbos._dbos import _get_dbos_instance
 from dbos._error import DBOSWorkflowConflictIDError
 from dbos._serialization import WorkflowSerializationFormat, serialize_value
 from dbos._sys_db import SystemDatabase, _dbos_streams_channel, db_retry
+from sqlalchemy.dialects import postgresql
 
-from orchestrator.durable.dbos_step_records import Prepared, owner_statement
+from orchestrator.durable.dbos_step_records import Prepared, autocommit, autocommits, locked_owner, owner_statement
 
 
 class StepStreams:
@@ -59,8 +62,8 @@ class StreamWriter:
     """The stream writes of one system database, committed together: a write asked for while a
     transaction runs goes into the next one with every other write waiting then (on SQLite, where writes
     take the whole database in turn: one transaction for several debates' writes; on Postgres each write
-    keeps a transaction of its own, as each locks its workflow's row until it commits). A write whose
-    workflow another execution owns now is refused alone."""
+    goes alone, as each locks its workflow's row until it commits: one statement in autocommit, `alone`).
+    A write whose workflow another execution owns now is refused alone."""
 
     def __init__(self, sys_db: SystemDatabase) -> None:
         self.sys_db = sys_db
@@ -77,9 +80,16 @@ class StreamWriter:
             sa.select(wf, sa.bindparam("fid", type_=sa.Integer), key, sa.bindparam("value", type_=sa.Text),
                       sa.bindparam("ser", type_=sa.Text), next_offset)), sys_db)
         self._owner = Prepared(owner_statement(sys_db, wf), sys_db)
+        self._alone: dict[bool, Prepared] = {}  # by whether the owner is checked
+        if autocommits(sys_db):
+            self._alone = {checked: Prepared(alone_statement(sys_db, checked), sys_db) for checked in (False, True)}
+        self._alone_retried = db_retry(sys_db=sys_db)(self.alone)
 
     async def write(self, write: StreamWrite) -> None:
         if not self.together:
+            if self._alone and write.rows:
+                await asyncio.to_thread(self._alone_retried, write)
+                return
             refused = await asyncio.to_thread(db_retry(sys_db=self.sys_db)(self._commit), [write])
             if refused[0] is not None:
                 raise refused[0]
@@ -132,6 +142,49 @@ class StreamWriter:
             if error is None:
                 self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
         return refused
+
+    def alone(self, write: StreamWrite) -> None:
+        """Postgres: `write` (one value or more) as one statement in autocommit (blocking); raises
+        DBOSWorkflowConflictIDError, having written nothing, when another execution owns the workflow."""
+        statement = self._alone[write.owner_xid is not None]
+        values = {"wf": write.workflow_id, "fid": write.function_id, "key": write.key, "owner": write.owner_xid,
+                  "values": [serialized for serialized, _ in write.rows],
+                  "sers": [serialization for _, serialization in write.rows]}
+        while True:
+            try:
+                with autocommit(self.sys_db.engine) as c:
+                    written = statement.run(c, values).rowcount
+                break
+            except sa.exc.IntegrityError as exc:  # another execution took an offset: only then try again
+                if not self.sys_db._is_unique_constraint_violation(exc):
+                    raise
+                time.sleep(0.1)
+        if written != len(write.rows):  # none: the owner check held them all back
+            raise DBOSWorkflowConflictIDError(write.workflow_id)
+        self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
+
+
+def alone_statement(sys_db: SystemDatabase, checked: bool) -> sa.Executable:
+    """Postgres: INSERT … SELECT of a write's values (two arrays, unnested in order) at the stream's next
+    offsets, if `checked` only when the workflow's owner, its row locked FOR NO KEY UPDATE, is :owner.
+    As in the transaction this replaces, the lock comes first (the one-time filter's InitPlan) and is held
+    to the commit. The next offset is read in the statement's snapshot, taken before any wait: a write to
+    the same stream committed meanwhile makes this one collide on the offset's key, and try again (as
+    DBOS's does), never write over it. The StreamSink writes one workflow's stream a write at a time."""
+    streams = sys_db.tables.streams
+    wf = sa.bindparam("wf", type_=sa.Text)
+    key = sa.bindparam("key", type_=sa.Text)
+    texts = postgresql.ARRAY(sa.Text)
+    rows = sa.func.unnest(sa.bindparam("values", type_=texts), sa.bindparam("sers", type_=texts)).table_valued(
+        "value", "serialization", with_ordinality="n").render_derived()
+    last = sa.select(sa.func.coalesce(sa.func.max(streams.c.offset), -1)).where(
+        streams.c.workflow_uuid == wf, streams.c.key == key).scalar_subquery()
+    values = sa.select(wf, sa.bindparam("fid", type_=sa.Integer), key, rows.c.value, rows.c.serialization,
+                       last + rows.c.n).select_from(rows)
+    if checked:
+        values = values.where(locked_owner(sys_db, wf) == sa.bindparam("owner", type_=sa.Text))
+    return sa.insert(streams).from_select(["workflow_uuid", "function_id", "key", "value", "serialization", "offset"],
+                                          values)
 
 
 BATCH_MAX = 64  # writes in one transaction at most
