@@ -126,6 +126,12 @@ def dbos_config(url: str, executor: str) -> DBOSConfig:
         "notification_listener_polling_interval_sec": POLL_S,
         "max_executor_threads": MAX_EXECUTOR_THREADS,
     }
+    if sqlite_path(url) is None:
+        # no ping before each checkout either: on Postgres it is a round trip per step check, record and stream
+        # write (~0.6 ms of CPU a step). A connection the server dropped fails when used, and DBOS's retry takes
+        # a fresh one (tests/test_dbos_cut_connections.py); a NOTIFY flush it held is lost, and a front reads
+        # that write at its next notification or poll
+        config["db_engine_kwargs"] = {"pool_pre_ping": False}
     if sqlite_path(url) is not None:
         # no ping before each use of a pooled connection (DBOS's default, for a server that may have dropped it):
         # a file's connection cannot go stale, and a worker checks one out ~9 times per model call
