@@ -84,8 +84,12 @@ class RoundTrips:
     @property
     def url(self) -> str:
         """The target URL through the proxy, TLS and GSS encryption off."""
+        return self.through(self._target)
+
+    def through(self, url: str) -> str:
+        """`url` (a database of the same server) through the proxy, TLS and GSS encryption off."""
         assert self._server is not None
-        parts = urlsplit(self._target)
+        parts = urlsplit(url)
         port = self._server.sockets[0].getsockname()[1]
         netloc = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
         query = "&".join(q for q in (parts.query, "sslmode=disable&gssencmode=disable") if q)
