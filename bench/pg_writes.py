@@ -4,9 +4,10 @@
 `PostgresLog` (claim_request, admit, create_debate, set_message for the root; per round take_interjections,
 add_turn and set_message per seat, a summary's add_call; then add_notice, four judge add_calls, set_verdict,
 set_message, finish_debate: 24 writes for 2 rounds), with a think time between writes (the models streaming),
-while CPU-bound tasks keep the same event loop busy (a worker streaming a hundred debates). The load runs
-in a process of its own (bench/pg_writes_load.py), one per run, each on a fresh database of one server (the
-tests' embedded PostgreSQL, bench.pg). The variants are interleaved in one run:
+while CPU-bound tasks keep the same event loop busy (a worker streaming a hundred debates): by default they
+take half the loop's time and the writes' own CPU comes on top (~85 % in all); `--pause-ms 200` saturates
+it. The load runs in a process of its own (bench/pg_writes_load.py), one per run, each on a fresh database
+of one server (the tests' embedded PostgreSQL, bench.pg). The variants are interleaved in one run:
 
 - `after`: this tree, a write's statements sent in one pipeline;
 - `after, waited`: this tree with each statement waited for in turn, BEGIN and COMMIT included (the
@@ -19,7 +20,8 @@ latency and of its wait for a pooled connection, throughput, a debate's wall tim
 loop's lag (a `sleep(0)` every 20 ms), and the log's backends idle in a transaction or active
 (pg_stat_activity sampled every 50 ms).
 
-`python -m bench.pg_writes [--smoke] [--debates N] [--repeats K] [--before DIR]`; default ~45 s.
+`python -m bench.pg_writes [--smoke] [--debates N] [--repeats K] [--pause-ms MS] [--before DIR]`; default ~45 s,
+`--smoke` ~6 s (two children's start-ups and migrations: too slow for `make bench-smoke`).
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ def render(variants: list[Variant], measured: dict[str, Measured], settings: dic
                                                    for x in m))
     grid.add("write latency p50 / p99, ms", *(_pq(_writes(x.results)) for x in m))
     grid.add("  each run's p50, ms", *(", ".join(f"{percentile(_writes([r]), 50):.1f}" for r in x.results) for x in m))
-    for kind in ("add_call", "add_turn", "set_message"):
+    for kind in ("add_call", "add_turn", "set_message", "admit"):
         grid.add(f"  {kind} p50 / p99, ms", *(_pq(_writes(x.results, kind)) for x in m))
     grid.add("pool wait p50 / p99, ms", *(_pq(_pooled(x.results, "pool_wait_ms")) for x in m))
     grid.add("throughput, writes/s", *(f"{median([len(_writes([r])) / r['wall_s'] for r in x.results]):.0f}"
@@ -200,7 +202,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--think-ms", type=float, default=100.0, help="mean pause between a debate's writes")
     parser.add_argument("--busy", type=int, help="CPU-bound tasks on the load's loop (default 100)")
     parser.add_argument("--slice-ms", type=float, default=1.5, help="CPU each busy task burns between pauses")
-    parser.add_argument("--pause-ms", type=float, default=200.0, help="each busy task's mean pause")
+    parser.add_argument("--pause-ms", type=float, default=300.0,
+                        help="each busy task's mean pause (300: the busy tasks take half the loop; 200: ~3/4, which"
+                             " with the writes' own CPU saturates it)")
     parser.add_argument("--repeats", type=int, help="runs of each variant, interleaved (default 2)")
     parser.add_argument("--before", type=Path, metavar="DIR", help="also run the checkout in DIR, as `before`")
     args = parser.parse_args(argv)
