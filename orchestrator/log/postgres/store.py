@@ -119,7 +119,7 @@ class PgConn(Conn):
         if self._pipeline is not None:
             await self._answered(self._pipeline.sync())
 
-    async def _answered(self, waiting: Awaitable[None]) -> None:
+    async def _answered(self, waiting: Awaitable[Any]) -> None:
         try:
             await waiting
         except psycopg.errors.DivisionByZero as error:
@@ -151,7 +151,7 @@ class PgConn(Conn):
     async def executemany(self, sql: str, args: Sequence[Args]) -> None:
         if self._over:
             raise RuntimeError("the transaction has ended: nothing more can be sent in it")
-        await self.conn.cursor().executemany(_spelled(sql), [_clean(a) for a in args])
+        await self._answered(self.conn.cursor().executemany(_spelled(sql), [_clean(a) for a in args]))
 
     def time(self, ts: float | None) -> datetime | None:
         return to_time(ts)
