@@ -97,7 +97,7 @@ class PgConn(Conn):
         if self._leave is None or self._over:
             return
         self._over = True
-        await self.conn.execute("commit", prepare=False)
+        await self._answered(self.conn.execute("commit", prepare=False))  # answers may come in while it sends
         await self._answered(self._end_pipeline())
 
     async def abandon(self) -> None:
