@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -97,8 +97,8 @@ class PgConn(Conn):
         if self._leave is None or self._over:
             return
         self._over = True
-        await self._answered(self.conn.execute("commit", prepare=False))  # answers may come in while it sends
-        await self._answered(self._end_pipeline())
+        await self.conn.execute("commit", prepare=False)
+        await self._end_pipeline()
 
     async def abandon(self) -> None:
         """After an error: nothing the transaction sent stays."""
@@ -117,11 +117,13 @@ class PgConn(Conn):
     async def wait(self) -> None:
         """Everything sent so far answered (one round trip in a pipeline; outside one it is already)."""
         if self._pipeline is not None:
-            await self._answered(self._pipeline.sync())
+            await self._pipeline.sync()
 
-    async def _answered(self, waiting: Awaitable[Any]) -> None:
+    @contextlib.contextmanager
+    def locks_read(self) -> Iterator[None]:
+        """A `send_lock` that failed (whenever its answer came in) raises DebateNotFoundError."""
         try:
-            await waiting
+            yield
         except psycopg.errors.DivisionByZero as error:
             for cur, debate_id in self._sent:
                 if cur.pgresult is None:  # the first statement without an answer is the one that failed
@@ -138,12 +140,12 @@ class PgConn(Conn):
             raise RuntimeError("the transaction has ended: nothing more can be sent in it")
         cur = self.conn.cursor()
         self._sent.append((cur, debate_id))
-        await self._answered(cur.execute(_spelled(sql), _clean(args), prepare=prepare))
+        await cur.execute(_spelled(sql), _clean(args), prepare=prepare)
         return _Pending(self, cur)
 
     async def send_lock(self, debate_id: str) -> Sent:
         # an unknown debate divides by zero: the error fails the transaction in the server, so nothing sent
-        # after it applies, and `_answered` reads it as DebateNotFoundError
+        # after it applies, and `locks_read` reads it as DebateNotFoundError
         return await self._send("select max(status) as status, 1 / count(*) as found from"
                                 f" (select status from debates where id = :id{self.lock}) d",
                                 {"id": debate_id}, None, debate_id)
@@ -151,7 +153,7 @@ class PgConn(Conn):
     async def executemany(self, sql: str, args: Sequence[Args]) -> None:
         if self._over:
             raise RuntimeError("the transaction has ended: nothing more can be sent in it")
-        await self._answered(self.conn.cursor().executemany(_spelled(sql), [_clean(a) for a in args]))
+        await self.conn.cursor().executemany(_spelled(sql), [_clean(a) for a in args])
 
     def time(self, ts: float | None) -> datetime | None:
         return to_time(ts)
@@ -237,16 +239,17 @@ class PostgresLog(DebateLog):
             raise StoreClosedError()
         async with self._pool.connection(timeout=WAIT_S) as conn:
             c = PgConn(conn)
-            if not transaction:
-                return await fn(c)
-            try:
-                await c.begin()
-                result = await fn(c)
-                await c.commit()
-            except BaseException:
-                await c.abandon()
-                raise
-            return result
+            with c.locks_read():
+                if not transaction:
+                    return await fn(c)
+                try:
+                    await c.begin()
+                    result = await fn(c)
+                    await c.commit()
+                except BaseException:
+                    await c.abandon()
+                    raise
+                return result
 
     async def _write(self, fn: Op[T]) -> T:
         if self.readonly:
