@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.log import rows
-from orchestrator.log.dialect import Args, Conn
+from orchestrator.log.dialect import Args, Conn, Sent
 from orchestrator.log.records import (
     MIN_ID_PREFIX,
     AmbiguousIdError,
@@ -51,19 +52,31 @@ async def tally(c: Conn, debate_id: str) -> Tally:
     return Tally(debate_id=debate_id, counts=counts, total=sum(counts.values()))
 
 
-async def token_totals(c: Conn, debate_id: str) -> TokenTotals:
-    """Sums over the debate's turns; each turn's cost was estimated once, when it was logged."""
-    found = await c.rows("select cost_usd, input_tokens, output_tokens from turns where debate_id = :id",
-                         {"id": debate_id})
-    cost: float | None = 0.0
-    for r in found:
-        if r["cost_usd"] is None:
-            if r["input_tokens"] or r["output_tokens"]:  # a priced-unknown model that used tokens
-                cost = None
-        elif cost is not None:
-            cost += r["cost_usd"]
-    return TokenTotals(debate_id=debate_id, turns=len(found), input_tokens=sum(r["input_tokens"] or 0 for r in found),
-                       output_tokens=sum(r["output_tokens"] or 0 for r in found), cost_usd=cost)
+@dataclass
+class TurnTokens:
+    """The turns' tokens and costs of one debate, sent (`send_turn_tokens`)."""
+
+    debate_id: str
+    sent: Sent
+
+    async def totals(self) -> TokenTotals:
+        """Sums over the debate's turns; each turn's cost was estimated once, when it was logged."""
+        found = await self.sent.rows()
+        cost: float | None = 0.0
+        for r in found:
+            if r["cost_usd"] is None:
+                if r["input_tokens"] or r["output_tokens"]:  # a priced-unknown model that used tokens
+                    cost = None
+            elif cost is not None:
+                cost += r["cost_usd"]
+        return TokenTotals(debate_id=self.debate_id, turns=len(found),
+                           input_tokens=sum(r["input_tokens"] or 0 for r in found),
+                           output_tokens=sum(r["output_tokens"] or 0 for r in found), cost_usd=cost)
+
+
+async def send_turn_tokens(c: Conn, debate_id: str) -> TurnTokens:
+    return TurnTokens(debate_id, await c.send("select cost_usd, input_tokens, output_tokens from turns"
+                                              " where debate_id = :id", {"id": debate_id}))
 
 
 async def resolve_id(c: Conn, id_or_prefix: str, scope: Scope | None = None) -> str | None:

@@ -4,10 +4,11 @@ admission runs under its lock (writes.py `check_room`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.budgets import CallUsage, Reserved, SpentCall, check_budget, month_start, outstanding
-from orchestrator.log.dialect import Conn
+from orchestrator.log.dialect import Conn, Sent
 from orchestrator.providers.pricing import estimate_cost
 from orchestrator.quotas import Claim, Quota
 
@@ -38,29 +39,46 @@ async def spent_calls(c: Conn, since: float) -> list[SpentCall]:
     return [_spent_call(c, r) for r in await c.rows(_SPENT_SQL, {"since": c.time(since)})]
 
 
-async def _reserved(c: Conn, live_since: float) -> list[Reserved]:
-    found = await c.rows(_RESERVED_SQL, {"live_since": c.time(live_since)})
-    return [Reserved.model_validate(r | {"user": r["holder"], "since": c.epoch(r["held_since"])}) for r in found]
-
-
 def reservation(quota: Quota) -> float | None:
     """What an admission under `quota` reserves on its debate's row (None: no budget is set)."""
     return quota.estimated_usd if quota.budget is not None else None
 
 
-async def check_spend(c: Conn, quota: Quota, claim: Claim, at: float) -> None:
-    """Raise BudgetExceeded when the spend recorded in a budget's window, what running debates still hold
-    reserved, and this admission's estimate would pass it (the caller holds the admission lock)."""
+@dataclass
+class Spend:
+    """What a budget check reads, sent (`count_spend`; nothing when no budget is set)."""
+
+    c: Conn
+    quota: Quota
+    claim: Claim
+    at: float
+    calls: Sent | None = None
+    reserved: Sent | None = None
+
+    async def check(self) -> None:
+        """Raise BudgetExceeded when the spend recorded in a budget's window, what running debates still hold
+        reserved, and this admission's estimate would pass it (the caller holds the admission lock)."""
+        if self.quota.budget is None or self.calls is None or self.reserved is None:
+            return
+        calls = [_spent_call(self.c, r) for r in await self.calls.rows()]
+        reserved = [Reserved.model_validate(r | {"user": r["holder"], "since": self.c.epoch(r["held_since"])})
+                    for r in await self.reserved.rows()]
+        held = outstanding(reserved, calls, self.at)
+        check_budget(self.quota.budget, self.claim, self.quota.estimated_usd, calls + held, self.at)
+
+
+async def count_spend(c: Conn, quota: Quota, claim: Claim, at: float) -> Spend:
+    spend = Spend(c, quota, claim, at)
     if quota.budget is not None:
-        calls = await spent_calls(c, month_start(at))  # every window starts in this month
-        held = outstanding(await _reserved(c, at - quota.stale_after_s), calls, at)
-        check_budget(quota.budget, claim, quota.estimated_usd, calls + held, at)
+        spend.calls = await c.send(_SPENT_SQL, {"since": c.time(month_start(at))})  # every window starts this month
+        spend.reserved = await c.send(_RESERVED_SQL, {"live_since": c.time(at - quota.stale_after_s)})
+    return spend
 
 
 async def add_call(c: Conn, call: CallUsage) -> None:
     """A model call that is not a debater's turn, with its estimated cost; `attempt` keys it, so a write
     repeated is one row."""
-    await c.lock_debate(call.debate_id)
-    await c.insert("model_calls", call.model_dump() | {
+    await c.send_lock(call.debate_id)
+    await c.send_insert("model_calls", call.model_dump() | {
         "at": c.time(call.at), "cost_usd": estimate_cost(call.model, call.input_tokens, call.output_tokens),
     }, "on conflict (attempt) do nothing")

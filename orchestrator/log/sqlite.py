@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.log.dialect import Args, Conn
+from orchestrator.log.dialect import Answered, Args, Conn, Sent
 from orchestrator.log.protocol import DebateLog, Op
 from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import HitWhere, Scope, SearchHit, from_iso, to_iso
@@ -46,14 +46,11 @@ class SqliteConn(Conn):
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def rows(self, sql: str, args: Args | None = None, *, prepare: bool | None = None) -> list[dict[str, Any]]:
+    async def send(self, sql: str, args: Args | None = None, *, prepare: bool | None = None) -> Sent:
         cursor = self.db.conn.execute(_spelled(sql), args or {})
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-    async def values(self, sql: str, args: Args | None = None) -> list[Any]:
-        cursor = self.db.conn.execute(_spelled(sql), args or {})
-        return [r[0] for r in cursor.fetchall()] if cursor.description else []
+        if cursor.description is None:
+            return Answered([], [])
+        return Answered([d[0] for d in cursor.description], cursor.fetchall())
 
     async def executemany(self, sql: str, args: Sequence[Args]) -> None:
         self.db.conn.executemany(_spelled(sql), args)

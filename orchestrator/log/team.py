@@ -37,18 +37,20 @@ async def add_interjection(c: Conn, note: Interjection, max_waiting: int) -> int
 
 
 async def take_interjections(c: Conn, debate_id: str, round: int, limit: int) -> list[Interjection]:
-    await c.lock_debate(debate_id)
-    args = {"round": round, "debate_id": debate_id}
-    taken = await c.one("select count(*) from interjections where debate_id = :debate_id and round = :round", args)
-    if taken < limit:
-        # facts first (a continuation's one round must carry them), then the oldest
-        await c.values(
-            "update interjections set round = :round where id in (select id from interjections"
-            " where debate_id = :debate_id and round is null"
-            f" order by kind = 'facts' desc, at, {c.seq} limit :room)", args | {"room": limit - taken})
-    found = await c.rows("select * from interjections where debate_id = :debate_id and round = :round"
+    await c.send_lock(debate_id)
+    args = {"round": round, "debate_id": debate_id, "limit": limit}
+    # room: what `limit` leaves after the notes taken for this round already; facts first (a continuation's
+    # one round must carry them), then the oldest
+    await c.send(
+        "update interjections set round = :round where id in (select id from interjections"
+        " where debate_id = :debate_id and round is null"
+        f" order by kind = 'facts' desc, at, {c.seq} limit (select case when count(*) < :limit"
+        " then :limit - count(*) else 0 end from interjections where debate_id = :debate_id and round = :round))",
+        args)
+    found = await c.send("select * from interjections where debate_id = :debate_id and round = :round"
                          f" order by at, {c.seq}", args)
-    return [rows.interjection(r, c.epoch) for r in found]
+    await c.commit()
+    return [rows.interjection(r, c.epoch) for r in await found.rows()]
 
 
 async def interjections(c: Conn, debate_id: str) -> list[Interjection]:

@@ -4,23 +4,28 @@ Text arrives redacted (the engine redacts every event where it is emitted); the 
 A debate's writes may come twice (a durable debate's step runs again after a restart), so each is
 idempotent: a debate, a turn (by round, seat and kind), a notice (by level and text), a verdict (by
 number) and an ending each have one row. A write that checks before it writes locks the debate's row
-first (`Conn.lock_debate`), so two processes repeating one write cannot both insert it. Admission holds
-`Conn.lock_admission` while it counts: the global cap spans every workspace, so every admission (a start
-or a continuation, team.py), from any process, counts and takes its slot one at a time. The team's
+first (`Conn.send_lock`), so two processes repeating one write cannot both insert it; the check is a
+statement of its own after the lock (or the condition of the write), never inside the locking one. Admission
+holds `Conn.lock_admission` while it counts: the global cap spans every workspace, so every admission (a
+start or a continuation, team.py), from any process, counts and takes its slot one at a time. The team's
 writes (audience notes, continuations, channel settings) are in team.py.
+
+The writes of a debate's run (turns, calls, notices, verdicts, messages) send their statements and read
+nothing until they are all sent: one round trip each on Postgres (dialect.py).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.budgets import estimate_usd
-from orchestrator.log.dialect import Conn
+from orchestrator.log.dialect import Conn, Sent
 from orchestrator.log.jury import jury_columns
-from orchestrator.log.reads import scope_sql, tally, token_totals
+from orchestrator.log.reads import scope_sql, send_turn_tokens, tally
 from orchestrator.log.records import DebateNotFoundError, Scope, Tally
-from orchestrator.log.spend import check_spend, reservation
+from orchestrator.log.spend import Spend, count_spend, reservation
 from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
 from orchestrator.quotas import Claim, Quota, QuotaExceeded
@@ -41,16 +46,14 @@ def _debate_rows(c: Conn, spec: DebateSpec, at: float,
     return row, seats
 
 
-async def _insert_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None,
-                         reserved_usd: float | None = None) -> bool:
-    """Insert the debate and its seats (`reserved_usd`: what its admission reserved of a budget); False
-    when it is there already (nothing is written then)."""
+async def _send_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None, tail: str,
+                       reserved_usd: float | None = None) -> None:
+    """Send the debate's row (`tail`: what becomes of a row there already; `reserved_usd`: what its admission
+    reserved of a budget) and its seats' (a seat there already stays: the same spec's)."""
     row, seats = _debate_rows(c, spec, at, runner)
-    if not await c.insert("debates", row | {"reserved_usd": reserved_usd}, "on conflict (id) do nothing returning 1"):
-        return False
+    await c.send_insert("debates", row | {"reserved_usd": reserved_usd}, tail)
     for seat in seats:
-        await c.insert("seats", seat, "on conflict do nothing")
-    return True
+        await c.send_insert("seats", seat, "on conflict do nothing")
 
 
 # what a debate learns between its admission and its start (the thread under the root message it posted)
@@ -61,26 +64,69 @@ async def create_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None
     """Insert the debate (running, owned by `runner`) and its seats. When it is there already (admitted
     before its root message was posted, or a repeat) keep its status, creation time and runner, and
     fill in only where it landed."""
-    if not await _insert_debate(c, spec, at, runner):
-        row, _ = _debate_rows(c, spec, at, runner)
-        await c.update("debates", {"id": spec.id}, {k: row[k] for k in _FILLED_IN_AT_START if row[k] is not None})
+    row, _ = _debate_rows(c, spec, at, runner)
+    sets = ", ".join(f'"{k}" = excluded."{k}"' for k in _FILLED_IN_AT_START if row[k] is not None)
+    await _send_debate(c, spec, at, runner, f"on conflict (id) do update set {sets}" if sets
+                       else "on conflict (id) do nothing")
 
 
 async def admit(c: Conn, spec: DebateSpec, quota: Quota, at: float, runner: str | None) -> None:
     """Count what `quota` limits and insert the debate as running when every limit has room, under the
     admission lock; raises QuotaExceeded naming the first limit without room. A repeat is a no-op."""
     await c.lock_admission()
-    if await c.values("select 1 from debates where id = :id", {"id": spec.id}):
-        return
+    there = await c.send("select 1 from debates where id = :id", {"id": spec.id})
     claim = Claim(platform=spec.platform, workspace=spec.workspace, user=spec.requested_by, channel=spec.channel)
     quota = quota.for_cost(estimate_usd(spec)) if quota.budget is not None else quota
-    await check_room(c, quota, claim, at)
-    await _insert_debate(c, spec, at, runner, reservation(quota))
+    room = await count_room(c, quota, claim, at)  # sent with the lookup: one wait for both
+    if await there.values():
+        return
+    await room.check()
+    # only a `create_debate` of the same spec can insert it meanwhile (it takes no admission lock)
+    await _send_debate(c, spec, at, runner, "on conflict (id) do nothing", reservation(quota))
 
 
 async def check_room(c: Conn, quota: Quota, claim: Claim, at: float) -> None:
     """Raise QuotaExceeded naming the first of `quota`'s limits without room for `claim` (a start or a
-    continuation); the caller holds the admission lock, so nothing can take the room after.
+    continuation); the caller holds the admission lock, so nothing can take the room after."""
+    await (await count_room(c, quota, claim, at)).check()
+
+
+@dataclass
+class Room:
+    """What admission counts, sent together (`count_room`); `check` reads the answers in order."""
+
+    c: Conn
+    quota: Quota
+    at: float
+    mine: Sent | None
+    starts: Sent | None
+    in_channel: Sent | None
+    running: Sent
+    spend: Spend
+
+    async def check(self) -> None:
+        quota, at = self.quota, self.at
+        if self.mine is not None and quota.max_running_per_user is not None:
+            mine = await self.mine.values()
+            if len(mine) >= quota.max_running_per_user:
+                raise QuotaExceeded("user", quota.max_running_per_user, at=at, running=tuple(mine))
+        if self.starts is not None and quota.max_starts_per_user_hour is not None:
+            starts = [self.c.epoch(t) or 0.0 for t in await self.starts.values()]
+            allowed = quota.max_starts_per_user_hour
+            if len(starts) >= allowed:  # room again once all but allowed - 1 of them have left the window
+                raise QuotaExceeded("hourly", allowed, at=at, frees_at=starts[len(starts) - allowed] + quota.window_s)
+        if self.in_channel is not None and quota.max_running_per_channel is not None:
+            count = await self.in_channel.one()
+            if count >= quota.max_running_per_channel:
+                raise QuotaExceeded("channel", quota.max_running_per_channel, at=at, count=count)
+        count = await self.running.one()
+        if count >= quota.max_running:
+            raise QuotaExceeded("global", quota.max_running, at=at, count=count)
+        await self.spend.check()
+
+
+async def count_room(c: Conn, quota: Quota, claim: Claim, at: float) -> Room:
+    """Send every count `quota`'s limits need for `claim`, none waited for.
 
     A running debate holds its slot for whoever holds it (`held_by`: who started it, or who continued
     it last) since when (`held_since`), not for its requester since its creation; a start in the
@@ -90,28 +136,21 @@ async def check_room(c: Conn, quota: Quota, claim: Claim, at: float) -> None:
             "workspace": claim.workspace, "user": claim.user, "channel": claim.channel,
             "window_start": c.time(at - quota.window_s)}
     here = "platform = :platform and workspace is not distinct from :workspace"
+    mine = starts = in_channel = None
     if quota.max_running_per_user is not None and claim.user is not None:
-        mine = await c.values(f"select id from debates where {live} and {here} and held_by = :user"
-                              " order by held_since, id", args)
-        if len(mine) >= quota.max_running_per_user:
-            raise QuotaExceeded("user", quota.max_running_per_user, at=at, running=tuple(mine))
+        mine = await c.send(f"select id from debates where {live} and {here} and held_by = :user"
+                            " order by held_since, id", args)
     if quota.max_starts_per_user_hour is not None and claim.user is not None:
-        starts = [c.epoch(t) or 0.0 for t in await c.values(
+        starts = await c.send(
             f"select created_at from debates where {here} and requested_by = :user and created_at >= :window_start"
             " union all select c.at from continuations c join debates d on d.id = c.debate_id"
             " where d.platform = :platform and d.workspace is not distinct from :workspace"
-            " and c.requested_by = :user and c.at >= :window_start order by 1", args)]
-        allowed = quota.max_starts_per_user_hour
-        if len(starts) >= allowed:  # room again once all but allowed - 1 of them have left the window
-            raise QuotaExceeded("hourly", allowed, at=at, frees_at=starts[len(starts) - allowed] + quota.window_s)
+            " and c.requested_by = :user and c.at >= :window_start order by 1", args)
     if quota.max_running_per_channel is not None and claim.channel is not None:
-        count = await c.one(f"select count(*) from debates where {live} and {here} and channel = :channel", args)
-        if count >= quota.max_running_per_channel:
-            raise QuotaExceeded("channel", quota.max_running_per_channel, at=at, count=count)
-    count = await c.one(f"select count(*) from debates where {live}", args)
-    if count >= quota.max_running:
-        raise QuotaExceeded("global", quota.max_running, at=at, count=count)
-    await check_spend(c, quota, claim, at)
+        in_channel = await c.send(f"select count(*) from debates where {live} and {here} and channel = :channel",
+                                  args)
+    running = await c.send(f"select count(*) from debates where {live}", args)
+    return Room(c, quota, at, mine, starts, in_channel, running, await count_spend(c, quota, claim, at))
 
 
 async def add_turn(c: Conn, turn: Turn) -> int:
@@ -124,42 +163,45 @@ async def add_turn(c: Conn, turn: Turn) -> int:
         "cost_usd": estimate_cost(turn.model, turn.input_tokens, turn.output_tokens), "status": turn.status,
         "error": turn.error,
     }
-    await c.lock_debate(turn.debate_id)
-    found = await c.one("select id from turns where debate_id = :debate_id and round = :round and seat = :seat"
-                        " and kind is not distinct from :kind order by id limit 1", row)
-    if found is not None:
-        await c.update("turns", {"id": found}, row)
-        return int(found)
-    (turn_id,) = await c.insert("turns", row, "returning id")
-    return int(turn_id)
+    await c.send_lock(turn.debate_id)
+    same = "debate_id = :debate_id and round = :round and seat = :seat and kind is not distinct from :kind"
+    sets = ", ".join(f'"{k}" = :{k}' for k in row)
+    # under the lock, the insert sees what the update did: one of the two writes the turn
+    updated = await c.send(f"update turns set {sets} where id = (select id from turns where {same}"
+                           " order by id limit 1) returning id", row)
+    inserted = await c.send_insert("turns", row, "returning id", unless=f"select 1 from turns where {same}")
+    await c.commit()
+    turn_id = await updated.one()
+    return int(turn_id if turn_id is not None else await inserted.one())
 
 
 async def add_notice(c: Conn, debate_id: str, level: str, text: str, at: float) -> None:
     row = {"debate_id": debate_id, "at": c.time(at), "level": level, "text": text}
-    await c.lock_debate(debate_id)
+    await c.send_lock(debate_id)
     # the same words at the same level are the same notice (a repeated write, after a restart)
-    if not await c.values("select 1 from notices where debate_id = :debate_id and level is not distinct from :level"
-                          " and text = :text", row):
-        await c.insert("notices", row)
+    await c.send_insert("notices", row, unless="select 1 from notices where debate_id = :debate_id"
+                                               " and level is not distinct from :level and text = :text")
 
 
 async def set_verdict(c: Conn, debate_id: str, verdict: Verdict, at: float, number: int = 1) -> None:
     """Verdict `number` (1, then one per `continue`); a repeated write of that number replaces it in place
     (`on conflict do update`: its row, and so its search entry, stays)."""
-    await c.lock_debate(debate_id)
+    await c.send_lock(debate_id)
     row = {"debate_id": debate_id, "number": number, "winner": verdict.winner, "split": verdict.split,
            "reasoning": verdict.reasoning, "recommendation": verdict.recommendation, "consensus": verdict.consensus,
            "json": verdict.model_dump_json(), "at": c.time(at), **jury_columns(verdict)}
     sets = ", ".join(f"{k} = excluded.{k}" for k in row if k not in ("debate_id", "number"))
-    await c.insert("verdicts", row, f"on conflict (debate_id, number) do update set {sets}")
+    await c.send_insert("verdicts", row, f"on conflict (debate_id, number) do update set {sets}")
 
 
 async def finish_debate(c: Conn, debate_id: str, outcome: Outcome, at: float) -> None:
     """Record how the debate ended. Tokens and cost fall back to the sum over its turns."""
+    status = await c.send_lock(debate_id)
+    turns = await send_turn_tokens(c, debate_id)
     # a stop is final: a step of the stopped debate that was already running cannot undo it
-    if await c.lock_debate(debate_id) == "cancelled":
+    if await status.one() == "cancelled":
         return
-    totals = await token_totals(c, debate_id)
+    totals = await turns.totals()
     updates: dict[str, Any] = {
         "status": outcome.status, "finished_at": c.time(at), "rounds_completed": outcome.rounds_completed,
         "input_tokens": outcome.input_tokens or totals.input_tokens,
@@ -189,7 +231,7 @@ async def set_message(c: Conn, debate_id: str, key: str, platform: str, channel:
     row = {"debate_id": debate_id, "key": key, "platform": platform, "channel": channel, "message_id": message_id,
            "final": final}
     # `final` only goes up for the same message (a repeated or late write never reopens it)
-    await c.insert("messages", row, """
+    await c.send_insert("messages", row, """
         on conflict (debate_id, key) do update set platform = excluded.platform, channel = excluded.channel,
             final = case when messages.message_id = excluded.message_id then (messages.final or excluded.final)
                     else excluded.final end,
@@ -198,8 +240,10 @@ async def set_message(c: Conn, debate_id: str, key: str, platform: str, channel:
 
 async def claim_request(c: Conn, key: str, at: float, keep_s: float) -> bool:
     """True the first time `key` is claimed; keys older than `keep_s` are forgotten."""
-    await c.values("delete from request_keys where at < :before", {"before": c.time(at - keep_s)})
-    return bool(await c.insert("request_keys", {"key": key, "at": c.time(at)}, "on conflict do nothing returning 1"))
+    await c.send("delete from request_keys where at < :before", {"before": c.time(at - keep_s)})
+    claimed = await c.send_insert("request_keys", {"key": key, "at": c.time(at)}, "on conflict do nothing returning 1")
+    await c.commit()
+    return bool(await claimed.values())
 
 
 # -- the start-up sweep of debates whose process ended before logging their end ----------------------

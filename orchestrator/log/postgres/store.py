@@ -14,22 +14,30 @@ an empty log, and one with an older schema is refused with what to run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import AsyncConnection
-from psycopg.rows import dict_row
+from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from orchestrator.log.dialect import Args, Conn
+from orchestrator.log.dialect import Args, Conn, Sent
 from orchestrator.log.postgres import schema
 from orchestrator.log.postgres.search import search
 from orchestrator.log.protocol import DebateLog, Op
-from orchestrator.log.records import ReadOnlyLogError, Scope, SearchHit, StoreClosedError, StoreError
+from orchestrator.log.records import (
+    DebateNotFoundError,
+    ReadOnlyLogError,
+    Scope,
+    SearchHit,
+    StoreClosedError,
+    StoreError,
+)
 
 T = TypeVar("T")
 POOL_SIZE = 16
@@ -63,6 +71,9 @@ def _clean(args: Args | None) -> Args | None:
 
 
 class PgConn(Conn):
+    """A pooled connection in autocommit, each statement waited for; inside `begin` … `commit` (or
+    `abandon`), one transaction in pipeline mode, statements sent without waiting (../dialect.py)."""
+
     seq = "seq"
     lock = " for no key update"
     not_final = "not m.final"
@@ -71,19 +82,78 @@ class PgConn(Conn):
 
     def __init__(self, conn: AsyncConnection[Any]) -> None:
         self.conn = conn
+        self._pipeline: AsyncPipeline | None = None
+        self._leave: AsyncExitStack | None = None  # leaves pipeline mode: sends a Sync, reads every answer
+        self._over = False
+        self._sent: list[tuple[AsyncCursor[Any], str | None]] = []  # each statement, with its debate if a lock
 
-    async def rows(self, sql: str, args: Args | None = None, *, prepare: bool | None = None) -> list[dict[str, Any]]:
-        async with self.conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(_spelled(sql), _clean(args), prepare=prepare)
-            return await cur.fetchall()
+    async def begin(self) -> None:
+        leave = AsyncExitStack()
+        self._pipeline = await leave.enter_async_context(self.conn.pipeline())
+        self._leave = leave
+        await self.conn.execute("begin", prepare=False)
 
-    async def values(self, sql: str, args: Args | None = None) -> list[Any]:
-        cur = await self.conn.execute(_spelled(sql), _clean(args))
-        return [r[0] for r in await cur.fetchall()] if cur.description else []
+    async def commit(self) -> None:
+        if self._leave is None or self._over:
+            return
+        self._over = True
+        await self.conn.execute("commit", prepare=False)
+        await self._end_pipeline()
+
+    async def abandon(self) -> None:
+        """After an error: nothing the transaction sent stays."""
+        self._over = True
+        if self._leave is not None:
+            with contextlib.suppress(psycopg.Error):  # the error raised already is the one that counts
+                await self._end_pipeline()
+        with contextlib.suppress(psycopg.Error):  # a broken connection: the pool replaces it
+            await self.conn.rollback()
+
+    async def _end_pipeline(self) -> None:
+        leave, self._leave, self._pipeline = self._leave, None, None
+        if leave is not None:
+            await leave.aclose()
+
+    async def wait(self) -> None:
+        """Everything sent so far answered (one round trip in a pipeline; outside one it is already)."""
+        if self._pipeline is not None:
+            await self._pipeline.sync()
+
+    @contextlib.contextmanager
+    def locks_read(self) -> Iterator[None]:
+        """A `send_lock` that failed (whenever its answer came in) raises DebateNotFoundError."""
+        try:
+            yield
+        except psycopg.errors.DivisionByZero as error:
+            for cur, debate_id in self._sent:
+                if cur.pgresult is None:  # the first statement without an answer is the one that failed
+                    if debate_id is not None:
+                        raise DebateNotFoundError(debate_id) from error
+                    break
+            raise
+
+    async def send(self, sql: str, args: Args | None = None, *, prepare: bool | None = None) -> Sent:
+        return await self._send(sql, args, prepare)
+
+    async def _send(self, sql: str, args: Args | None, prepare: bool | None, debate_id: str | None = None) -> Sent:
+        if self._over:
+            raise RuntimeError("the transaction has ended: nothing more can be sent in it")
+        cur = self.conn.cursor()
+        self._sent.append((cur, debate_id))
+        await cur.execute(_spelled(sql), _clean(args), prepare=prepare)
+        return _Pending(self, cur)
+
+    async def send_lock(self, debate_id: str) -> Sent:
+        # an unknown debate divides by zero: the error fails the transaction in the server, so nothing sent
+        # after it applies, and `locks_read` reads it as DebateNotFoundError
+        return await self._send("select max(status) as status, 1 / count(*) as found from"
+                                f" (select status from debates where id = :id{self.lock}) d",
+                                {"id": debate_id}, None, debate_id)
 
     async def executemany(self, sql: str, args: Sequence[Args]) -> None:
-        async with self.conn.cursor() as cur:
-            await cur.executemany(_spelled(sql), [_clean(a) for a in args])
+        if self._over:
+            raise RuntimeError("the transaction has ended: nothing more can be sent in it")
+        await self.conn.cursor().executemany(_spelled(sql), [_clean(a) for a in args])
 
     def time(self, ts: float | None) -> datetime | None:
         return to_time(ts)
@@ -92,15 +162,28 @@ class PgConn(Conn):
         return None if value is None else float(value.timestamp())
 
     async def lock_admission(self) -> None:
-        await self.conn.execute("select pg_advisory_xact_lock(%s)", [ADMISSION_LOCK])
+        await self.send("select pg_advisory_xact_lock(:lock)", {"lock": ADMISSION_LOCK})
 
     async def ids_written(self, tables: Sequence[str]) -> None:
         for table in tables:  # the identity sequences move past the ids written explicitly
-            await self.conn.execute(f"select setval(pg_get_serial_sequence('{table}', 'id'),"
-                                    f" greatest((select max(id) from {table}), 1))")
+            await self.send(f"select setval(pg_get_serial_sequence('{table}', 'id'),"
+                            f" greatest((select max(id) from {table}), 1))")
 
     async def search(self, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
         return await search(self, self.conn, query, limit, scope)
+
+
+class _Pending(Sent):
+    def __init__(self, owner: PgConn, cur: AsyncCursor[Any]) -> None:
+        self.owner = owner
+        self.cur = cur
+
+    async def answer(self) -> tuple[list[str], Sequence[Sequence[Any]]]:
+        if self.cur.pgresult is None:
+            await self.owner.wait()
+        if self.cur.description is None:
+            return [], []
+        return [column.name for column in self.cur.description], await self.cur.fetchall()
 
 
 class PostgresLog(DebateLog):
@@ -155,10 +238,18 @@ class PostgresLog(DebateLog):
         if self._pool is None:
             raise StoreClosedError()
         async with self._pool.connection(timeout=WAIT_S) as conn:
-            if not transaction:
-                return await fn(PgConn(conn))
-            async with conn.transaction():
-                return await fn(PgConn(conn))
+            c = PgConn(conn)
+            with c.locks_read():
+                if not transaction:
+                    return await fn(c)
+                try:
+                    await c.begin()
+                    result = await fn(c)
+                    await c.commit()
+                except BaseException:
+                    await c.abandon()
+                    raise
+                return result
 
     async def _write(self, fn: Op[T]) -> T:
         if self.readonly:
