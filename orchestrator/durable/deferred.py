@@ -38,23 +38,30 @@ def _workflow() -> str:
     return DBOS.workflow_id or ""
 
 
+def _current() -> Waiting | None:
+    """This task's waiting deliveries, when they belong to the workflow running now."""
+    waiting = _waiting.get()
+    return waiting if waiting is not None and waiting.owner == _workflow() else None
+
+
 def here() -> Waiting:
     """This sequence's waiting deliveries (a task's own context: a workflow's, or one branch's)."""
-    waiting = _waiting.get()
-    if waiting is None or waiting.owner != _workflow():
+    waiting = _current()
+    if waiting is None:
         waiting = Waiting(_workflow())
         _waiting.set(waiting)
     return waiting
 
 
 def any_waiting() -> bool:
-    waiting = _waiting.get()
-    return waiting is not None and waiting.owner == _workflow() and bool(waiting.deliveries)
+    waiting = _current()
+    return waiting is not None and bool(waiting.deliveries)
 
 
 def take() -> list[Delivery]:
     """The deliveries for the step being called, no longer waiting."""
-    return here().take() if any_waiting() else []
+    waiting = _current()
+    return waiting.take() if waiting is not None else []
 
 
 def start_branch(inherited: list[Delivery]) -> None:

@@ -132,12 +132,15 @@ class PgConn(Conn):
                     break
             raise
 
+    def _still_open(self) -> None:
+        if self._over:
+            raise RuntimeError("the transaction has ended: nothing more can be sent in it")
+
     async def send(self, sql: str, args: Args | None = None, *, prepare: bool | None = None) -> Sent:
         return await self._send(sql, args, prepare)
 
     async def _send(self, sql: str, args: Args | None, prepare: bool | None, debate_id: str | None = None) -> Sent:
-        if self._over:
-            raise RuntimeError("the transaction has ended: nothing more can be sent in it")
+        self._still_open()
         cur = self.conn.cursor()
         self._sent.append((cur, debate_id))
         await cur.execute(_spelled(sql), _clean(args), prepare=prepare)
@@ -151,8 +154,7 @@ class PgConn(Conn):
                                 {"id": debate_id}, None, debate_id)
 
     async def executemany(self, sql: str, args: Sequence[Args]) -> None:
-        if self._over:
-            raise RuntimeError("the transaction has ended: nothing more can be sent in it")
+        self._still_open()
         await self.conn.cursor().executemany(_spelled(sql), [_clean(a) for a in args])
 
     def time(self, ts: float | None) -> datetime | None:
