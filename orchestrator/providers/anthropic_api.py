@@ -134,7 +134,7 @@ class AnthropicProvider:
                 api = self._client.messages.with_streaming_response
                 async with api.create(**kwargs, stream=True) as response:
                     streaming = True
-                    chunks = response.iter_bytes()
+                    chunks = sse.body(response)
                     done = False
                     async with aclosing(sse.events(chunks)) as events:
                         async for event, data in events:

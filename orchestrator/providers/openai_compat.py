@@ -126,7 +126,7 @@ class OpenAICompatProvider:
                 api = self._client.chat.completions.with_streaming_response
                 async with api.create(**self._request(call)) as response:
                     streaming = True
-                    chunks = response.iter_bytes()
+                    chunks = sse.body(response)
                     done = False
                     async with aclosing(sse.events(chunks)) as events:
                         async for event, data in events:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -116,6 +117,30 @@ class Decoder:
     def end(self) -> list[tuple[str, str]]:
         """Events completed by a CR that ended the body; an event still missing its blank line is dropped."""
         return self.feed(b"", final=True) if self._pending.endswith(b"\r") else []
+
+
+def body(response: Any) -> AsyncIterator[bytes]:
+    """The bytes of an SDK's streaming response (`with_streaming_response`) as they arrive.
+
+    Over the SDKs' aiohttp transport (orchestrator/providers/http.py) they come straight from aiohttp's
+    reader, whatever has arrived in one piece, with aiohttp's errors mapped to httpx2's as the transport
+    maps them. The SDK's `iter_bytes` passes each piece through five generators (the SDK's, httpx2's
+    decoded and raw bytes and timer, the transport's), which cost a streamed answer more CPU than parsing it.
+    A body with a content encoding, or another transport, is read through the SDK."""
+    http = response.http_response
+    stream = getattr(http.stream, "_stream", http.stream)  # inside httpx2's BoundAsyncStream (its timer)
+    raw = getattr(stream, "_aiohttp_response", None)
+    transport = sys.modules.get(type(stream).__module__)
+    errors = getattr(transport, "map_aiohttp_exceptions", None)
+    if raw is None or errors is None or http.headers.get("content-encoding", "identity").lower() != "identity":
+        return response.iter_bytes()
+    return _arrived(raw, errors)
+
+
+async def _arrived(raw: Any, errors: Any) -> AsyncIterator[bytes]:
+    with errors():
+        async for chunk in raw.content.iter_any():
+            yield chunk
 
 
 async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, str]]:
