@@ -284,13 +284,14 @@ def test_sse_stream_error_quotes_only_a_safe_code() -> None:
 # ---- bodies the fake server does not send, from a raw SSE endpoint ----
 
 
-async def _raw_server(body: bytes, stall_s: float = 0.0) -> tuple[web.AppRunner, str]:
+async def _raw_server(body: bytes, stall_s: float = 0.0,
+                      headers: dict[str, str] | None = None) -> tuple[web.AppRunner, str]:
     """POST /v1/chat/completions answers 200 with `body` as an event stream (two writes, split mid-way,
-    with `stall_s` of silence between them)."""
+    with `stall_s` of silence between them; `headers` added to the response's)."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
         await request.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", **(headers or {})})
         await resp.prepare(request)
         half = len(body) // 2
         await resp.write(body[:half])

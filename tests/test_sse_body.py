@@ -8,7 +8,6 @@ import gzip
 import json
 
 import pytest
-from aiohttp import web
 from anthropic._response import AsyncAPIResponse as AnthropicResponse
 from openai._response import AsyncAPIResponse as OpenAIResponse
 
@@ -17,6 +16,7 @@ from orchestrator.providers.anthropic_api import AnthropicProvider
 from orchestrator.providers.base import Message, ModelCall
 from orchestrator.providers.openai_compat import OpenAICompatProvider
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.test_providers_openai import _raw_server
 
 KEY = "sk-test-KEY-0123456789"
 
@@ -76,18 +76,7 @@ async def test_a_gzipped_event_stream_is_decoded_through_the_sdk(monkeypatch: py
     chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
 
-    async def handler(request: web.Request) -> web.Response:
-        await request.read()
-        return web.Response(body=gzip.compress(body.encode()),
-                            headers={"Content-Type": "text/event-stream", "Content-Encoding": "gzip"})
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    runner, url = await _raw_server(gzip.compress(body.encode()), headers={"Content-Encoding": "gzip"})
     provider = OpenAICompatProvider(provider_spec("vllm"), api_key=KEY, base_url=url, max_retries=0)
     try:
         result = await provider.complete(_call("m"))

@@ -125,7 +125,7 @@ def body(response: Any) -> AsyncIterator[bytes]:
     Over the SDKs' aiohttp transport (orchestrator/providers/http.py) they come straight from aiohttp's
     reader, whatever has arrived in one piece, with aiohttp's errors mapped to httpx2's as the transport
     maps them. The SDK's `iter_bytes` passes each piece through five generators (the SDK's, httpx2's
-    decoded and raw bytes and timer, the transport's), which cost a streamed answer more CPU than parsing it.
+    decoded and raw bytes and timer, the transport's): 6–13 % of a streamed call's CPU (bench.provider_read).
     A body with a content encoding, or another transport, is read through the SDK."""
     http = response.http_response
     stream = getattr(http.stream, "_stream", http.stream)  # inside httpx2's BoundAsyncStream (its timer)
