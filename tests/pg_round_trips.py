@@ -1,4 +1,4 @@
-"""A TCP proxy in front of a PostgreSQL server that counts the round trips its clients make.
+"""A TCP proxy in front of a PostgreSQL server that counts the round trips its clients make, and the statements.
 
 A round trip is a message the server answers with ReadyForQuery, which psycopg always waits for: Sync (the
 end of a statement outside a pipeline, and of each batch a pipeline sends) and Query (the simple protocol:
@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 WAITED_FOR = {ord("S"), ord("Q")}  # Sync, Query
+STATEMENTS = {ord("E"), ord("Q")}  # Execute (the extended protocol), Query (the simple one): one statement each
 _NEGOTIATIONS = {80877103, 80877104}  # SSLRequest, GSSENCRequest: a one-byte answer, then the startup message
 
 
@@ -47,8 +48,9 @@ class _Reader:
             length = int.from_bytes(self.buffer[start + 1:start + 5], "big")
             if len(self.buffer) - start < 1 + length:
                 break
-            if self.buffer[start] in WAITED_FOR:
-                self.counter.add()
+            kind = self.buffer[start]
+            if kind in WAITED_FOR or kind in STATEMENTS:
+                self.counter.add(waited=kind in WAITED_FOR, statement=kind in STATEMENTS)
             start += 1 + length
         del self.buffer[:start]
 
@@ -60,6 +62,7 @@ class RoundTrips:
         self.host = host
         self.port = port
         self.count = 0
+        self.statements = 0  # statements executed (a pipeline's BEGIN and COMMIT count, like any)
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None
@@ -95,9 +98,10 @@ class RoundTrips:
         query = "&".join(q for q in (parts.query, "sslmode=disable&gssencmode=disable") if q)
         return urlunsplit((parts.scheme, f"{netloc}127.0.0.1:{port}", parts.path, query, parts.fragment))
 
-    def add(self) -> None:
+    def add(self, *, waited: bool, statement: bool) -> None:
         with self._lock:
-            self.count += 1
+            self.count += waited
+            self.statements += statement
 
     async def _serve(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
         try:

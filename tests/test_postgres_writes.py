@@ -88,6 +88,24 @@ async def test_each_hot_path_write_costs_its_round_trips(trips: RoundTrips) -> N
     assert record.input_tokens == 10 and record.verdict is not None and record.verdict.winner == "A"
 
 
+async def test_a_one_statement_write_runs_without_a_transaction_around_it(trips: RoundTrips) -> None:
+    spec = make_spec("challenge")
+    async with PostgresLog(trips.url) as log:
+        await log.create_debate(spec)
+        before, statements = trips.count, trips.statements
+        await log.set_message(spec.id, "root", "slack", "C1", "171.0")
+        costs = (trips.count - before, trips.statements - statements)
+        before, statements = trips.count, trips.statements
+        await log.set_message(spec.id, "root", "slack", "C1", "171.0", final=True)  # the upsert: final goes up
+        again = (trips.count - before, trips.statements - statements)
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):  # an unknown debate: refused, and nothing stays
+            await log.set_message("no-such-debate", "root", "slack", "C1", "171.9")
+        messages = await log.messages(spec.id)
+        left = await log.messages("no-such-debate")
+    assert costs == again == (1, 1)  # no BEGIN, no COMMIT: the upsert alone
+    assert [(m.key, m.message_id, m.final) for m in messages.values()] == [("root", "171.0", True)] and not left
+
+
 def _holding_the_row(url: str, debate_id: str) -> psycopg.Connection[Any]:
     """A connection (in a transaction) holding the debate's row the way a long write of another process would."""
     holder = psycopg.connect(url)

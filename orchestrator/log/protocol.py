@@ -59,6 +59,11 @@ class DebateLog(ABC):
         transaction around it."""
         return await self._read(fn, empty)
 
+    async def _write_one_statement(self, fn: Op[T]) -> T:
+        """A write that is one statement (atomic on its own): `_write`, where a log can spare the
+        transaction around it."""
+        return await self._write(fn)
+
     async def __aenter__(self) -> Self:
         await self.start()
         return self
@@ -115,7 +120,8 @@ class DebateLog(ABC):
                           *, final: bool = False) -> None:
         """Remember which platform message `key` (e.g. "root", "turn:2:B") became; `final` once it shows
         its final text (that sticks until the key names another message)."""
-        await self._write(lambda c: writes.set_message(c, debate_id, key, platform, channel, message_id, final))
+        await self._write_one_statement(
+            lambda c: writes.set_message(c, debate_id, key, platform, channel, message_id, final))
 
     async def claim_request(self, key: str, *, keep_s: float = 86_400.0) -> bool:
         """True the first time `key` (a platform's request id) is claimed; False for any repeat."""

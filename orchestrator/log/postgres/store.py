@@ -258,6 +258,14 @@ class PostgresLog(DebateLog):
             raise ReadOnlyLogError()
         return await self._run(fn)
 
+    async def _write_one_statement(self, fn: Op[T]) -> T:
+        """In autocommit: one round trip, where BEGIN, the statement and COMMIT in a pipeline are one
+        round trip too but three statements and psycopg's pipeline mode around them (a front records
+        every message it posts)."""
+        if self.readonly:
+            raise ReadOnlyLogError()
+        return await self._run(fn, transaction=False)
+
     async def _read(self, fn: Op[T], empty: T) -> T:
         if self._empty and self._pool is not None:
             return empty
