@@ -88,7 +88,17 @@ async def test_each_hot_path_write_costs_its_round_trips(trips: RoundTrips) -> N
     assert record.input_tokens == 10 and record.verdict is not None and record.verdict.winner == "A"
 
 
-async def test_a_one_statement_write_runs_without_a_transaction_around_it(trips: RoundTrips) -> None:
+# the reads a front makes for each debate it starts or posts to, each one statement
+ONE_STATEMENT_READS: dict[str, Write] = {
+    "channel_defaults": lambda log, d: log.channel_defaults("slack", "T1", "C1"),
+    "find_by_message": lambda log, d: log.find_by_message("slack", "C1", "171.0"),
+    "get_message": lambda log, d: log.get_message(d, "root"),
+    "messages": lambda log, d: log.messages(d),
+    "tally": lambda log, d: log.tally(d),
+}
+
+
+async def test_one_statement_writes_and_reads_run_without_a_transaction_around_them(trips: RoundTrips) -> None:
     spec = make_spec("challenge")
     async with PostgresLog(trips.url) as log:
         await log.create_debate(spec)
@@ -100,9 +110,15 @@ async def test_a_one_statement_write_runs_without_a_transaction_around_it(trips:
         again = (trips.count - before, trips.statements - statements)
         with pytest.raises(psycopg.errors.ForeignKeyViolation):  # an unknown debate: refused, and nothing stays
             await log.set_message("no-such-debate", "root", "slack", "C1", "171.9")
+        reads: dict[str, tuple[int, int]] = {}
+        for name, read in ONE_STATEMENT_READS.items():
+            before, statements = trips.count, trips.statements
+            await read(log, spec.id)
+            reads[name] = (trips.count - before, trips.statements - statements)
         messages = await log.messages(spec.id)
         left = await log.messages("no-such-debate")
     assert costs == again == (1, 1)  # no BEGIN, no COMMIT: the upsert alone
+    assert reads == dict.fromkeys(ONE_STATEMENT_READS, (1, 1))
     assert [(m.key, m.message_id, m.final) for m in messages.values()] == [("root", "171.0", True)] and not left
 
 

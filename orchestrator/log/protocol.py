@@ -173,7 +173,8 @@ class DebateLog(ABC):
 
     async def channel_defaults(self, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:
         """What the channel's admins set (`ChannelDefaults()` when nothing was)."""
-        return await self._read(lambda c: team.channel_defaults(c, platform, workspace, channel), ChannelDefaults())
+        return await self._read_one_statement(lambda c: team.channel_defaults(c, platform, workspace, channel),
+                                              ChannelDefaults())
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -188,13 +189,14 @@ class DebateLog(ABC):
     async def find_by_message(
         self, platform: str, channel: str, message_id: str, scope: Scope | None = None
     ) -> str | None:
-        return await self._read(lambda c: reads.find_by_message(c, platform, channel, message_id, scope), None)
+        return await self._read_one_statement(
+            lambda c: reads.find_by_message(c, platform, channel, message_id, scope), None)
 
     async def get_message(self, debate_id: str, key: str) -> str | None:
-        return await self._read(lambda c: reads.get_message(c, debate_id, key), None)
+        return await self._read_one_statement(lambda c: reads.get_message(c, debate_id, key), None)
 
     async def messages(self, debate_id: str) -> dict[str, MessageRecord]:
-        return await self._read(lambda c: reads.messages(c, debate_id), {})
+        return await self._read_one_statement(lambda c: reads.messages(c, debate_id), {})
 
     async def threads_to_resume(self, platform: str, root_key: str) -> list[str]:
         return await self._read(lambda c: reads.threads_to_resume(c, platform, root_key), [])
@@ -205,7 +207,7 @@ class DebateLog(ABC):
         return await self._read(lambda c: renderers.live_threads(c, platform, root_keys), [])
 
     async def tally(self, debate_id: str) -> Tally:
-        return await self._read(lambda c: reads.tally(c, debate_id), Tally(debate_id=debate_id))
+        return await self._read_one_statement(lambda c: reads.tally(c, debate_id), Tally(debate_id=debate_id))
 
     # -- the debate page's key (page_keys.py): made on first use; `renew` replaces it (old links 404)
     async def page_token(self, debate_id: str, *, renew: bool = False) -> str:
