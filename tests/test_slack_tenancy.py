@@ -113,6 +113,15 @@ async def test_a_debate_records_its_workspace_and_whether_its_channel_is_private
     assert asked.count("C1") == 1, "a channel's privacy is cached"
 
 
+async def test_a_burst_of_commands_from_a_new_channel_asks_its_privacy_once(bot: SlackBot, peer: SlackAPIPeer) -> None:
+    await asyncio.gather(*(ask(bot, peer, f"Tabs or spaces, take {n}? --rounds 1", channel="C5", user=f"U{n}")
+                           for n in range(3)))  # a channel's quota: 3 running at once
+    await bot.settle()
+    started = [s for s in await bot.core.store.history(100) if s.channel == "C5"]
+    assert len(started) == 3 and not any(s.channel_private for s in started)
+    assert [c.params["channel"] for c in peer.of("conversations.info")] == ["C5"]
+
+
 # -- who sees what ----------------------------------------------------------------------------------
 
 

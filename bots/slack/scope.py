@@ -4,18 +4,17 @@ Every read from chat passes the log a `Scope` built here from the invocation (te
 it came from, that channel's privacy), so the log filters inside the query: debates of public
 channels of the same workspace, plus those of the asker's own channel. App Home is in no channel and
 sees only public ones. A channel's privacy comes from `conversations.info`, cached per channel for a
-few minutes; a DM (`D…`) is private without asking, and a channel Slack will not describe counts as
-private (the safe side: its debates are then recalled only from inside it). Stopping a debate is for
-its requester and for workspace admins and owners, and changing a channel's defaults for admins and
-owners only. An audience note is signed with the author's display name as Slack shows it (the profile's
-display name, else the real name, else the user id). Both come from one `users.info` per user, remembered
-for a minute (`SlackUsers`): a demoted admin loses the power within that.
+few minutes, and asked once for a burst of commands (bots/remembered.py); a DM (`D…`) is private
+without asking, and a channel Slack will not describe counts as private (the safe side: its debates
+are then recalled only from inside it). Stopping a debate is for its requester and for workspace
+admins and owners, and changing a channel's defaults for admins and owners only. An audience note is
+signed with the author's display name as Slack shows it (the profile's display name, else the real
+name, else the user id). Both come from one `users.info` per user, remembered for a minute
+(`SlackUsers`): a demoted admin loses the power within that.
 """
-
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.remembered import Remembered
 from bots.slack.surface import PLATFORM
 from orchestrator.log import DebateRecord, Scope
 
@@ -37,27 +37,25 @@ class ChannelPrivacy:
     """Whether a channel is private (a private channel, a group DM or a DM), remembered for `ttl` seconds."""
 
     ttl: float = PRIVACY_TTL_S
-    _known: dict[tuple[str | None, str], tuple[bool, float]] = field(default_factory=dict)
+    _known: Remembered[tuple[str | None, str], bool] = field(default_factory=Remembered)
 
     async def is_private(self, client: AsyncWebClient, team_id: str | None, channel_id: str) -> bool:
         if channel_id.startswith("D"):
             return True
-        key = (team_id, channel_id)
-        known = self._known.get(key)
-        now = time.monotonic()
-        if known is not None and now - known[1] < self.ttl:
-            return known[0]
+        private = await self._known.get((team_id, channel_id), lambda: self._ask(client, channel_id), self.ttl)
+        return True if private is None else private
+
+    @staticmethod
+    async def _ask(client: AsyncWebClient, channel_id: str) -> bool | None:
         try:
             response = await client.conversations_info(channel=channel_id)
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
             # not described (no scope, not a member, Slack unreachable): counted private, not cached
             error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
             log.info("slack: conversations.info %s failed (%s); treating it as private", channel_id, error)
-            return True
+            return None
         info = response.get("channel") or {}
-        private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
-        self._known[key] = (private, now)
-        return private
+        return bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
 
 
 @dataclass
@@ -66,7 +64,7 @@ class SlackUsers:
     that signs their notes, whether they are an admin. A failed lookup is not remembered."""
 
     ttl: float = USER_TTL_S
-    _known: dict[tuple[str | None, str], tuple[dict[str, Any], float]] = field(default_factory=dict)
+    _known: Remembered[tuple[str | None, str], dict[str, Any]] = field(default_factory=Remembered)
 
     async def name(self, client: AsyncWebClient, team_id: str | None, user_id: str) -> str:
         """Their display name as the channel shows it; the user id when Slack will not say."""
@@ -86,20 +84,17 @@ class SlackUsers:
             client, team_id, user_id)
 
     async def _user(self, client: AsyncWebClient, team_id: str | None, user_id: str) -> dict[str, Any] | None:
-        key = (team_id, user_id)
-        known = self._known.get(key)
-        now = time.monotonic()
-        if known is not None and now - known[1] < self.ttl:
-            return known[0]
+        return await self._known.get((team_id, user_id), lambda: self._ask(client, user_id), self.ttl)
+
+    @staticmethod
+    async def _ask(client: AsyncWebClient, user_id: str) -> dict[str, Any] | None:
         try:
             response = await client.users_info(user=user_id)
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
             log.info("slack: users.info %s failed (%s)", user_id,
                      exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__)
             return None
-        user = response.get("user") or {}
-        self._known[key] = (user, now)
-        return user
+        return dict(response.get("user") or {})
 
 
 def channel_scope(team_id: str | None, channel_id: str, private: bool) -> Scope:
