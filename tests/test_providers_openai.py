@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.config import Settings
 from orchestrator.providers import budget, endpoint_for, provider_spec, sse
@@ -460,3 +462,27 @@ async def test_the_messages_reach_the_peer_without_the_sdk_walking_them(llm_serv
     assert llm_server.requests[0].messages == [
         {"role": "system", "content": "You are a careful debater."}, {"role": "user", "content": long}]
     assert walked == [[]]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(value=JSON_VALUES, before=st.sampled_from(["", " ", "\n", "x"]),
+       after=st.sampled_from(["", " ", "\t", "}", ","]))
+def test_sse_loads_reads_an_events_data_as_json_loads_does(value: object, before: str, after: str) -> None:
+    data = before + json.dumps(value, ensure_ascii=False) + after
+    try:
+        expected: object = json.loads(data)
+    except json.JSONDecodeError:
+        expected = sse.MalformedStream
+    if expected is not sse.MalformedStream and not isinstance(expected, dict):
+        expected = sse.MalformedStream
+    try:
+        got: object = sse.loads(data)
+    except sse.MalformedStream:
+        got = sse.MalformedStream
+    assert got == expected

@@ -36,12 +36,22 @@ class StreamError(Exception):
         self.code = code
 
 
+_scan = json.JSONDecoder().scan_once  # the C scanner behind json.loads
+
+
 def loads(data: str) -> dict[str, Any]:
-    """One event's data as a JSON object."""
+    """One event's data as a JSON object. An event's data is one bare JSON value, so the scanner reads it
+    straight (half of `json.loads`'s cost per event: its two whitespace regexes and two calls around it);
+    anything else, whitespace around it or not JSON at all, goes through `json.loads`, which decides."""
     try:
-        value = json.loads(data)
-    except json.JSONDecodeError:
-        raise MalformedStream("not JSON") from None
+        value, end = _scan(data, 0)
+    except (StopIteration, json.JSONDecodeError):
+        end = -1
+    if end != len(data):
+        try:
+            value = json.loads(data)
+        except json.JSONDecodeError:
+            raise MalformedStream("not JSON") from None
     if not isinstance(value, dict):
         raise MalformedStream("not a JSON object")
     return value
