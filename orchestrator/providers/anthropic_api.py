@@ -136,44 +136,39 @@ class AnthropicProvider:
                     streaming = True
                     chunks = sse.body(response)
                     done = False
-                    gathered = sse.Gathered(on_delta)
-                    async with aclosing(sse.batches(chunks)) as batches:
-                        async for batch in batches:
-                            for event, data in batch:
-                                if event == "ping":
-                                    continue
-                                payload = sse.loads(data)
-                                kind = payload.get("type") or event
-                                if kind == "content_block_delta":
-                                    delta = payload.get("delta")
-                                    kind_of = delta.get("type") if isinstance(delta, dict) else None
-                                    if isinstance(delta, dict) and kind_of in ("text_delta", "input_json_delta"):
-                                        text = delta.get("text" if kind_of == "text_delta" else "partial_json")
-                                        if text and isinstance(text, str):
-                                            parts.append(text)
-                                            gathered.add(text)
-                                elif kind == "message_start":
-                                    message = payload.get("message")
-                                    usage = message.get("usage") if isinstance(message, dict) else None
-                                    input_tokens = _count(usage, "input_tokens") or input_tokens
-                                    output_tokens = _count(usage, "output_tokens") or output_tokens
-                                elif kind == "message_delta":
-                                    delta = payload.get("delta")
-                                    reason = delta.get("stop_reason") if isinstance(delta, dict) else None
-                                    if reason and isinstance(reason, str):
-                                        stop_reason = reason
-                                    usage = payload.get("usage")  # cumulative
-                                    input_tokens = _count(usage, "input_tokens") or input_tokens
-                                    output_tokens = _count(usage, "output_tokens") or output_tokens
-                                elif kind == "message_stop":
-                                    done = True
-                                    break
-                                elif kind == "error":
-                                    await gathered.send()  # the text before it streamed as it came
-                                    raise sse.stream_error(payload)
-                            await gathered.send()
-                            if done:
+                    async with aclosing(sse.events(chunks)) as events:
+                        async for event, data in events:
+                            if event == "ping":
+                                continue
+                            payload = sse.loads(data)
+                            kind = payload.get("type") or event
+                            if kind == "content_block_delta":
+                                delta = payload.get("delta")
+                                kind_of = delta.get("type") if isinstance(delta, dict) else None
+                                if isinstance(delta, dict) and kind_of in ("text_delta", "input_json_delta"):
+                                    text = delta.get("text" if kind_of == "text_delta" else "partial_json")
+                                    if text and isinstance(text, str):
+                                        parts.append(text)
+                                        if on_delta is not None:
+                                            await on_delta(text)
+                            elif kind == "message_start":
+                                message = payload.get("message")
+                                usage = message.get("usage") if isinstance(message, dict) else None
+                                input_tokens = _count(usage, "input_tokens") or input_tokens
+                                output_tokens = _count(usage, "output_tokens") or output_tokens
+                            elif kind == "message_delta":
+                                delta = payload.get("delta")
+                                reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+                                if reason and isinstance(reason, str):
+                                    stop_reason = reason
+                                usage = payload.get("usage")  # cumulative
+                                input_tokens = _count(usage, "input_tokens") or input_tokens
+                                output_tokens = _count(usage, "output_tokens") or output_tokens
+                            elif kind == "message_stop":
+                                done = True
                                 break
+                            elif kind == "error":
+                                raise sse.stream_error(payload)
                     if done:
                         await sse.drain(chunks)
         except Exception as exc:

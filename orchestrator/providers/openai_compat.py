@@ -128,35 +128,30 @@ class OpenAICompatProvider:
                     streaming = True
                     chunks = sse.body(response)
                     done = False
-                    gathered = sse.Gathered(on_delta)
-                    async with aclosing(sse.batches(chunks)) as batches:
-                        async for batch in batches:
-                            for event, data in batch:
-                                if data.startswith("[DONE]"):
-                                    done = True
-                                    break
-                                chunk = sse.loads(data)
-                                if event == "error" or chunk.get("error"):
-                                    await gathered.send()  # the text before it streamed as it came
-                                    raise sse.stream_error(chunk)
-                                if isinstance(chunk.get("usage"), dict):
-                                    usage = chunk["usage"]
-                                choices = chunk.get("choices")
-                                if not isinstance(choices, list):
-                                    continue
-                                for choice in choices:
-                                    if not isinstance(choice, dict):
-                                        continue
-                                    delta = choice.get("delta")
-                                    content = delta.get("content") if isinstance(delta, dict) else None
-                                    if content and isinstance(content, str):
-                                        parts.append(content)
-                                        gathered.add(content)
-                                    if choice.get("finish_reason"):
-                                        finished = True
-                            await gathered.send()
-                            if done:
+                    async with aclosing(sse.events(chunks)) as events:
+                        async for event, data in events:
+                            if data.startswith("[DONE]"):
+                                done = True
                                 break
+                            chunk = sse.loads(data)
+                            if event == "error" or chunk.get("error"):
+                                raise sse.stream_error(chunk)
+                            if isinstance(chunk.get("usage"), dict):
+                                usage = chunk["usage"]
+                            choices = chunk.get("choices")
+                            if not isinstance(choices, list):
+                                continue
+                            for choice in choices:
+                                if not isinstance(choice, dict):
+                                    continue
+                                delta = choice.get("delta")
+                                content = delta.get("content") if isinstance(delta, dict) else None
+                                if content and isinstance(content, str):
+                                    parts.append(content)
+                                    if on_delta is not None:
+                                        await on_delta(content)
+                                if choice.get("finish_reason"):
+                                    finished = True
                     if done:
                         await sse.drain(chunks)
         except Exception as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -153,36 +153,14 @@ async def _arrived(raw: Any, errors: Any) -> AsyncIterator[bytes]:
             yield chunk
 
 
-async def batches(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[tuple[str, str]]]:
-    """The complete events (event name or "", data) of a byte stream, as they arrive: a list for each read
-    that completes any (a busy reader finds several events waiting at a time)."""
+async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, str]]:
+    """(event name or "", data) for every complete event in a byte stream, as it arrives."""
     decoder = Decoder()
     async for chunk in chunks:
-        if batch := decoder.feed(chunk):
-            yield batch
-    if batch := decoder.end():
-        yield batch
-
-
-class Gathered:
-    """The text of one batch of events, handed to a delta callback as one piece (`send`): the size cap,
-    the batcher and the first-token clock behind the callback then run once a read, not once an event."""
-
-    __slots__ = ("_on_delta", "_texts")
-
-    def __init__(self, on_delta: Callable[[str], Awaitable[None]] | None) -> None:
-        self._on_delta = on_delta
-        self._texts: list[str] = []
-
-    def add(self, text: str) -> None:
-        if self._on_delta is not None:
-            self._texts.append(text)
-
-    async def send(self) -> None:
-        if not self._texts or self._on_delta is None:
-            return
-        texts, self._texts = self._texts, []
-        await self._on_delta(texts[0] if len(texts) == 1 else "".join(texts))
+        for item in decoder.feed(chunk):
+            yield item
+    for item in decoder.end():
+        yield item
 
 
 async def drain(chunks: AsyncIterator[bytes], timeout_s: float = DRAIN_TIMEOUT_S) -> None:
