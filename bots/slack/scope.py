@@ -12,6 +12,7 @@ signed with the author's display name as Slack shows it (the profile's display n
 name, else the user id). Both come from one `users.info` per user, remembered for a minute
 (`SlackUsers`): a demoted admin loses the power within that.
 """
+
 from __future__ import annotations
 
 import logging

@@ -259,9 +259,8 @@ class PostgresLog(DebateLog):
         return await self._run(fn)
 
     async def _write_one_statement(self, fn: Op[T]) -> T:
-        """In autocommit: one round trip, where BEGIN, the statement and COMMIT in a pipeline are one
-        round trip too but three statements and psycopg's pipeline mode around them (a front records
-        every message it posts)."""
+        """The statement alone, in autocommit: no BEGIN, no COMMIT, no pipeline around it (a front records
+        every message it posts this way)."""
         if self.readonly:
             raise ReadOnlyLogError()
         return await self._run(fn, transaction=False)
