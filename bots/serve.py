@@ -23,6 +23,7 @@ from bots.page import PageSite
 from bots.settings import BotSettings, bot_settings
 from bots.signals import on_stop_signals
 from bots.web import Health, WebFront, check_port, health_for
+from orchestrator import heap
 from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
 from orchestrator.logs import say
@@ -57,7 +58,14 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
     check_port(host, port)
     stopping, stop = asyncio.Event(), asyncio.Event()
     on_stop_signals(stopping.set)
+    if slack:
+        from bots.slack.serve import run_slack
+    if discord:
+        from bots.discord.client import run_discord
+    # imported before the worker in this process settles its heap (orchestrator/heap.py), or the front's does
     async with await Core.open(settings, role="front" if front_only else "serve", name=name) as core:
+        if core.executor is None:
+            heap.settle()
         if name is None:  # two fronts on one host must not share a lease name: the port tells them apart
             core.name = f"{socket.gethostname()}-{port}"
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
@@ -72,14 +80,10 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
             else:
                 say(log, "front only: debates run in `debate worker` processes")
             if slack:
-                from bots.slack.serve import run_slack
-
                 mode = "Socket Mode" if settings.slack_app_token else f"HTTP on http://{host}:{port}/slack/events"
                 say(log, f"Slack ({mode})")
                 group.create_task(run_slack(core, host, port, stop, front=front), name="slack")
             if discord:
-                from bots.discord.client import run_discord
-
                 say(log, "Discord (gateway)")
                 group.create_task(run_discord(core, stop, health=front.health), name="discord")
             group.create_task(graceful_stop(core, front.health, stopping, stop, grace_s), name="graceful-stop")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import uuid
@@ -19,6 +20,14 @@ from tests.log_backends import LogBackend
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 CLI_BIN = Path(__file__).parent / "fakes" / "cli_bin"
+
+
+@pytest.fixture(autouse=True)
+def _thawed_heap() -> Iterator[None]:
+    """A worker started in this process freezes the heap (orchestrator/heap.py): each test starts thawed,
+    so what one test leaves behind is collected as usual."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture

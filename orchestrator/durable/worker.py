@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 
 from dbos import DBOS
 
+from orchestrator import heap
 from orchestrator.budgets import spend_watch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
@@ -79,6 +80,7 @@ class WorkerHost:
                                 audience=LogAudience(self.store)))
         DBOS(config=dbos_config(self.db_url, self.executor_id))
         DBOS.listen_queues([QUEUE])
+        heap.settle()  # what start-up built, out of every full collection from now on (heap.py)
         launched = datetime.now(UTC).isoformat()
         DBOS.launch()  # in the running loop: dequeued and recovered workflows run on it
         install_launched()  # before the loop runs a step of them
