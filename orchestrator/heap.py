@@ -2,7 +2,7 @@
 
 CPython's full (generation 2) collection walks every container object the process has. Most of a
 front's or a worker's are made once at start: modules, classes and functions of the SDKs, DBOS,
-SQLAlchemy, bolt and discord.py (100,000–150,000 objects). Each full pass walked them again, with the
+SQLAlchemy, bolt and discord.py (100,000–300,000 objects). Each full pass walked them again, with the
 GIL held: 130–160 ms on a loaded 2-core host, long enough to hold up every Slack ack in flight (the
 ack is answered on a thread of its own, which still needs the GIL) and to show as a 200 ms tail.
 
