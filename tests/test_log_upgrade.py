@@ -37,6 +37,8 @@ def restore(server: PostgresServer, url: str) -> None:
                           capture_output=True, env=_clean_env(), check=False)
     assert done.returncode == 0, done.stderr
 
+FOREVER_S = 100 * 365 * 86_400.0  # a request key's keep: the fixture's stays claimed whatever today's date
+
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def old_log(request: pytest.FixtureRequest, tmp_path: Path) -> LogBackend:
@@ -69,7 +71,7 @@ async def test_a_log_written_before_upgrades_and_reads_writes_and_searches_as_be
         assert (await log.tally("today000")).counts == {"side:B": 1}
         assert (await log.messages("today000"))["root"].final
         assert (await log.channel_defaults("slack", "T1", "C1")).judge == "openai:gpt-5"
-        assert not await log.claim_request("slack:req:1")
+        assert not await log.claim_request("slack:req:1", keep_s=FOREVER_S)  # claimed when the fixture was made
         assert await log.claim_workspaces("front-2", "slack", ["T1"], 60.0) == []
         assert {h.debate_id for h in await log.search("borrow checker")} == {"today000", "today001", "today002"}
         assert [h.debate_id for h in await log.search("débat")] == ["today001"]
