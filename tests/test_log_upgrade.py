@@ -24,6 +24,7 @@ from tests.log_backends import LogBackend
 from tests.postgres_server import PostgresServer, _clean_env
 
 DATA = Path(__file__).parent / "data"
+FOREVER_S = 100 * 365 * 86_400.0  # a request key's keep: the fixture's stays claimed whatever today's date
 
 
 def restore(server: PostgresServer, url: str) -> None:
@@ -36,8 +37,6 @@ def restore(server: PostgresServer, url: str) -> None:
                            "-p", str(server.port), "-U", "postgres", "-d", database], input=dump, text=True,
                           capture_output=True, env=_clean_env(), check=False)
     assert done.returncode == 0, done.stderr
-
-FOREVER_S = 100 * 365 * 86_400.0  # a request key's keep: the fixture's stays claimed whatever today's date
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
