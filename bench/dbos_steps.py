@@ -5,7 +5,8 @@
 - `dbos`: DBOS as shipped (nothing installed; a step writes with `DBOS.write_stream_async`);
 - `txn`: this tree's prepared statements in DBOS's transactions, the stream writes in a transaction each
   (the product before the autocommit statements: `autocommits` answers no);
-- `autocommit`: the product (`install_launched`, `StepStreams`): on Postgres one statement each.
+- `autocommit`: the product (`install_launched`, `StepStreams`, `dbos_step_hops.install`): on Postgres one
+  statement each, and a step hops to the thread pool twice, not three times.
 
 Each way runs in a process of its own (DBOS is one per process), launched as the worker launches it
 (`config.prepare_system_db`, `config.dbos_config`, then `install_launched`), on a system database of
@@ -76,7 +77,7 @@ def cpu_s() -> float:
 
 async def serve(way: str, url: str, workflows: int, per: int) -> None:
     """One way's process: launch, then run each phase asked for on stdin, answering its CPU on stdout."""
-    from orchestrator.durable import dbos_step_records, dbos_stream_writes
+    from orchestrator.durable import dbos_step_hops, dbos_step_records, dbos_stream_writes
     from orchestrator.durable.config import dbos_config, prepare_system_db
 
     if way == "txn":  # the product as it was before the autocommit statements
@@ -86,6 +87,8 @@ async def serve(way: str, url: str, workflows: int, per: int) -> None:
     DBOS.launch()
     if way != "dbos":
         assert dbos_step_records.install_launched()
+    if way == "autocommit":
+        dbos_step_hops.install()
     print(json.dumps({"ready": way}), flush=True)
     while (phase := (await asyncio.to_thread(sys.stdin.readline)).strip()) in PHASES:
         steps, writes = (per * n for n in PHASES[phase])

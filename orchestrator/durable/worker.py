@@ -27,6 +27,7 @@ from orchestrator.debate.audience import LogAudience
 from orchestrator.debate.engine import Engine
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
 from orchestrator.durable.continuation import debate_continuation
+from orchestrator.durable import dbos_step_hops
 from orchestrator.durable.dbos_step_records import install_launched
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
@@ -84,6 +85,7 @@ class WorkerHost:
         launched = datetime.now(UTC).isoformat()
         DBOS.launch()  # in the running loop: dequeued and recovered workflows run on it
         install_launched()  # before the loop runs a step of them
+        dbos_step_hops.install()
         self._started = True
         await self._count_recovered(launched)
         await register_queue(self.concurrency)
