@@ -25,9 +25,9 @@ from orchestrator.budgets import spend_watch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
 from orchestrator.debate.engine import Engine
+from orchestrator.durable import dbos_step_hops
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
 from orchestrator.durable.continuation import debate_continuation
-from orchestrator.durable import dbos_step_hops
 from orchestrator.durable.dbos_step_records import install_launched
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
