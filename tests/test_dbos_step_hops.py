@@ -46,7 +46,9 @@ async def refusal() -> str:
 
 @pytest.fixture
 async def dbos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
-    monkeypatch.setattr(Pending, "then", Pending.then)  # DBOS's own, put back after the test
+    # DBOS's own `then` for the test (a worker started in this process earlier installed ours), and
+    # whichever was there put back after it
+    monkeypatch.setattr(Pending, "then", dbos_step_hops.DBOS_THEN)
     url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
     DBOS(config={"name": APP, "system_database_url": url, "executor_id": "hops-test", "application_version": "t",
                  "log_level": "WARNING"})
