@@ -7,6 +7,7 @@ owner read after the wait, the offset taken meanwhile skipped)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 import threading
 import time
@@ -64,18 +65,53 @@ def step_result(workflow_id: str, step: int) -> dict[str, Any]:
             "output": "o", "error": None, "child_workflow_id": None, "serialization": "py_pickle"}
 
 
+def server_prepared(pgconn: Any) -> dict[str, str]:
+    """The first word of each statement this connection has prepared, by name, asked at the protocol's level
+    (outside psycopg's transaction handling, so it starts none)."""
+    result = pgconn.exec_(b"SELECT name, statement FROM pg_prepared_statements")
+    rows = ((result.get_value(i, 0), result.get_value(i, 1)) for i in range(result.ntuples))
+    return {name.decode(): sql.decode().split()[0].upper() for name, sql in rows}
+
+
+def statement_kinds(trace: list[str], prepared: dict[str, str]) -> list[str]:
+    """Each statement in one connection's trace, named by its SQL's first word: a Query of the simple
+    protocol, or an Execute of the extended one named by the Parse of the statement bound before it; a
+    statement prepared before the trace began is found in `prepared`."""
+    sent: list[str] = []
+    prepared = dict(prepared)
+    bound = ""
+    for line in trace:
+        if not line.startswith("F\t"):  # sent by the server, or a statement's text going on
+            continue
+        _origin, _length, message, *rest = line.rstrip("\n").split("\t")
+        text = rest[0].strip() if rest else ""
+        if message == "Query":
+            sent.append(text.strip('"').split()[0].upper())
+        elif message == "Parse":  # "<statement name>" "<sql>" …
+            quoted = text.split('"')
+            prepared[quoted[1]] = quoted[3].split()[0].upper()
+        elif message == "Bind":  # "<portal>" "<statement name>" …
+            bound = text.split('"')[3]
+        elif message == "Execute":
+            sent.append(prepared.get(bound, "PREPARED"))
+    return sent
+
+
 @contextmanager
 def statements(sys_db: SystemDatabase) -> Iterator[list[str]]:
     """The statements this thread's connections of `sys_db` send meanwhile, filled in at the end: psycopg's
     trace of the protocol, each Query of the simple protocol (psycopg's own BEGIN and COMMIT) and each
-    Execute of the extended one (a statement with parameters), named by its SQL's first word. The pool's
-    ping at checkout comes before the trace starts."""
+    Execute of the extended one (a statement with parameters), named by its SQL's first word. psycopg
+    prepares a statement run often enough and then only binds it, so what each connection has prepared is
+    asked at checkout. The pool's ping at checkout comes before the trace starts."""
     me = threading.get_ident()
     sent: list[str] = []
+    checkouts: list[tuple[int, dict[str, str]]] = []  # where in the trace each checkout begins, its statements
 
-    with tempfile.TemporaryFile("w+") as trace:
+    with tempfile.TemporaryFile("w+b") as trace:
         def checkout(driver: Any, _record: Any, _proxy: Any) -> None:
             if threading.get_ident() == me:
+                checkouts.append((os.fstat(trace.fileno()).st_size, server_prepared(driver.pgconn)))
                 driver.pgconn.trace(trace.fileno())
                 driver.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
 
@@ -91,19 +127,11 @@ def statements(sys_db: SystemDatabase) -> Iterator[list[str]]:
             sa.event.remove(sys_db.engine, "checkout", checkout)
             sa.event.remove(sys_db.engine, "checkin", checkin)
             trace.seek(0)
-            parsed = None
-            for line in trace:
-                if not line.startswith("F\t"):  # sent by the server, or a statement's text going on
-                    continue
-                _origin, _length, message, *rest = line.rstrip("\n").split("\t")
-                text = rest[0].strip() if rest else ""
-                if message == "Query":
-                    sent.append(text.strip('"').split()[0].upper())
-                elif message == "Parse":  # "<statement name>" "<sql>" …
-                    parsed = text.split('"')[3].split()[0].upper()
-                elif message == "Execute":
-                    sent.append(parsed or "PREPARED")
-                    parsed = None
+            raw = trace.read()
+            ends = [start for start, _ in checkouts[1:]] + [len(raw)]
+            for (start, prepared), end in zip(checkouts, ends, strict=True):
+                lines = raw[start:end].decode(errors="replace").splitlines(keepends=True)
+                sent.extend(statement_kinds(lines, prepared))
 
 
 def test_a_step_check_record_and_stream_write_are_one_statement_each(sys_db: SystemDatabase) -> None:
@@ -111,7 +139,7 @@ def test_a_step_check_record_and_stream_write_are_one_statement_each(sys_db: Sys
     dbos_check, our_check = dbos_and_ours(sys_db, "check_operation_execution")
     dbos_record, our_record = dbos_and_ours(sys_db, "record_operation_result")
     writer = StreamWriter(sys_db)
-    for _ in range(6):  # past psycopg's preparing a statement run 5 times: the counts stay
+    for _ in range(12):  # past psycopg preparing a statement run 5 times on a connection (the pool may alternate two)
         with statements(sys_db) as before:
             assert dbos_check("w", 1, "add")["output"] == "o"
         with statements(sys_db) as after:
