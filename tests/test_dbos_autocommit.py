@@ -12,14 +12,11 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from dbos import DBOS
-from dbos._dbos import _get_dbos_instance
 from dbos._error import DBOSWorkflowConflictIDError
 from dbos._sys_db import SystemDatabase
 from psycopg import pq
@@ -27,6 +24,7 @@ from psycopg import pq
 from orchestrator.durable.config import _sqlalchemy_url
 from orchestrator.durable.dbos_step_records import install
 from orchestrator.durable.dbos_stream_writes import StreamWrite, StreamWriter
+from tests.dbos_launched import config_for, launched
 from tests.test_dbos_step_records import dbos_and_ours, outcome
 
 pytestmark = pytest.mark.postgres
@@ -39,16 +37,9 @@ WAYS = ("record, transaction", "record, one statement", "stream, transaction", "
 @pytest.fixture
 async def sys_db(postgres_url: str) -> AsyncIterator[SystemDatabase]:
     """DBOS launched on a fresh Postgres system database, the prepared steps installed."""
-    DBOS(config={"name": APP, "system_database_url": _sqlalchemy_url(postgres_url), "executor_id": "autocommit-test",
-                 "application_version": "t", "log_level": "WARNING"})
-    DBOS.launch()
-    try:
-        sys_db = _get_dbos_instance()._sys_db
+    async with launched(config_for(APP, _sqlalchemy_url(postgres_url), "autocommit-test")) as sys_db:
         assert install(sys_db)
         yield sys_db
-    finally:
-        DBOS.destroy(destroy_registry=False)
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
 
 
 def add_workflow(sys_db: SystemDatabase, workflow_id: str, owner: str) -> None:

@@ -5,9 +5,7 @@ workflow goes on."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
@@ -18,6 +16,7 @@ from orchestrator.durable.config import _sqlalchemy_url, dbos_config
 from orchestrator.durable.dbos_step_records import install_launched
 from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.steps import Durable
+from tests.dbos_launched import launched
 
 pytestmark = pytest.mark.postgres
 durable = Durable()
@@ -38,14 +37,9 @@ async def steps(n: int) -> int:
 
 @pytest.fixture
 async def dbos(postgres_url: str) -> AsyncIterator[None]:
-    DBOS(config=dbos_config(_sqlalchemy_url(postgres_url), "cut-connections-test"))
-    DBOS.launch()
-    install_launched()
-    try:
+    async with launched(dbos_config(_sqlalchemy_url(postgres_url), "cut-connections-test")):
+        install_launched()
         yield
-    finally:
-        DBOS.destroy(destroy_registry=False)
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
 
 
 def cut_every_connection(url: str) -> int:

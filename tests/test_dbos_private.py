@@ -8,7 +8,6 @@ import asyncio
 import re
 import tomllib
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from dbos import DBOS, DBOSClient, SetWorkflowID
 
 from orchestrator.durable.dbos_private import PINNED_MINOR, SystemStreams, is_active
+from tests.dbos_launched import config_for, launched, sqlite_url
 
 APP = "debate-bot-private-test"
 KEY = "contract"
@@ -38,17 +38,14 @@ async def writer(first: list[Any], then: list[Any]) -> None:
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[DBOSClient]:
     """DBOS launched on a fresh SQLite file, and a client of it that polls for stream writes."""
-    url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
-    DBOS(config={"name": APP, "system_database_url": url, "executor_id": "private-test", "application_version": "t",
-                 "log_level": "WARNING", "notification_listener_polling_interval_sec": 0.05})
-    DBOS.launch()
-    front = await asyncio.to_thread(DBOSClient, system_database_url=url, application_name=APP, use_listen_notify=True)
-    try:
-        yield front
-    finally:
-        await asyncio.to_thread(front.destroy)
-        DBOS.destroy(destroy_registry=False)
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
+    url = sqlite_url(tmp_path)
+    async with launched(config_for(APP, url, "private-test", notification_listener_polling_interval_sec=0.05)):
+        front = await asyncio.to_thread(DBOSClient, system_database_url=url, application_name=APP,
+                                        use_listen_notify=True)
+        try:
+            yield front
+        finally:
+            await asyncio.to_thread(front.destroy)
 
 
 def test_the_installed_dbos_is_the_minor_version_pinned_and_checked() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from dbos import DBOS, SetWorkflowID
 from dbos._outcome import Pending
 
 from orchestrator.durable import dbos_step_hops
+from tests.dbos_launched import config_for, launched, sqlite_url
 
 APP = "debate-bot-step-hops-test"
 ran: list[str] = []
@@ -49,16 +49,9 @@ async def dbos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
     # DBOS's own `then` for the test (a worker started in this process earlier installed ours), and
     # whichever was there put back after it
     monkeypatch.setattr(Pending, "then", dbos_step_hops.DBOS_THEN)
-    url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
-    DBOS(config={"name": APP, "system_database_url": url, "executor_id": "hops-test", "application_version": "t",
-                 "log_level": "WARNING"})
-    DBOS.launch()
-    ran.clear()
-    try:
+    async with launched(config_for(APP, sqlite_url(tmp_path), "hops-test")):
+        ran.clear()
         yield
-    finally:
-        DBOS.destroy(destroy_registry=False)
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
 
 
 async def hops_per_step(monkeypatch: pytest.MonkeyPatch, label: str) -> float:

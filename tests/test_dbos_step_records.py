@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from dbos import DBOS, SetWorkflowID
-from dbos._dbos import _get_dbos_instance
 from dbos._error import (
     DBOSStepNondeterminismError,
     DBOSUnexpectedStepError,
@@ -28,6 +26,7 @@ from dbos._sys_db import SystemDatabase
 from orchestrator.durable.config import _sqlalchemy_url
 from orchestrator.durable.dbos_step_records import StepRecords, _Swapped, install
 from orchestrator.durable.dbos_stream_writes import StepStreams, StreamWrite, StreamWriter
+from tests.dbos_launched import config_for, launched
 
 APP = "debate-bot-step-records-test"
 runs: list[str] = []  # what the steps ran (a replayed step does not run again)
@@ -85,14 +84,8 @@ async def sys_db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
     else:
         url = _sqlalchemy_url(request.getfixturevalue("postgres_url"))
-    DBOS(config={"name": APP, "system_database_url": url, "executor_id": "records-test", "application_version": "t",
-                 "log_level": "WARNING"})
-    DBOS.launch()
-    try:
-        yield _get_dbos_instance()._sys_db
-    finally:
-        DBOS.destroy(destroy_registry=False)
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
+    async with launched(config_for(APP, url, "records-test")) as sys_db:
+        yield sys_db
 
 
 def step_rows(sys_db: SystemDatabase, workflow_id: str) -> list[tuple[Any, ...]]:

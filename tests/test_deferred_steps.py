@@ -5,15 +5,14 @@ within their own steps, and what is left at the end takes one step."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from dbos import DBOS, SetWorkflowID
 
 from orchestrator.durable.steps import LANE_SLOTS, Durable
+from tests.dbos_launched import config_for, launched, sqlite_url
 
 APP = "debate-bot-deferred-test"
 made: list[str] = []  # the deliveries and the steps' work, in the order they ran
@@ -57,15 +56,9 @@ async def branches() -> list[str]:
 
 @pytest.fixture
 async def dbos(tmp_path: Path) -> AsyncIterator[None]:
-    DBOS(config={"name": APP, "system_database_url": f"sqlite:///{tmp_path / 'workflows.sqlite'}",
-                 "executor_id": "deferred-test", "application_version": "t", "log_level": "WARNING"})
-    DBOS.launch()
-    made.clear()
-    try:
+    async with launched(config_for(APP, sqlite_url(tmp_path), "deferred-test")):
+        made.clear()
         yield
-    finally:
-        DBOS.destroy(destroy_registry=False)
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
 
 
 async def steps_of(workflow_id: str) -> list[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from orchestrator.durable.feed import DebateNotQueued, FrontFeed
 from orchestrator.durable.names import STREAM, workflow_id
 from orchestrator.events import EventBase, Notice
 from orchestrator.log import DebateRecord, Store
+from tests.dbos_launched import config_for, launched, sqlite_url
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.test_thread_resume import (
     CHANNEL,
@@ -53,15 +53,9 @@ async def scripted(entries: list[dict[str, Any]], pause_at: int) -> None:
 
 @pytest.fixture
 async def system_db(tmp_path: Path) -> AsyncIterator[str]:
-    url = f"sqlite:///{tmp_path / 'workflows.sqlite'}"
-    DBOS(config={"name": APP, "system_database_url": url, "executor_id": "feed-test", "application_version": "t",
-                 "log_level": "WARNING", "notification_listener_polling_interval_sec": 0.05})
-    DBOS.launch()
-    try:
+    url = sqlite_url(tmp_path)
+    async with launched(config_for(APP, url, "feed-test", notification_listener_polling_interval_sec=0.05)):
         yield url
-    finally:
-        DBOS.destroy(destroy_registry=False)
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())  # DBOS shut the one it installed
 
 
 @pytest.fixture
