@@ -28,7 +28,7 @@ from orchestrator.config import Settings
 from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, Message, ModelCall, ProviderNotConfiguredError
-from orchestrator.providers.http import sdk_http_client
+from orchestrator.providers.http import call_timeout, sdk_http_client
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
 from orchestrator.providers.spec import ProviderSpec
 
@@ -85,6 +85,7 @@ class AnthropicProvider:
         self.name = spec.name
         self.base_url = base_url or ANTHROPIC_DEFAULT_BASE_URL
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
+        self._timeout_s = timeout_s
         self._client = AsyncAnthropic(
             api_key=api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout_s,
             http_client=sdk_http_client(anthropic, self.base_url, timeout_s, provider_label(spec.name)),
@@ -116,6 +117,7 @@ class AnthropicProvider:
             "model": call.model,
             "max_tokens": call.max_tokens or self.spec.budget(call.effort),
             "messages": turns,
+            "timeout": call_timeout(anthropic, self._timeout_s, call.timeout_s),
         }
         if system:
             kwargs["system"] = system

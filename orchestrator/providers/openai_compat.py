@@ -27,7 +27,7 @@ from orchestrator.config import Settings
 from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderNotConfiguredError
-from orchestrator.providers.http import sdk_http_client
+from orchestrator.providers.http import call_timeout, sdk_http_client
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
 from orchestrator.providers.spec import ProviderSpec
 
@@ -74,6 +74,7 @@ class OpenAICompatProvider:
         self.name = spec.name
         self.base_url = base_url
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
+        self._timeout_s = timeout_s
         self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
                                    http_client=sdk_http_client(openai, base_url, timeout_s, provider_label(spec.name)))
 
@@ -112,7 +113,8 @@ class OpenAICompatProvider:
             answer = call.answer_schema
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": answer.name, "description": answer.description, "strict": True, "schema": answer.json_schema}}
-        return {"model": call.model, "messages": [], "stream": True, "extra_body": body}
+        return {"model": call.model, "messages": [], "stream": True, "extra_body": body,
+                "timeout": call_timeout(openai, self._timeout_s, call.timeout_s)}
 
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
         label = f"{self.name}:{call.model}"
