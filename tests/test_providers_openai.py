@@ -32,7 +32,7 @@ def call(text: str = "Is Rust better than Go for CLIs?", *, model: str = "gpt-5"
 
 async def test_streams_deltas_in_order_and_reports_usage(llm_server: FakeLLMServer) -> None:
     reply = "Go compiles fast; Rust catches more bugs at compile time. Evidence: both ecosystems."
-    llm_server.add_rule(Reply(text=reply))
+    llm_server.add_rule(Reply(text=reply, tokens_per_s=200))  # a word every 5 ms: reads of their own
     provider = make(llm_server)
     deltas: list[str] = []
 
@@ -235,7 +235,7 @@ async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
 
 
 async def _events(*parts: bytes) -> list[tuple[str, str]]:
-    return [e async for e in sse.events(_chunks(*parts))]
+    return [e async for batch in sse.batches(_chunks(*parts)) for e in batch]
 
 
 async def test_sse_reader_splits_events_across_any_chunking() -> None:
@@ -336,8 +336,15 @@ async def test_crlf_stream_with_raw_unicode_separators_and_no_usage() -> None:
     pieces = ["Go\u2028", "is fine\x85", " — ok"]
     body = "".join(_chunk({"content": p}) for p in pieces) + _chunk({}, "stop") + "data: [DONE]\r\n\r\n"
     deltas: list[str] = []
-    assert await _complete_raw(body, deltas) == "".join(pieces)
-    assert deltas == pieces
+    assert await _complete_raw(body, deltas) == "".join(deltas) == "".join(pieces)
+
+
+async def test_events_that_arrive_together_are_handed_on_together() -> None:
+    pieces = [f"piece {i} " for i in range(20)]
+    body = "".join(_chunk({"content": p}) for p in pieces) + _chunk({}, "stop") + "data: [DONE]\n\n"
+    deltas: list[str] = []
+    assert await _complete_raw(body, deltas) == "".join(deltas) == "".join(pieces)
+    assert len(deltas) <= 3  # the server writes the body in two halves: one piece a read, not one an event
 
 
 async def test_error_event_mid_stream_is_an_error_without_its_text() -> None:

@@ -46,7 +46,7 @@ async def test_both_sdks_stream_off_aiohttps_reader(llm_server: FakeLLMServer,
     this fails rather than every call quietly taking the slower path."""
     used = _counting_sdk_reads(monkeypatch)
     text = "Go ships one static binary, and Rust gives you no runtime at all."
-    llm_server.add_rule(Reply(text=text))
+    llm_server.add_rule(Reply(text=text, tokens_per_s=200))  # a word every 5 ms: reads of their own
     openai_p = OpenAICompatProvider(provider_spec("openai"), api_key=KEY, base_url=llm_server.openai_base_url,
                                     max_retries=0)
     anthropic_p = AnthropicProvider(provider_spec("anthropic"), api_key=KEY, base_url=llm_server.anthropic_base_url,
@@ -65,7 +65,7 @@ async def test_both_sdks_stream_off_aiohttps_reader(llm_server: FakeLLMServer,
         await anthropic_p.aclose()
 
     assert first.text == second.text == text
-    assert streamed_openai > 3 and len(deltas) == 2 * streamed_openai  # piece by piece, not in one lump
+    assert streamed_openai > 3 and len(deltas) - streamed_openai > 3  # piece by piece, not in one lump
     assert used == []
 
 

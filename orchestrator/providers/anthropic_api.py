@@ -126,7 +126,7 @@ class AnthropicProvider:
             kwargs["tools"] = [{"name": answer.name, "description": answer.description or answer.name,
                                 "input_schema": answer.json_schema}]
             kwargs["tool_choice"] = {"type": "tool", "name": answer.name}
-        parts: list[str] = []
+        text = sse.ArrivedText(on_delta)
         streaming = False
         stop_reason: str | None = None
         input_tokens = output_tokens = 0
@@ -138,51 +138,54 @@ class AnthropicProvider:
                     streaming = True
                     chunks = sse.body(response)
                     done = False
-                    async with aclosing(sse.events(chunks)) as events:
-                        async for event, data in events:
-                            if event == "ping":
-                                continue
-                            payload = sse.loads(data)
-                            kind = payload.get("type") or event
-                            if kind == "content_block_delta":
-                                delta = payload.get("delta")
-                                kind_of = delta.get("type") if isinstance(delta, dict) else None
-                                if isinstance(delta, dict) and kind_of in ("text_delta", "input_json_delta"):
-                                    text = delta.get("text" if kind_of == "text_delta" else "partial_json")
-                                    if text and isinstance(text, str):
-                                        parts.append(text)
-                                        if on_delta is not None:
-                                            await on_delta(text)
-                            elif kind == "message_start":
-                                message = payload.get("message")
-                                usage = message.get("usage") if isinstance(message, dict) else None
-                                input_tokens = _count(usage, "input_tokens") or input_tokens
-                                output_tokens = _count(usage, "output_tokens") or output_tokens
-                            elif kind == "message_delta":
-                                delta = payload.get("delta")
-                                reason = delta.get("stop_reason") if isinstance(delta, dict) else None
-                                if reason and isinstance(reason, str):
-                                    stop_reason = reason
-                                usage = payload.get("usage")  # cumulative
-                                input_tokens = _count(usage, "input_tokens") or input_tokens
-                                output_tokens = _count(usage, "output_tokens") or output_tokens
-                            elif kind == "message_stop":
-                                done = True
+                    async with aclosing(sse.batches(chunks)) as batches:
+                        async for batch in batches:
+                            for event, data in batch:
+                                if event == "ping":
+                                    continue
+                                payload = sse.loads(data)
+                                kind = payload.get("type") or event
+                                if kind == "content_block_delta":
+                                    delta = payload.get("delta")
+                                    kind_of = delta.get("type") if isinstance(delta, dict) else None
+                                    if isinstance(delta, dict) and kind_of in ("text_delta", "input_json_delta"):
+                                        piece = delta.get("text" if kind_of == "text_delta" else "partial_json")
+                                        if piece and isinstance(piece, str):
+                                            text.add(piece)
+                                elif kind == "message_start":
+                                    message = payload.get("message")
+                                    usage = message.get("usage") if isinstance(message, dict) else None
+                                    input_tokens = _count(usage, "input_tokens") or input_tokens
+                                    output_tokens = _count(usage, "output_tokens") or output_tokens
+                                elif kind == "message_delta":
+                                    delta = payload.get("delta")
+                                    reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+                                    if reason and isinstance(reason, str):
+                                        stop_reason = reason
+                                    usage = payload.get("usage")  # cumulative
+                                    input_tokens = _count(usage, "input_tokens") or input_tokens
+                                    output_tokens = _count(usage, "output_tokens") or output_tokens
+                                elif kind == "message_stop":
+                                    done = True
+                                    break
+                                elif kind == "error":
+                                    await text.flush()
+                                    raise sse.stream_error(payload)
+                            await text.flush()
+                            if done:
                                 break
-                            elif kind == "error":
-                                raise sse.stream_error(payload)
                     if done:
                         await sse.drain(chunks)
         except Exception as exc:
             state = CallState(label=label, base_url=self.base_url, timeout_s=call.timeout_s, secrets=self._secrets,
-                              streaming=streaming, received=sum(map(len, parts)),
+                              streaming=streaming, received=sum(map(len, text.parts)),
                               deadline_expired=deadline.expired())
             error = translate_error(exc, anthropic, state, _status_line)
             if error is None:
                 raise
             raise error from None
 
-        return completed_stream(label, parts, finished=stop_reason is not None, call=call,
+        return completed_stream(label, text.parts, finished=stop_reason is not None, call=call,
                                 input_tokens=input_tokens, output_tokens=output_tokens, started=started)
 
     async def aclose(self) -> None:

@@ -119,7 +119,7 @@ class OpenAICompatProvider:
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
         label = f"{self.name}:{call.model}"
         started = time.perf_counter()
-        parts: list[str] = []
+        text = sse.ArrivedText(on_delta)
         usage: dict[str, Any] | None = None
         finished = streaming = False
         try:
@@ -130,42 +130,45 @@ class OpenAICompatProvider:
                     streaming = True
                     chunks = sse.body(response)
                     done = False
-                    async with aclosing(sse.events(chunks)) as events:
-                        async for event, data in events:
-                            if data.startswith("[DONE]"):
-                                done = True
-                                break
-                            chunk = sse.loads(data)
-                            if event == "error" or chunk.get("error"):
-                                raise sse.stream_error(chunk)
-                            if isinstance(chunk.get("usage"), dict):
-                                usage = chunk["usage"]
-                            choices = chunk.get("choices")
-                            if not isinstance(choices, list):
-                                continue
-                            for choice in choices:
-                                if not isinstance(choice, dict):
+                    async with aclosing(sse.batches(chunks)) as batches:
+                        async for batch in batches:
+                            for event, data in batch:
+                                if data.startswith("[DONE]"):
+                                    done = True
+                                    break
+                                chunk = sse.loads(data)
+                                if event == "error" or chunk.get("error"):
+                                    await text.flush()
+                                    raise sse.stream_error(chunk)
+                                if isinstance(chunk.get("usage"), dict):
+                                    usage = chunk["usage"]
+                                choices = chunk.get("choices")
+                                if not isinstance(choices, list):
                                     continue
-                                delta = choice.get("delta")
-                                content = delta.get("content") if isinstance(delta, dict) else None
-                                if content and isinstance(content, str):
-                                    parts.append(content)
-                                    if on_delta is not None:
-                                        await on_delta(content)
-                                if choice.get("finish_reason"):
-                                    finished = True
+                                for choice in choices:
+                                    if not isinstance(choice, dict):
+                                        continue
+                                    delta = choice.get("delta")
+                                    content = delta.get("content") if isinstance(delta, dict) else None
+                                    if content and isinstance(content, str):
+                                        text.add(content)
+                                    if choice.get("finish_reason"):
+                                        finished = True
+                            await text.flush()
+                            if done:
+                                break
                     if done:
                         await sse.drain(chunks)
         except Exception as exc:
             state = CallState(label=label, base_url=self.base_url, timeout_s=call.timeout_s, secrets=self._secrets,
-                              streaming=streaming, received=sum(map(len, parts)),
+                              streaming=streaming, received=sum(map(len, text.parts)),
                               deadline_expired=deadline.expired())
             error = translate_error(exc, openai, state, _status_line)
             if error is None:
                 raise
             raise error from None
 
-        return completed_stream(label, parts, finished=finished, call=call, started=started,
+        return completed_stream(label, text.parts, finished=finished, call=call, started=started,
                                 input_tokens=_count(usage, "prompt_tokens"),
                                 output_tokens=_count(usage, "completion_tokens"))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx2
@@ -153,14 +153,41 @@ async def _arrived(raw: Any, errors: Any) -> AsyncIterator[bytes]:
             yield chunk
 
 
-async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, str]]:
-    """(event name or "", data) for every complete event in a byte stream, as it arrives."""
+async def batches(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[tuple[str, str]]]:
+    """The complete events (event name or "", data) of a byte stream, those that arrived together together:
+    under load one read holds several (6.5 on average at 100 debates in a worker), and the text they carry is
+    then handed on once (`ArrivedText`), not once an event."""
     decoder = Decoder()
     async for chunk in chunks:
-        for item in decoder.feed(chunk):
-            yield item
-    for item in decoder.end():
-        yield item
+        batch = decoder.feed(chunk)
+        if batch:
+            yield batch
+    tail = decoder.end()
+    if tail:
+        yield tail
+
+
+class ArrivedText:
+    """A streamed call's text: `add` each piece as its event is read, `flush` after each batch of events to
+    give the delta callback what the batch carried, in one piece."""
+
+    __slots__ = ("_on_delta", "_sent", "parts")
+
+    def __init__(self, on_delta: Callable[[str], Awaitable[None]] | None) -> None:
+        self.parts: list[str] = []
+        self._sent = 0
+        self._on_delta = on_delta
+
+    def add(self, piece: str) -> None:
+        self.parts.append(piece)
+
+    async def flush(self) -> None:
+        new = self.parts[self._sent:]
+        if not new:
+            return
+        self._sent = len(self.parts)
+        if self._on_delta is not None:
+            await self._on_delta(new[0] if len(new) == 1 else "".join(new))
 
 
 async def drain(chunks: AsyncIterator[bytes], timeout_s: float = DRAIN_TIMEOUT_S) -> None:
