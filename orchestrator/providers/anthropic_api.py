@@ -68,6 +68,18 @@ def _count(usage: object, key: str) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
+def _delta_text(payload: dict[str, Any]) -> str | None:
+    """The text a content_block_delta event carries: a text delta's, or a forced tool's partial JSON."""
+    delta = payload.get("delta")
+    if not isinstance(delta, dict):
+        return None
+    kind = delta.get("type")
+    if kind not in ("text_delta", "input_json_delta"):
+        return None
+    piece = delta.get("text" if kind == "text_delta" else "partial_json")
+    return piece if isinstance(piece, str) else None
+
+
 class AnthropicProvider:
     """One `AsyncAnthropic` client per provider instance, reused for every call."""
 
@@ -146,12 +158,9 @@ class AnthropicProvider:
                                 payload = sse.loads(data)
                                 kind = payload.get("type") or event
                                 if kind == "content_block_delta":
-                                    delta = payload.get("delta")
-                                    kind_of = delta.get("type") if isinstance(delta, dict) else None
-                                    if isinstance(delta, dict) and kind_of in ("text_delta", "input_json_delta"):
-                                        piece = delta.get("text" if kind_of == "text_delta" else "partial_json")
-                                        if piece and isinstance(piece, str):
-                                            text.add(piece)
+                                    piece = _delta_text(payload)
+                                    if piece:
+                                        text.add(piece)
                                 elif kind == "message_start":
                                     message = payload.get("message")
                                     usage = message.get("usage") if isinstance(message, dict) else None

@@ -57,6 +57,24 @@ def _count(usage: dict[str, Any] | None, key: str) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
+def _take_choices(chunk: dict[str, Any], text: sse.ArrivedText) -> bool:
+    """The text of a chunk's choices added to `text`; True when one of them finished."""
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return False
+    finished = False
+    for choice in choices:
+        if not isinstance(choice, dict):
+            continue
+        delta = choice.get("delta")
+        content = delta.get("content") if isinstance(delta, dict) else None
+        if content and isinstance(content, str):
+            text.add(content)
+        if choice.get("finish_reason"):
+            finished = True
+    return finished
+
+
 class OpenAICompatProvider:
     """One `AsyncOpenAI` client per provider instance, reused for every call."""
 
@@ -142,18 +160,7 @@ class OpenAICompatProvider:
                                     raise sse.stream_error(chunk)
                                 if isinstance(chunk.get("usage"), dict):
                                     usage = chunk["usage"]
-                                choices = chunk.get("choices")
-                                if not isinstance(choices, list):
-                                    continue
-                                for choice in choices:
-                                    if not isinstance(choice, dict):
-                                        continue
-                                    delta = choice.get("delta")
-                                    content = delta.get("content") if isinstance(delta, dict) else None
-                                    if content and isinstance(content, str):
-                                        text.add(content)
-                                    if choice.get("finish_reason"):
-                                        finished = True
+                                finished = _take_choices(chunk, text) or finished
                             await text.flush()
                             if done:
                                 break

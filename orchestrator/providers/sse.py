@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
+
+from orchestrator.providers.base import DeltaCallback
 
 DRAIN_TIMEOUT_S = 0.1  # the SDKs' bound for reading what follows the final event
 
@@ -155,8 +157,8 @@ async def _arrived(raw: Any, errors: Any) -> AsyncIterator[bytes]:
 
 async def batches(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[tuple[str, str]]]:
     """The complete events (event name or "", data) of a byte stream, those that arrived together together:
-    under load one read holds several (6.5 on average at 100 debates in a worker), and the text they carry is
-    then handed on once (`ArrivedText`), not once an event."""
+    a loaded loop reads several at once (in-process engine: 1.04 a read at 1 debate, 1.37 at 100, 26.6 at
+    1,000), and the text they carry is then handed on once (`ArrivedText`), not once an event."""
     decoder = Decoder()
     async for chunk in chunks:
         batch = decoder.feed(chunk)
@@ -173,7 +175,7 @@ class ArrivedText:
 
     __slots__ = ("_on_delta", "_sent", "parts")
 
-    def __init__(self, on_delta: Callable[[str], Awaitable[None]] | None) -> None:
+    def __init__(self, on_delta: DeltaCallback | None) -> None:
         self.parts: list[str] = []
         self._sent = 0
         self._on_delta = on_delta
