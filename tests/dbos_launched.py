@@ -13,6 +13,8 @@ from dbos import DBOS
 from dbos._dbos import _get_dbos_instance
 from dbos._sys_db import SystemDatabase
 
+from orchestrator.durable import dbos_loop_statements
+
 
 def sqlite_url(folder: Path) -> str:
     """A fresh SQLite system database in `folder`."""
@@ -35,5 +37,6 @@ async def launched(config: dict[str, Any]) -> AsyncIterator[SystemDatabase]:
     try:
         yield _get_dbos_instance()._sys_db
     finally:
+        await dbos_loop_statements.close_all()
         DBOS.destroy(destroy_registry=False)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())

@@ -7,11 +7,13 @@ owner read after the wait, the offset taken meanwhile skipped)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -129,7 +131,6 @@ def test_a_step_check_record_and_stream_write_are_one_statement_each(sys_db: Sys
     add_workflow(sys_db, "w", "me")
     dbos_check, our_check = dbos_and_ours(sys_db, "check_operation_execution")
     dbos_record, our_record = dbos_and_ours(sys_db, "record_operation_result")
-    writer = StreamWriter(sys_db)
     for _ in range(12):  # past psycopg preparing a statement run 5 times on a connection (the pool may alternate two)
         with statements(sys_db) as before:
             assert dbos_check("w", 1, "add")["output"] == "o"
@@ -146,14 +147,50 @@ def test_a_step_check_record_and_stream_write_are_one_statement_each(sys_db: Sys
         our_record(step_result("w", 4))
     assert unchecked == ["INSERT"]
 
+
+
+async def test_a_stream_write_is_one_statement_sent_from_the_loop(sys_db: SystemDatabase) -> None:
+    add_workflow(sys_db, "w", "me")
     row = ("v", "py_pickle")
     with statements(sys_db) as before:
-        assert writer._commit([StreamWrite("w", 2, "me", "s", [row])]) == [None]
-    with statements(sys_db) as after:
-        writer.alone(StreamWrite("w", 2, "me", "s", [row]))
-    with statements(sys_db) as several:
-        writer.alone(StreamWrite("w", 2, "me", "s", [row, row, row]))
-    assert (before, after, several) == (["BEGIN", "SELECT", "INSERT", "COMMIT"], ["INSERT"], ["INSERT"])
+        assert StreamWriter(sys_db)._commit([StreamWrite("w", 2, "me", "s", [row])]) == [None]
+    assert before == ["BEGIN", "SELECT", "INSERT", "COMMIT"]
+
+    traced: list[tuple[Any, Any]] = []  # each connection of the loop's pool, and the file its trace goes to
+
+    async def configure(conn: Any) -> None:
+        trace = tempfile.TemporaryFile("w+b")
+        traced.append((conn, trace))
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+
+    writer = StreamWriter(sys_db, hooks={"configure": configure})
+    here = threading.get_ident()
+    checkouts: list[int] = []  # of DBOS's engine by this thread, or by a thread of the loop's pool
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix="would-be-hop"))
+
+    def checkout(*_: Any) -> None:
+        if threading.get_ident() == here or threading.current_thread().name.startswith("would-be-hop"):
+            checkouts.append(threading.get_ident())
+
+    sa.event.listen(sys_db.engine, "checkout", checkout)
+    sizes = [1] * 6 + [3]  # past psycopg preparing a statement run 5 times, and several values at once
+    sent: list[str] = []
+    try:
+        for size in sizes:
+            await writer.alone(StreamWrite("w", 2, "me", "s", [row] * size))
+    finally:
+        sa.event.remove(sys_db.engine, "checkout", checkout)
+        for conn, trace in traced:
+            conn.pgconn.untrace()  # flushes it
+            trace.seek(0)
+            sent.extend(statement_kinds(trace.read().decode(errors="replace").splitlines(keepends=True), {}))
+            trace.close()
+        assert writer.loop_statements is not None
+        await writer.loop_statements.close()
+    assert checkouts == []
+    assert sent == ["INSERT"] * len(sizes)
+    assert written(sys_db, "w")[1] == [(n, "v") for n in range(1 + sum(sizes))]
 
 
 async def waited_for(sys_db: SystemDatabase, pid: int, task: asyncio.Future[Any]) -> None:
@@ -169,13 +206,23 @@ async def waited_for(sys_db: SystemDatabase, pid: int, task: asyncio.Future[Any]
     raise AssertionError(f"no wait for the other transaction: {task.result() if task.done() else 'timed out'}")
 
 
+async def awaited_outcome(call: Callable[[], Awaitable[Any]]) -> Any:
+    """`outcome` of a coroutine function, awaited on the loop."""
+    try:
+        return await call()
+    except (Exception, DBOSWorkflowConflictIDError) as exc:  # (a BaseException)
+        return type(exc), str(exc)
+
+
 async def behind(sys_db: SystemDatabase, blocker_sql: str, call: Callable[[], Any]) -> Any:
-    """What `call()` (run in a thread) returned or raised, started while another transaction that ran
-    `blocker_sql` is open, which commits once `call`'s statement waits for it."""
+    """What `call()` (run in a thread, or awaited on the loop if it is a coroutine function) returned or
+    raised, started while another transaction that ran `blocker_sql` is open, which commits once `call`'s
+    statement waits for it."""
     with sys_db.engine.connect() as blocker:
         blocker.exec_driver_sql(blocker_sql)
         pid = blocker.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
-        task = asyncio.ensure_future(asyncio.to_thread(outcome, call))
+        task = asyncio.ensure_future(awaited_outcome(call) if inspect.iscoroutinefunction(call)
+                                     else asyncio.to_thread(outcome, call))
         try:
             await waited_for(sys_db, pid, task)
         finally:
@@ -193,10 +240,13 @@ def writers(sys_db: SystemDatabase, workflow_id: str) -> dict[str, Callable[[], 
         if refused[0] is not None:
             raise refused[0]
 
+    async def alone() -> None:
+        await writer.alone(write)
+
     return {"record, transaction": lambda: dbos_record(step_result(workflow_id, 9), owner_xid="me"),
             "record, one statement": lambda: our_record(step_result(workflow_id, 9), owner_xid="me"),
             "stream, transaction": lambda: committed(writer._commit([write])),
-            "stream, one statement": lambda: writer.alone(write)}
+            "stream, one statement": alone}
 
 
 def written(sys_db: SystemDatabase, workflow_id: str) -> tuple[list[int], list[tuple[int, str]]]:

@@ -46,9 +46,10 @@ async def refusal() -> str:
 
 @pytest.fixture
 async def dbos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
-    # DBOS's own `then` for the test (a worker started in this process earlier installed ours), and
+    # DBOS's own `then` and `intercept` for the test (a worker started in this process earlier installed ours), and
     # whichever was there put back after it
     monkeypatch.setattr(Pending, "then", dbos_step_hops.DBOS_THEN)
+    monkeypatch.setattr(Pending, "intercept", dbos_step_hops.DBOS_INTERCEPT)
     async with launched(config_for(APP, sqlite_url(tmp_path), "hops-test")):
         ran.clear()
         yield

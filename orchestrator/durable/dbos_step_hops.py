@@ -8,8 +8,16 @@ the GIL changing hands twice), and a step takes three: its check, that empty one
 `install` replaces `then` with the same stage minus the empty hop: the body, then `next` in the pool, the
 exceptions handled as DBOS's `_wrap` handles them (the record of an error, a cancellation passed on).
 
+On Postgres a step hops to the pool not at all: `install` also replaces `intercept`, and a step's check
+(`intercept`) and record (`then`) run DBOS's own code on the loop with the statement sent from there, through
+async psycopg (dbos_step_records.OnLoop, dbos_loop_statements.py). DBOS's check, asked there, says what to
+fetch; the loop fetches it and asks again with the answer. DBOS's record leaves its row to the loop to send.
+Only DBOS's step functions are run so (known by name, STEP_CHECK and STEP_RECORD); a workflow's own start
+and end still hop.
+
 DBOS's private API, pinned with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_hops.py runs
-steps and workflows through it on a real SQLite system database and counts the hops.
+steps and workflows through it on a real SQLite system database and counts the hops,
+tests/test_dbos_steps_on_loop.py on Postgres.
 """
 
 from __future__ import annotations
@@ -18,34 +26,91 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from dbos._dbos import _get_dbos_instance
 from dbos._logger import dbos_logger
-from dbos._outcome import DeferredResult, Pending
+from dbos._outcome import DeferredResult, NoResult, Pending
+
+from orchestrator.durable.dbos_step_records import Fetch, OnLoop, StepRecords, loop_records, on_loop
 
 if TYPE_CHECKING:
     from dbos import DBOS
 
 T = TypeVar("T")
 R = TypeVar("R")
-DBOS_THEN = Pending.then  # DBOS's own, as imported (a test puts it back)
+DBOS_THEN = Pending.then  # DBOS's own, as imported (a test puts them back)
+DBOS_INTERCEPT = Pending.intercept
+STEP_CHECK = "invoke_step.<locals>.check_existing_result"  # DBOS's step functions (dbos/_core.py)
+STEP_RECORD = "invoke_step.<locals>.record_step_result"
 
 
 async def _then(func: Callable[[], Coroutine[Any, Any, T]], after: Callable[[Callable[[], T]], R],
                 dbos: DBOS | None) -> R:
-    """DBOS's `Pending._wrap` with `after` given, not fetched from the pool."""
+    """DBOS's `Pending._wrap` with `after` given, not fetched from the pool; a step's record sent from the
+    loop where the system database allows (`_on_loop`)."""
     if dbos is not None:
         await dbos._configure_asyncio_thread_pool()
+    records = _loop_records(after, STEP_RECORD)
     try:
         value = await func()
-        result = await asyncio.to_thread(after, lambda: value)
+        result = await _after(after, lambda: value, records)
     except asyncio.CancelledError:
         dbos_logger.warning(f"Asyncio task cancelled for workflow or step {func}")
         raise
     except BaseException as exp:
         saved = exp  # not the `as` name: Python deletes that at the end of the block, before the lambda runs
-        result = await asyncio.to_thread(after, lambda: Pending._raise(saved))
+        result = await _after(after, lambda: Pending._raise(saved), records)
     if isinstance(result, DeferredResult):
         return cast(R, await result.resolve_async())
     return result
+
+
+async def _after(after: Callable[[Callable[[], T]], R], value: Callable[[], T], records: StepRecords | None) -> R:
+    """`after(value)`: in the pool, or (a step's record on Postgres) on the loop, the record it leaves
+    sent from there; an error of the record's replaces the step's, as when DBOS's record raises."""
+    if records is None:
+        return await asyncio.to_thread(after, value)
+    step = OnLoop()
+    token = on_loop.set(step)
+    try:
+        return after(value)
+    finally:
+        on_loop.reset(token)
+        if step.record is not None:
+            await records.record_on_loop(*step.record)
+
+
+async def _intercept(func: Callable[[], Coroutine[Any, Any, T]],
+                     interceptor: Callable[[], NoResult | DeferredResult[T] | T], *, dbos: DBOS | None = None) -> T:
+    """DBOS's `Pending._intercept`, a step's check sent from the loop where the system database allows:
+    DBOS's check runs there, says what to fetch, and runs again with the answer."""
+    if dbos is not None:
+        await dbos._configure_asyncio_thread_pool()
+    records = _loop_records(interceptor, STEP_CHECK)
+    if records is None:
+        intercepted = await asyncio.to_thread(interceptor)
+    else:
+        step = OnLoop()
+        token = on_loop.set(step)
+        try:
+            try:
+                intercepted = interceptor()
+            except Fetch as wanted:
+                step.answer = await records.check_on_loop(*wanted.args)
+                intercepted = interceptor()
+        finally:
+            on_loop.reset(token)
+    if isinstance(intercepted, NoResult):
+        return await func()
+    if isinstance(intercepted, DeferredResult):
+        return cast(T, await intercepted.resolve_async())
+    return cast(T, intercepted)
+
+
+def _loop_records(fn: Callable[..., Any], name: str) -> StepRecords | None:
+    """The records to send `fn`'s statement from the loop with, if it is DBOS's step function `name`."""
+    if getattr(fn, "__qualname__", None) != name:
+        return None
+    return loop_records(_get_dbos_instance()._sys_db)
 
 
 def _pending_then(self: Pending[T], next: Callable[[Callable[[], T]], R], *,
@@ -54,10 +119,18 @@ def _pending_then(self: Pending[T], next: Callable[[Callable[[], T]], R], *,
     return Pending[R](lambda: _then(func, next, dbos))
 
 
+def _pending_intercept(self: Pending[T], interceptor: Callable[[], NoResult | DeferredResult[T] | T], *,
+                       dbos: DBOS | None = None) -> Pending[T]:
+    func = self._func
+    return Pending[T](lambda: _intercept(func, interceptor, dbos=dbos))
+
+
 def install() -> bool:
-    """Swap `Pending.then` for the one without the empty hop; False if it was already. For the whole
-    process (every DBOS step and workflow in it), from the next step composed on."""
+    """Swap `Pending.then` for the one without the empty hop, and both it and `Pending.intercept` for ones
+    that send a step's record and check from the loop where they can; False if it was already. For the
+    whole process (every DBOS step and workflow in it), from the next step composed on."""
     if Pending.then is _pending_then:  # type: ignore[comparison-overlap]
         return False
     Pending.then = _pending_then  # type: ignore[method-assign,assignment]
+    Pending.intercept = _pending_intercept  # type: ignore[method-assign,assignment]
     return True

@@ -13,22 +13,28 @@ On Postgres DBOS puts a step's check and its record in a transaction each: BEGIN
 (3 statements for one read) and BEGIN, the owner's row locked, the INSERT, COMMIT (4). There `install`
 also swaps `check_operation_execution` and `record_operation_result` (DBOS's retry kept around each)
 for one statement each on a connection in autocommit: the check's SELECT, and the record's ownership
-check and insert merged (`record_owned`, see the comment there). SQLite keeps DBOS's transactions:
-pysqlite sends no BEGIN for a read, and a statement costs microseconds there.
+check and insert merged (`record_owned`, see the comment there). A step sends them from the event loop
+(`check_on_loop`, `record_on_loop`, run by dbos_step_hops.py), not from DBOS's thread pool. SQLite keeps
+DBOS's transactions: pysqlite sends no BEGIN for a read, and a statement costs microseconds there.
 
 Only a plain (unsharded) SQLite or Postgres system database is swapped, and only for a connection
 (a Session, which some DBOS paths pass, keeps DBOS's own). This is DBOS's private API, pinned with the
 rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py compares the rows and errors of
-both versions on a real database, tests/test_dbos_autocommit.py the statements sent and races.
+both versions on a real database, tests/test_dbos_autocommit.py the statements sent and races,
+tests/test_dbos_steps_on_loop.py the steps sent from the loop.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from dbos._context import current_owner_xid
 from dbos._dbos import _get_dbos_instance
@@ -45,10 +51,31 @@ from dbos._sys_db_postgres import PostgresSystemDatabase
 from dbos._sys_db_sqlite import SQLiteSystemDatabase
 from sqlalchemy.exc import DBAPIError
 
+from orchestrator.durable.dbos_loop_statements import LoopStatements
+
 PLAIN = (SQLiteSystemDatabase, PostgresSystemDatabase)  # not a sharded subclass: its keys are in every statement
 CANCELLED = WorkflowStatusString.CANCELLED.value
 RECORDED = ("function_name", "started_at_epoch_ms", "completed_at_epoch_ms", "output", "error",
             "child_workflow_id", "serialization", "application_name")  # a step row's columns set from its result
+_UNASKED = object()
+
+
+@dataclass
+class OnLoop:
+    """A step's check or record run on the event loop (Postgres, dbos_step_hops.py): DBOS's code around it
+    runs there, and the statement is sent from there. DBOS's check, asked the first time, says what to fetch
+    (`Fetch`) and, asked again, gives the answer fetched; DBOS's record leaves what to write here."""
+
+    answer: Any = _UNASKED
+    record: tuple[Any, int, str | None] | None = None  # (DBOS's result, completed at, owner)
+
+
+on_loop: ContextVar[OnLoop | None] = ContextVar("dbos_step_on_loop", default=None)
+
+
+class Fetch(BaseException):
+    """The step's check, asked on the loop: (workflow id, step id, step name) to fetch there. A
+    BaseException, so nothing between DBOS's check and its caller (its retry) mistakes it for a failure."""
 
 
 class Prepared:
@@ -75,11 +102,15 @@ class Prepared:
         self._order = list(compiled.positiontup or []) if compiled.positional else None
 
     def run(self, conn: sa.Connection, values: dict[str, Any]) -> sa.CursorResult[Any]:
+        return conn.exec_driver_sql(self.sql, self.params(values))
+
+    def params(self, values: dict[str, Any]) -> dict[str, Any] | tuple[Any, ...]:
+        """What the driver is given for `values`: each through its type's bind processor, the constants added."""
         params = {name: self._processors[name](value) if name in self._processors else value
                   for name, value in {**self._constants, **values}.items()}
         if self._order is not None:
-            return conn.exec_driver_sql(self.sql, tuple(params[name] for name in self._order))
-        return conn.exec_driver_sql(self.sql, params)
+            return tuple(params[name] for name in self._order)
+        return params
 
 
 def autocommits(sys_db: SystemDatabase) -> bool:
@@ -136,6 +167,7 @@ class StepRecords:
             self.record_owned = Prepared(keep_on_conflict(sys_db.dialect.insert(outputs).from_select(
                 ["workflow_uuid", "function_id", *RECORDED, "retention_timestamp"], owned), sys_db), sys_db)
         self.record_alone: Callable[..., None] = db_retry(sys_db=sys_db)(self._record_alone)
+        self.loop = LoopStatements(sys_db) if self.record_owned is not None else None
 
     def prepared_for(self, conn: Any) -> bool:
         """A connection of this database's engine (a Session, or another driver's, keeps DBOS's path)."""
@@ -151,12 +183,29 @@ class StepRecords:
     def check_alone(self, _original: Any, workflow_id: str, function_id: int, function_name: str, *,
                     owner_key: str | None = None) -> Any:
         """DBOS's `check_operation_execution` on Postgres (`install` puts DBOS's retry around it): the
-        prepared check, one SELECT in autocommit, where DBOS's runs in a transaction of its own."""
+        prepared check, one SELECT in autocommit, where DBOS's runs in a transaction of its own. On the
+        loop (`on_loop`), what the loop fetched."""
+        step = on_loop.get()
+        if step is not None:
+            if step.answer is _UNASKED:
+                raise Fetch(workflow_id, function_id, function_name)
+            return step.answer
         with self.sys_db._own_key(workflow_id, key=owner_key), autocommit(self.sys_db.engine) as c:
             return self._check(c, workflow_id, function_id, function_name)
 
+    async def check_on_loop(self, workflow_id: str, function_id: int, function_name: str) -> Any:
+        """`check_alone`'s statement sent from the loop (dbos_loop_statements.py)."""
+        assert self.loop is not None
+        rows = await self.loop.rows(self.check.sql, self.check.params({"wf": workflow_id, "fid": function_id}))
+        return self._checked(rows, workflow_id, function_id, function_name)
+
     def _check(self, conn: sa.Connection, workflow_id: str, function_id: int, function_name: str) -> Any:
         rows = self.check.run(conn, {"wf": workflow_id, "fid": function_id}).all()
+        return self._checked(rows, workflow_id, function_id, function_name)
+
+    @staticmethod
+    def _checked(rows: Sequence[Any], workflow_id: str, function_id: int, function_name: str) -> Any:
+        """What DBOS's check makes of the row found: the recorded result, None (run the step), or an error."""
         assert rows, f"Error: Workflow {workflow_id} does not exist"
         state, output, error, recorded_name, child_workflow_id, serialization = rows[0]
         if state == CANCELLED:
@@ -185,8 +234,24 @@ class StepRecords:
         completed_at = int(time.time() * 1000) if completed_at_epoch_ms is None else completed_at_epoch_ms
         if self.sys_db._child_values(result["child_workflow_id"]):
             return original(result, completed_at_epoch_ms=completed_at, owner_xid=owner_xid, owner_key=owner_key)
+        step = on_loop.get()
+        if step is not None:  # the loop sends it once DBOS's code returns (`record_on_loop`)
+            owner = current_owner_xid(result["workflow_uuid"]) if owner_xid is None else owner_xid
+            step.record = (result, completed_at, owner)
+            return None
         self.record_alone(result, completed_at, owner_xid, owner_key)
         return None
+
+    async def record_on_loop(self, result: Any, completed_at: int, owner_xid: str | None) -> None:
+        """`record_alone`'s statement sent from the loop (dbos_loop_statements.py)."""
+        assert self.loop is not None
+        statement, values = self._record_values(result, completed_at, owner_xid, merged=True)
+        try:
+            rows = await self.loop.rows(statement.sql, statement.params(values))
+        except psycopg.errors.UniqueViolation as exc:
+            raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
+        self._verify(statement, rows, result, completed_at)
+        DebugTriggers.debug_trigger_point(DebugTriggers.DEBUG_TRIGGER_STEP_COMMIT)
 
     def _record_alone(self, result: Any, completed_at: int, owner_xid: str | None, owner_key: str | None) -> None:
         with self.sys_db._own_key(result["workflow_uuid"], key=owner_key), autocommit(self.sys_db.engine) as c:
@@ -195,6 +260,22 @@ class StepRecords:
 
     def _record(self, conn: sa.Connection, result: Any, completed_at: int, owner_xid: str | None, *,
                 merged: bool) -> None:
+        workflow_id = result["workflow_uuid"]
+        statement, values = self._record_values(result, completed_at, owner_xid, merged=merged)
+        if statement is self.record and values["owner"] is not None:  # not merged: checked first
+            if self.owner.run(conn, {"wf": workflow_id}).scalar() != values["owner"]:
+                raise DBOSWorkflowConflictIDError(workflow_id)
+        try:
+            rows = statement.run(conn, values).all()
+        except DBAPIError as exc:
+            if self.sys_db._is_unique_constraint_violation(exc):
+                raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from exc
+            raise
+        self._verify(statement, rows, result, completed_at)
+
+    def _record_values(self, result: Any, completed_at: int, owner_xid: str | None, *,
+                       merged: bool) -> tuple[Prepared, dict[str, Any]]:
+        """The record's statement and values: the owner checked in it (`merged`, Postgres) or before it."""
         assert result["error"] is None or result["output"] is None, "Only one of error or output can be set"
         workflow_id = result["workflow_uuid"]
         if owner_xid is None:
@@ -203,24 +284,19 @@ class StepRecords:
             "wf": workflow_id, "fid": result["function_id"], "function_name": result["function_name"],
             "started_at_epoch_ms": result["started_at_epoch_ms"], "completed_at_epoch_ms": completed_at,
             "output": result["output"], "error": result["error"], "child_workflow_id": result["child_workflow_id"],
-            "serialization": result["serialization"], "application_name": self.sys_db.app_name}
-        statement = self.record
-        if owner_xid is not None:
-            if merged:
-                assert self.record_owned is not None
-                statement, values["owner"] = self.record_owned, owner_xid
-            elif self.owner.run(conn, {"wf": workflow_id}).scalar() != owner_xid:
-                raise DBOSWorkflowConflictIDError(workflow_id)
-        try:
-            rows = statement.run(conn, values).all()
-        except DBAPIError as exc:
-            if self.sys_db._is_unique_constraint_violation(exc):
-                raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from exc
-            raise
+            "serialization": result["serialization"], "application_name": self.sys_db.app_name,
+            "owner": owner_xid}
+        if owner_xid is not None and merged:
+            assert self.record_owned is not None
+            return self.record_owned, values
+        return self.record, values
+
+    def _verify(self, statement: Prepared, rows: Sequence[Any], result: Any, completed_at: int) -> None:
+        """What the insert gave back says it wrote this record (or found this very one there)."""
         if statement is self.record_owned and not rows:
-            raise DBOSWorkflowConflictIDError(workflow_id)
+            raise DBOSWorkflowConflictIDError(result["workflow_uuid"])
         if rows and (rows[0][0] is None or int(rows[0][0]) != completed_at):
-            raise DBOSStepNondeterminismError(workflow_id, result["function_id"])
+            raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"])
 
 
 def keep_on_conflict(insert: Any, sys_db: SystemDatabase) -> sa.Executable:
@@ -254,7 +330,7 @@ def install(sys_db: SystemDatabase) -> bool:
     database this was not written for. Idempotent."""
     if type(sys_db) not in PLAIN or isinstance(getattr(sys_db, "_check_operation_execution_txn", None), _Swapped):
         return False
-    records = StepRecords(sys_db)
+    records = _installed[sys_db] = StepRecords(sys_db)
     _swap(sys_db, "_check_operation_execution_txn", records.check_txn)
     _swap(sys_db, "_record_operation_result_txn", records.record_txn)
     if records.record_owned is not None:
@@ -263,9 +339,19 @@ def install(sys_db: SystemDatabase) -> bool:
     return True
 
 
+def loop_records(sys_db: SystemDatabase) -> StepRecords | None:
+    """The prepared check and record installed on a system database whose steps can send them from the
+    loop (Postgres), else None."""
+    records = _installed.get(sys_db)
+    return records if records is not None and records.loop is not None else None
+
+
 def install_launched() -> bool:
     """`install` on the system database of this process's launched DBOS."""
     return install(_get_dbos_instance()._sys_db)
+
+
+_installed: weakref.WeakKeyDictionary[SystemDatabase, StepRecords] = weakref.WeakKeyDictionary()
 
 
 class _Swapped:

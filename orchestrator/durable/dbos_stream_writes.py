@@ -3,7 +3,8 @@ does from a step (the next free offset, then the check that this execution still
 transaction; the same serialisation; on Postgres the same coalesced NOTIFY), with statements compiled once
 (dbos_step_records.Prepared), several values in one transaction and, on SQLite, every write waiting at once in
 one transaction (`StreamWriter`). On Postgres a write is one statement in autocommit (`StreamWriter.alone`),
-where a transaction sends BEGIN, the INSERT, the owner's row locked and COMMIT. DBOS's private API, pinned
+where a transaction sends BEGIN, the INSERT, the owner's row locked and COMMIT, and it is sent from the event
+loop (dbos_loop_statements.py), not from DBOS's thread pool. DBOS's private API, pinned
 with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py compares the rows with DBOS's
 own, tests/test_dbos_autocommit.py the statements sent and races.
 """
@@ -16,6 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from dbos import DBOS
 from dbos._context import snapshot_step_context
@@ -25,7 +27,8 @@ from dbos._serialization import WorkflowSerializationFormat, serialize_value
 from dbos._sys_db import SystemDatabase, _dbos_streams_channel, db_retry
 from sqlalchemy.dialects import postgresql
 
-from orchestrator.durable.dbos_step_records import Prepared, autocommit, autocommits, locked_owner, owner_statement
+from orchestrator.durable.dbos_loop_statements import LoopStatements
+from orchestrator.durable.dbos_step_records import Prepared, autocommits, locked_owner, owner_statement
 
 
 class StepStreams:
@@ -65,7 +68,9 @@ class StreamWriter:
     goes alone, as each locks its workflow's row until it commits: one statement in autocommit, `alone`).
     A write whose workflow another execution owns now is refused alone."""
 
-    def __init__(self, sys_db: SystemDatabase) -> None:
+    def __init__(self, sys_db: SystemDatabase, *, hooks: dict[str, Any] | None = None) -> None:
+        """`hooks`: the `configure` and `reset` callbacks of the loop's connection pool (Postgres; a test
+        traces the connections)."""
         self.sys_db = sys_db
         self.together = sys_db.engine.dialect.name == "sqlite"
         self._waiting: list[tuple[StreamWrite, asyncio.Future[None]]] = []
@@ -81,14 +86,15 @@ class StreamWriter:
                       sa.bindparam("ser", type_=sa.Text), next_offset)), sys_db)
         self._owner = Prepared(owner_statement(sys_db, wf), sys_db)
         self._alone: dict[bool, Prepared] = {}  # by whether the owner is checked
+        self.loop_statements: LoopStatements | None = None
         if autocommits(sys_db):
             self._alone = {checked: Prepared(alone_statement(sys_db, checked), sys_db) for checked in (False, True)}
-        self._alone_retried = db_retry(sys_db=sys_db)(self.alone)
+            self.loop_statements = LoopStatements(sys_db, hooks=hooks)
 
     async def write(self, write: StreamWrite) -> None:
         if not self.together:
             if self._alone and write.rows:
-                await asyncio.to_thread(self._alone_retried, write)
+                await self.alone(write)
                 return
             refused = await asyncio.to_thread(db_retry(sys_db=self.sys_db)(self._commit), [write])
             if refused[0] is not None:
@@ -143,22 +149,21 @@ class StreamWriter:
                 self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
         return refused
 
-    def alone(self, write: StreamWrite) -> None:
-        """Postgres: `write` (one value or more) as one statement in autocommit (blocking); raises
-        DBOSWorkflowConflictIDError, having written nothing, when another execution owns the workflow."""
+    async def alone(self, write: StreamWrite) -> None:
+        """Postgres: `write` (one value or more) as one statement in autocommit, sent from the loop
+        (dbos_loop_statements.py); raises DBOSWorkflowConflictIDError, having written nothing, when another
+        execution owns the workflow."""
+        assert self.loop_statements is not None
         statement = self._alone[write.owner_xid is not None]
-        values = {"wf": write.workflow_id, "fid": write.function_id, "key": write.key, "owner": write.owner_xid,
-                  "values": [serialized for serialized, _ in write.rows],
-                  "sers": [serialization for _, serialization in write.rows]}
+        params = statement.params({"wf": write.workflow_id, "fid": write.function_id, "key": write.key,
+                                   "owner": write.owner_xid, "values": [serialized for serialized, _ in write.rows],
+                                   "sers": [serialization for _, serialization in write.rows]})
         while True:
             try:
-                with autocommit(self.sys_db.engine) as c:
-                    written = statement.run(c, values).rowcount
+                written = await self.loop_statements.rowcount(statement.sql, params)
                 break
-            except sa.exc.IntegrityError as exc:  # another execution took an offset: only then try again
-                if not self.sys_db._is_unique_constraint_violation(exc):
-                    raise
-                time.sleep(0.1)
+            except psycopg.errors.UniqueViolation:  # another execution took an offset: only then try again
+                await asyncio.sleep(0.1)
         if written != len(write.rows):  # none: the owner check held them all back
             raise DBOSWorkflowConflictIDError(write.workflow_id)
         self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
