@@ -13,7 +13,7 @@ from dbos import DBOS
 from dbos._dbos import _get_dbos_instance
 from dbos._sys_db import SystemDatabase
 
-from orchestrator.durable import dbos_loop_statements
+from orchestrator.durable import dbos_steps_on_loop
 
 
 def sqlite_url(folder: Path) -> str:
@@ -37,6 +37,6 @@ async def launched(config: dict[str, Any]) -> AsyncIterator[SystemDatabase]:
     try:
         yield _get_dbos_instance()._sys_db
     finally:
-        await dbos_loop_statements.close_all()
+        await dbos_steps_on_loop.close_all()
         DBOS.destroy(destroy_registry=False)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())

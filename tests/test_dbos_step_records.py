@@ -125,8 +125,11 @@ def both(sys_db: SystemDatabase, call: Callable[[Any, sa.Connection], Any]) -> t
 
 def dbos_and_ours(sys_db: SystemDatabase, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The system database's method `name` as DBOS runs it (on Postgres: in its own transaction, around
-    our prepared `_txn`) and as installed; the same method twice where nothing was swapped (SQLite)."""
+    our prepared `_txn`) and as installed; the same method twice where nothing was swapped (SQLite). The
+    outermost layer (what a step on the loop asks, dbos_steps_on_loop.py) passes every call on off the loop."""
     method = getattr(sys_db, name)
+    assert isinstance(method, _Swapped)
+    method = method.original
     swapped = isinstance(method, _Swapped)
     assert swapped == (sys_db.engine.dialect.name == "postgresql"), "swapped on Postgres only"
     return (method.original if swapped else method), method

@@ -1,27 +1,28 @@
-"""On Postgres a DBOS step's check and record are sent from the event loop (dbos_step_hops.py,
-dbos_step_records.py, dbos_loop_statements.py): no hop to the thread pool at all. Here DBOS's own steps run
-through them on a real Postgres system database: results, errors, a replay from the records, a cancel seen
-at the next step and an execution that lost the workflow are what DBOS's own code gives."""
+"""A DBOS step's check and record are sent from the event loop (dbos_step_hops.py, dbos_steps_on_loop.py; on
+Postgres through async psycopg, on SQLite on the loop's own connection to the file): no hop to the thread pool
+at all. Here DBOS's own steps run through them on real Postgres and SQLite system databases: results, errors, a
+replay from the records, a cancel seen at the next step and an execution that lost the workflow are what DBOS's
+own code gives; on SQLite a file locked by another connection sends the step through DBOS's pool instead."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
+import sqlalchemy as sa
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
 from dbos._outcome import Pending
 from dbos._sys_db import SystemDatabase
 
 from orchestrator.durable import dbos_step_hops
-from orchestrator.durable.config import _sqlalchemy_url
-from orchestrator.durable.dbos_step_records import install, loop_records
-from tests.dbos_launched import config_for, launched
-
-pytestmark = pytest.mark.postgres
+from orchestrator.durable.config import _sqlalchemy_url, dbos_config
+from orchestrator.durable.dbos_step_records import install, loop_steps
+from tests.dbos_launched import config_for, launched, sqlite_url
 
 APP = "debate-bot-steps-on-loop-test"
 ran: list[str] = []
@@ -61,13 +62,21 @@ async def gated(key: str) -> int:
     return first + await DBOS.run_step_async({"name": "answer"}, answer, 2)
 
 
-@pytest.fixture
-async def sys_db(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SystemDatabase]:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def sys_db(request: pytest.FixtureRequest, tmp_path: Path,
+                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SystemDatabase]:
     # DBOS's own `then` and `intercept` to start with (a worker started in this process earlier installed ours)
     monkeypatch.setattr(Pending, "then", dbos_step_hops.DBOS_THEN)
     monkeypatch.setattr(Pending, "intercept", dbos_step_hops.DBOS_INTERCEPT)
-    async with launched(config_for(APP, _sqlalchemy_url(postgres_url), "on-loop-test")) as sys_db:
-        assert install(sys_db) and loop_records(sys_db) is not None
+    url = (_sqlalchemy_url(request.getfixturevalue("postgres_url")) if request.param == "postgres"
+           else sqlite_url(tmp_path))
+    config = config_for(APP, url, "on-loop-test")
+    if request.param == "sqlite":
+        config["db_engine_kwargs"] = dbos_config(url, "on-loop-test")["db_engine_kwargs"]  # the worker's (WAL)
+    async with launched(config) as sys_db:
+        assert install(sys_db)
+        steps = loop_steps(sys_db)
+        assert steps is not None and steps.available
         ran.clear()
         yield sys_db
 
@@ -79,10 +88,13 @@ async def run(workflow: Any, workflow_id: str, *args: Any) -> Any:
 
 def recorded(sys_db: SystemDatabase, workflow_id: str) -> list[tuple[Any, ...]]:
     """The step rows of `workflow_id` as stored, less their times."""
-    with _connect(sys_db) as c:
-        return c.execute("select function_id, function_name, output, error, child_workflow_id, serialization,"
-                         " application_name from dbos.operation_outputs where workflow_uuid = %s"
-                         " order by function_id", [workflow_id]).fetchall()
+    outputs = sys_db.tables.operation_outputs
+    with sys_db.engine.begin() as c:
+        rows = c.execute(sa.select(outputs.c.function_id, outputs.c.function_name, outputs.c.output,
+                                   outputs.c.error, outputs.c.child_workflow_id, outputs.c.serialization,
+                                   outputs.c.application_name)
+                         .where(outputs.c.workflow_uuid == workflow_id).order_by(outputs.c.function_id)).all()
+    return [tuple(row) for row in rows]
 
 
 async def test_a_step_sends_its_check_and_record_from_the_loop(sys_db: SystemDatabase,
@@ -138,26 +150,58 @@ async def test_a_replay_gets_the_recorded_results_and_a_cancel_stops_the_next_st
 
 
 async def test_a_record_from_an_execution_that_lost_the_workflow_is_refused(sys_db: SystemDatabase) -> None:
-    records = loop_records(sys_db)
-    assert records is not None
-    with _connect(sys_db) as c:  # a pending workflow, run by the execution "me"
-        c.execute("insert into dbos.workflow_status (workflow_uuid, status, owner_xid)"
-                  " values ('taken', 'PENDING', 'me')")
+    steps = loop_steps(sys_db)
+    assert steps is not None
+    status = sys_db.tables.workflow_status
+    with sys_db.engine.begin() as c:  # a pending workflow, run by the execution "me"
+        c.execute(sa.insert(status).values(workflow_uuid="taken", status="PENDING", owner_xid="me"))
     result = {"workflow_uuid": "taken", "function_id": 7, "function_name": "answer", "started_at_epoch_ms": 1,
               "output": "o", "error": None, "child_workflow_id": None, "serialization": "py_pickle"}
     with pytest.raises(DBOSWorkflowConflictIDError):
-        await records.record_on_loop(result, 5, "another-execution")
+        await steps.record(result, 5, "another-execution")
     assert recorded(sys_db, "taken") == []
-    await records.record_on_loop(result, 5, "me")
-    await records.record_on_loop(result, 5, "me")  # a retry finds its own row: no error
+    await steps.record(result, 5, "me")
+    await steps.record(result, 5, "me")  # a retry finds its own row: no error
     assert [row[:3] for row in recorded(sys_db, "taken")] == [(7, "answer", "o")]
     with pytest.raises(DBOSStepNondeterminismError):  # another record for the step: not this one
-        await records.record_on_loop(result, 6, "me")
-    assert await records.check_on_loop("taken", 7, "answer") == {
+        await steps.record(result, 6, "me")
+    assert await steps.check("taken", 7, "answer") == {
         "output": "o", "error": None, "serialization": "py_pickle", "child_workflow_id": None, "child_shard_key": None}
-    assert await records.check_on_loop("taken", 8, "answer") is None
+    assert await steps.check("taken", 8, "answer") is None
 
 
-def _connect(sys_db: SystemDatabase) -> psycopg.Connection[Any]:
-    return psycopg.connect(sys_db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False),
-                           autocommit=True)
+async def test_on_sqlite_a_locked_file_sends_the_step_through_the_pool(sys_db: SystemDatabase,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    if sys_db.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's write lock")
+    steps = loop_steps(sys_db)
+    assert steps is not None and steps.sqlite is not None
+    assert dbos_step_hops.install()
+    status = sys_db.tables.workflow_status
+    with sys_db.engine.begin() as c:
+        c.execute(sa.insert(status).values(workflow_uuid="locked", status="PENDING", owner_xid="me"))
+    result = {"workflow_uuid": "locked", "function_id": 1, "function_name": "answer", "started_at_epoch_ms": 1,
+              "output": "o", "error": None, "child_workflow_id": None, "serialization": "py_pickle"}
+    hops: list[Any] = []
+    hopped = asyncio.Event()
+    real = asyncio.to_thread
+
+    async def to_thread(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        hops.append(func)
+        hopped.set()
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", to_thread)
+    other = sqlite3.connect(str(sys_db.engine.url.database), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+    assert await steps.check("locked", 1, "answer") is None  # a read is not kept waiting (WAL)
+    record = asyncio.ensure_future(steps.record(result, 5, "me"))
+    await asyncio.wait_for(hopped.wait(), 30)  # the record went to DBOS's pool, where it waits for the lock
+    assert not record.done()
+    other.execute("COMMIT")
+    await asyncio.wait_for(record, 30)
+    other.close()
+    monkeypatch.setattr(asyncio, "to_thread", real)
+    assert len(hops) == 1 and [row[:3] for row in recorded(sys_db, "locked")] == [(1, "answer", "o")]
+    await steps.record(result, 5, "me")  # the file free again: the loop's own connection, no hop
+    assert len(hops) == 1

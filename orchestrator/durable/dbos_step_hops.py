@@ -30,7 +30,8 @@ from dbos._dbos import _get_dbos_instance
 from dbos._logger import dbos_logger
 from dbos._outcome import DeferredResult, NoResult, Pending
 
-from orchestrator.durable.dbos_step_records import Fetch, OnLoop, StepRecords, loop_records, on_loop
+from orchestrator.durable.dbos_step_records import loop_steps
+from orchestrator.durable.dbos_steps_on_loop import POOL, Fetch, LoopSteps, OnLoop, on_loop
 
 if TYPE_CHECKING:
     from dbos import DBOS
@@ -64,7 +65,7 @@ async def _then(func: Callable[[], Coroutine[Any, Any, T]], after: Callable[[Cal
     return result
 
 
-async def _after(after: Callable[[Callable[[], T]], R], value: Callable[[], T], records: StepRecords | None) -> R:
+async def _after(after: Callable[[Callable[[], T]], R], value: Callable[[], T], records: LoopSteps | None) -> R:
     """`after(value)`: in the pool, or (a step's record on Postgres) on the loop, the record it leaves
     sent from there; an error of the record's replaces the step's, as when DBOS's record raises."""
     if records is None:
@@ -76,7 +77,7 @@ async def _after(after: Callable[[Callable[[], T]], R], value: Callable[[], T], 
     finally:
         on_loop.reset(token)
         if step.record is not None:
-            await records.record_on_loop(*step.record)
+            await records.record(*step.record)
 
 
 async def _intercept(func: Callable[[], Coroutine[Any, Any, T]],
@@ -86,19 +87,9 @@ async def _intercept(func: Callable[[], Coroutine[Any, Any, T]],
     if dbos is not None:
         await dbos._configure_asyncio_thread_pool()
     records = _loop_records(interceptor, STEP_CHECK)
-    if records is None:
+    intercepted = POOL if records is None else await _check_on_loop(interceptor, records)
+    if intercepted is POOL:
         intercepted = await asyncio.to_thread(interceptor)
-    else:
-        step = OnLoop()
-        token = on_loop.set(step)
-        try:
-            try:
-                intercepted = interceptor()
-            except Fetch as wanted:
-                step.answer = await records.check_on_loop(*wanted.args)
-                intercepted = interceptor()
-        finally:
-            on_loop.reset(token)
     if isinstance(intercepted, NoResult):
         return await func()
     if isinstance(intercepted, DeferredResult):
@@ -106,11 +97,29 @@ async def _intercept(func: Callable[[], Coroutine[Any, Any, T]],
     return cast(T, intercepted)
 
 
-def _loop_records(fn: Callable[..., Any], name: str) -> StepRecords | None:
-    """The records to send `fn`'s statement from the loop with, if it is DBOS's step function `name`."""
+async def _check_on_loop(interceptor: Callable[[], Any], records: LoopSteps) -> Any:
+    """DBOS's check run on the loop: asked once, it says what to read; read, it is asked again with the
+    answer. POOL when the loop could not read at once (SQLite's file locked): DBOS's check in the pool."""
+    step = OnLoop()
+    token = on_loop.set(step)
+    try:
+        try:
+            return interceptor()
+        except Fetch as wanted:
+            step.answer = await records.check(*wanted.args)
+            if step.answer is POOL:
+                return POOL
+            return interceptor()
+    finally:
+        on_loop.reset(token)
+
+
+def _loop_records(fn: Callable[..., Any], name: str) -> LoopSteps | None:
+    """What sends `fn`'s statement from the loop, if it is DBOS's step function `name`."""
     if getattr(fn, "__qualname__", None) != name:
         return None
-    return loop_records(_get_dbos_instance()._sys_db)
+    steps = loop_steps(_get_dbos_instance()._sys_db)
+    return steps if steps is not None and steps.available else None
 
 
 def _pending_then(self: Pending[T], next: Callable[[Callable[[], T]], R], *,

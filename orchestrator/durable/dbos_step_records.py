@@ -14,8 +14,9 @@ On Postgres DBOS puts a step's check and its record in a transaction each: BEGIN
 also swaps `check_operation_execution` and `record_operation_result` (DBOS's retry kept around each)
 for one statement each on a connection in autocommit: the check's SELECT, and the record's ownership
 check and insert merged (`record_owned`, see the comment there). A step sends them from the event loop
-(`check_on_loop`, `record_on_loop`, run by dbos_step_hops.py), not from DBOS's thread pool. SQLite keeps
-DBOS's transactions: pysqlite sends no BEGIN for a read, and a statement costs microseconds there.
+(dbos_steps_on_loop.py, run by dbos_step_hops.py), not from DBOS's thread pool. SQLite keeps DBOS's
+transactions: pysqlite sends no BEGIN for a read, and a statement costs microseconds there; a step runs them
+on the loop's own connection when the file is free (dbos_loop_sqlite.py).
 
 Only a plain (unsharded) SQLite or Postgres system database is swapped, and only for a connection
 (a Session, which some DBOS paths pass, keeps DBOS's own). This is DBOS's private API, pinned with the
@@ -30,11 +31,8 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 import sqlalchemy as sa
 from dbos._context import current_owner_xid
 from dbos._dbos import _get_dbos_instance
@@ -51,31 +49,12 @@ from dbos._sys_db_postgres import PostgresSystemDatabase
 from dbos._sys_db_sqlite import SQLiteSystemDatabase
 from sqlalchemy.exc import DBAPIError
 
-from orchestrator.durable.dbos_loop_statements import LoopStatements
+from orchestrator.durable import dbos_steps_on_loop
 
 PLAIN = (SQLiteSystemDatabase, PostgresSystemDatabase)  # not a sharded subclass: its keys are in every statement
 CANCELLED = WorkflowStatusString.CANCELLED.value
 RECORDED = ("function_name", "started_at_epoch_ms", "completed_at_epoch_ms", "output", "error",
             "child_workflow_id", "serialization", "application_name")  # a step row's columns set from its result
-_UNASKED = object()
-
-
-@dataclass
-class OnLoop:
-    """A step's check or record run on the event loop (Postgres, dbos_step_hops.py): DBOS's code around it
-    runs there, and the statement is sent from there. DBOS's check, asked the first time, says what to fetch
-    (`Fetch`) and, asked again, gives the answer fetched; DBOS's record leaves what to write here."""
-
-    answer: Any = _UNASKED
-    record: tuple[Any, int, str | None] | None = None  # (DBOS's result, completed at, owner)
-
-
-on_loop: ContextVar[OnLoop | None] = ContextVar("dbos_step_on_loop", default=None)
-
-
-class Fetch(BaseException):
-    """The step's check, asked on the loop: (workflow id, step id, step name) to fetch there. A
-    BaseException, so nothing between DBOS's check and its caller (its retry) mistakes it for a failure."""
 
 
 class Prepared:
@@ -167,7 +146,6 @@ class StepRecords:
             self.record_owned = Prepared(keep_on_conflict(sys_db.dialect.insert(outputs).from_select(
                 ["workflow_uuid", "function_id", *RECORDED, "retention_timestamp"], owned), sys_db), sys_db)
         self.record_alone: Callable[..., None] = db_retry(sys_db=sys_db)(self._record_alone)
-        self.loop = LoopStatements(sys_db) if self.record_owned is not None else None
 
     def prepared_for(self, conn: Any) -> bool:
         """A connection of this database's engine (a Session, or another driver's, keeps DBOS's path)."""
@@ -183,21 +161,9 @@ class StepRecords:
     def check_alone(self, _original: Any, workflow_id: str, function_id: int, function_name: str, *,
                     owner_key: str | None = None) -> Any:
         """DBOS's `check_operation_execution` on Postgres (`install` puts DBOS's retry around it): the
-        prepared check, one SELECT in autocommit, where DBOS's runs in a transaction of its own. On the
-        loop (`on_loop`), what the loop fetched."""
-        step = on_loop.get()
-        if step is not None:
-            if step.answer is _UNASKED:
-                raise Fetch(workflow_id, function_id, function_name)
-            return step.answer
+        prepared check, one SELECT in autocommit, where DBOS's runs in a transaction of its own."""
         with self.sys_db._own_key(workflow_id, key=owner_key), autocommit(self.sys_db.engine) as c:
             return self._check(c, workflow_id, function_id, function_name)
-
-    async def check_on_loop(self, workflow_id: str, function_id: int, function_name: str) -> Any:
-        """`check_alone`'s statement sent from the loop (dbos_loop_statements.py)."""
-        assert self.loop is not None
-        rows = await self.loop.rows(self.check.sql, self.check.params({"wf": workflow_id, "fid": function_id}))
-        return self._checked(rows, workflow_id, function_id, function_name)
 
     def _check(self, conn: sa.Connection, workflow_id: str, function_id: int, function_name: str) -> Any:
         rows = self.check.run(conn, {"wf": workflow_id, "fid": function_id}).all()
@@ -234,24 +200,8 @@ class StepRecords:
         completed_at = int(time.time() * 1000) if completed_at_epoch_ms is None else completed_at_epoch_ms
         if self.sys_db._child_values(result["child_workflow_id"]):
             return original(result, completed_at_epoch_ms=completed_at, owner_xid=owner_xid, owner_key=owner_key)
-        step = on_loop.get()
-        if step is not None:  # the loop sends it once DBOS's code returns (`record_on_loop`)
-            owner = current_owner_xid(result["workflow_uuid"]) if owner_xid is None else owner_xid
-            step.record = (result, completed_at, owner)
-            return None
         self.record_alone(result, completed_at, owner_xid, owner_key)
         return None
-
-    async def record_on_loop(self, result: Any, completed_at: int, owner_xid: str | None) -> None:
-        """`record_alone`'s statement sent from the loop (dbos_loop_statements.py)."""
-        assert self.loop is not None
-        statement, values = self._record_values(result, completed_at, owner_xid, merged=True)
-        try:
-            rows = await self.loop.rows(statement.sql, statement.params(values))
-        except psycopg.errors.UniqueViolation as exc:
-            raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
-        self._verify(statement, rows, result, completed_at)
-        DebugTriggers.debug_trigger_point(DebugTriggers.DEBUG_TRIGGER_STEP_COMMIT)
 
     def _record_alone(self, result: Any, completed_at: int, owner_xid: str | None, owner_key: str | None) -> None:
         with self.sys_db._own_key(result["workflow_uuid"], key=owner_key), autocommit(self.sys_db.engine) as c:
@@ -330,20 +280,22 @@ def install(sys_db: SystemDatabase) -> bool:
     database this was not written for. Idempotent."""
     if type(sys_db) not in PLAIN or isinstance(getattr(sys_db, "_check_operation_execution_txn", None), _Swapped):
         return False
-    records = _installed[sys_db] = StepRecords(sys_db)
+    records = StepRecords(sys_db)
     _swap(sys_db, "_check_operation_execution_txn", records.check_txn)
     _swap(sys_db, "_record_operation_result_txn", records.record_txn)
     if records.record_owned is not None:
         _swap(sys_db, "check_operation_execution", db_retry(sys_db=sys_db)(records.check_alone))
         _swap(sys_db, "record_operation_result", records.record_result)
+    # outermost: asked on the loop, they say what to send from there (dbos_steps_on_loop.py)
+    _swap(sys_db, "check_operation_execution", dbos_steps_on_loop.captured_check)
+    _swap(sys_db, "record_operation_result", dbos_steps_on_loop.captured_record)
+    _on_loop[sys_db] = dbos_steps_on_loop.LoopSteps(records)
     return True
 
 
-def loop_records(sys_db: SystemDatabase) -> StepRecords | None:
-    """The prepared check and record installed on a system database whose steps can send them from the
-    loop (Postgres), else None."""
-    records = _installed.get(sys_db)
-    return records if records is not None and records.loop is not None else None
+def loop_steps(sys_db: SystemDatabase) -> dbos_steps_on_loop.LoopSteps | None:
+    """What sends the steps' checks and records of an installed system database from the loop, else None."""
+    return _on_loop.get(sys_db)
 
 
 def install_launched() -> bool:
@@ -351,7 +303,7 @@ def install_launched() -> bool:
     return install(_get_dbos_instance()._sys_db)
 
 
-_installed: weakref.WeakKeyDictionary[SystemDatabase, StepRecords] = weakref.WeakKeyDictionary()
+_on_loop: weakref.WeakKeyDictionary[SystemDatabase, dbos_steps_on_loop.LoopSteps] = weakref.WeakKeyDictionary()
 
 
 class _Swapped:

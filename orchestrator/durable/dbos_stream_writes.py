@@ -2,9 +2,10 @@
 does from a step (the next free offset, then the check that this execution still owns the workflow, in one
 transaction; the same serialisation; on Postgres the same coalesced NOTIFY), with statements compiled once
 (dbos_step_records.Prepared), several values in one transaction and, on SQLite, every write waiting at once in
-one transaction (`StreamWriter`). On Postgres a write is one statement in autocommit (`StreamWriter.alone`),
-where a transaction sends BEGIN, the INSERT, the owner's row locked and COMMIT, and it is sent from the event
-loop (dbos_loop_statements.py), not from DBOS's thread pool. DBOS's private API, pinned
+one transaction (`StreamWriter`), on the loop's own connection when the file is free (dbos_loop_sqlite.py).
+On Postgres a write is one statement in autocommit (`StreamWriter.alone`), where a transaction sends BEGIN,
+the INSERT, the owner's row locked and COMMIT, sent from the event loop (dbos_loop_statements.py). Both
+leave DBOS's thread pool out, but for a write the loop could not make at once. DBOS's private API, pinned
 with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py compares the rows with DBOS's
 own, tests/test_dbos_autocommit.py the statements sent and races.
 """
@@ -12,8 +13,10 @@ own, tests/test_dbos_autocommit.py the statements sent and races.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,7 @@ from dbos._serialization import WorkflowSerializationFormat, serialize_value
 from dbos._sys_db import SystemDatabase, _dbos_streams_channel, db_retry
 from sqlalchemy.dialects import postgresql
 
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import Prepared, autocommits, locked_owner, owner_statement
 
@@ -86,6 +90,7 @@ class StreamWriter:
                       sa.bindparam("ser", type_=sa.Text), next_offset)), sys_db)
         self._owner = Prepared(owner_statement(sys_db, wf), sys_db)
         self._alone: dict[bool, Prepared] = {}  # by whether the owner is checked
+        self._loop_sqlite = LoopSQLite(sys_db) if self.together and sys_db.engine.url.database else None
         self.loop_statements: LoopStatements | None = None
         if autocommits(sys_db):
             self._alone = {checked: Prepared(alone_statement(sys_db, checked), sys_db) for checked in (False, True)}
@@ -109,9 +114,11 @@ class StreamWriter:
     async def _drain(self) -> None:
         while self._waiting:
             batch, self._waiting = self._waiting[:BATCH_MAX], self._waiting[BATCH_MAX:]
+            writes = [write for write, _done in batch]
             try:
-                refused = await asyncio.to_thread(db_retry(sys_db=self.sys_db)(self._commit),
-                                                  [write for write, _done in batch])
+                refused = self._commit_on_loop(writes)
+                if refused is None:
+                    refused = await asyncio.to_thread(db_retry(sys_db=self.sys_db)(self._commit), writes)
             except Exception as exc:
                 refused = [exc] * len(batch)
             for (_write, done), error in zip(batch, refused, strict=True):
@@ -125,29 +132,58 @@ class StreamWriter:
     def _commit(self, writes: list[StreamWrite]) -> list[Exception | None]:
         """Write `writes` in one transaction (blocking); for each, None or why it was refused."""
         while True:
-            refused: list[Exception | None] = [None] * len(writes)
             try:
                 with self.sys_db.engine.begin() as c:
-                    owners: dict[str, Any] = {}
-                    for i, write in enumerate(writes):
-                        if write.owner_xid is not None:
-                            if write.workflow_id not in owners:
-                                owners[write.workflow_id] = self._owner.run(c, {"wf": write.workflow_id}).scalar()
-                            if owners[write.workflow_id] != write.owner_xid:
-                                refused[i] = DBOSWorkflowConflictIDError(write.workflow_id)
-                                continue
-                        for serialized, serialization in write.rows:
-                            self._insert.run(c, {"wf": write.workflow_id, "fid": write.function_id, "key": write.key,
-                                                 "value": serialized, "ser": serialization})
+                    refused = self._write_all(lambda statement, values: _rows(statement.run(c, values)), writes)
                 break
             except sa.exc.IntegrityError as exc:  # another execution took an offset: only then try again
                 if not self.sys_db._is_unique_constraint_violation(exc):
                     raise
                 time.sleep(0.1)
+        self._signal(writes, refused)
+        return refused
+
+    def _commit_on_loop(self, writes: list[StreamWrite]) -> list[Exception | None] | None:
+        """SQLite: `_commit` on the loop's own connection (dbos_loop_sqlite.py), when the file is free at
+        once; None, with nothing written, when it is not (or an offset was taken meanwhile): the pool's then."""
+        if self._loop_sqlite is None:
+            return None
+        try:
+            with self._loop_sqlite.writing() as conn:
+                refused = self._write_all(
+                    lambda statement, values: conn.execute(statement.sql, statement.params(values)).fetchall(), writes)
+        except Busy:
+            return None
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE constraint failed" in str(exc):
+                return None
+            raise
+        self._signal(writes, refused)
+        return refused
+
+    def _write_all(self, run: Callable[[Prepared, dict[str, Any]], list[Any]],
+                   writes: list[StreamWrite]) -> list[Exception | None]:
+        """Each write's values, inside the caller's transaction (`run` a statement there), unless another
+        execution owns its workflow now; for each, None or why it was refused."""
+        refused: list[Exception | None] = [None] * len(writes)
+        owners: dict[str, Any] = {}
+        for i, write in enumerate(writes):
+            if write.owner_xid is not None:
+                if write.workflow_id not in owners:
+                    found = run(self._owner, {"wf": write.workflow_id})
+                    owners[write.workflow_id] = found[0][0] if found else None
+                if owners[write.workflow_id] != write.owner_xid:
+                    refused[i] = DBOSWorkflowConflictIDError(write.workflow_id)
+                    continue
+            for serialized, serialization in write.rows:
+                run(self._insert, {"wf": write.workflow_id, "fid": write.function_id, "key": write.key,
+                                   "value": serialized, "ser": serialization})
+        return refused
+
+    def _signal(self, writes: list[StreamWrite], refused: list[Exception | None]) -> None:
         for write, error in zip(writes, refused, strict=True):
             if error is None:
                 self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
-        return refused
 
     async def alone(self, write: StreamWrite) -> None:
         """Postgres: `write` (one value or more) as one statement in autocommit, sent from the loop
@@ -190,6 +226,10 @@ def alone_statement(sys_db: SystemDatabase, checked: bool) -> sa.Executable:
         values = values.where(locked_owner(sys_db, wf) == sa.bindparam("owner", type_=sa.Text))
     return sa.insert(streams).from_select(["workflow_uuid", "function_id", "key", "value", "serialization", "offset"],
                                           values)
+
+
+def _rows(result: sa.CursorResult[Any]) -> list[Any]:
+    return list(result.all()) if result.returns_rows else []
 
 
 BATCH_MAX = 64  # writes in one transaction at most

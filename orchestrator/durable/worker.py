@@ -25,7 +25,7 @@ from orchestrator.budgets import spend_watch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
 from orchestrator.debate.engine import Engine
-from orchestrator.durable import dbos_loop_statements, dbos_step_hops
+from orchestrator.durable import dbos_step_hops, dbos_steps_on_loop
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
 from orchestrator.durable.continuation import debate_continuation
 from orchestrator.durable.dbos_step_records import install_launched
@@ -111,7 +111,7 @@ class WorkerHost:
         if not await self.steps.idle(grace_s):
             log.warning("stopping with model calls in flight: they run again when their debates resume")
         await self.steps.abandon()
-        await dbos_loop_statements.close_all()  # the loop's connections, while the loop runs
+        await dbos_steps_on_loop.close_all()  # the loop's connections, while the loop runs
         # DBOS made its thread pool this loop's default executor and shuts it: give the loop its own
         # first, and shut DBOS down from it (off the loop: DBOS joins threads that may call into it)
         pool = ThreadPoolExecutor(thread_name_prefix="asyncio")

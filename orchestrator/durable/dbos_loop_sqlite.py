@@ -1,0 +1,97 @@
+"""SQLite: a step's check and record and its stream writes run on the event loop's own connection to the
+workflow database, when the database is free, instead of in DBOS's thread pool.
+
+A statement on the file costs microseconds; the hop to DBOS's pool and back around it, the GIL changing
+hands and SQLAlchemy's checkout and execution cost ~0.3 ms each, two a step. The loop's connection never
+waits: `busy_timeout` is 0, so when another connection holds the write lock (another step's write in the
+pool, a front enqueueing, DBOS's queue thread) a write here fails at once with `Busy`, having done nothing,
+and the caller sends it through DBOS's pool as before. In WAL mode a read never waits for a writer. The
+loop's connection never checkpoints (`wal_autocheckpoint=0`: a checkpoint syncs the files, and the loop must
+not wait on the disk); the pool's connections, which commit every stream write, go on doing it. It is opened
+as DBOS opens its own (WAL, synchronous=NORMAL, foreign keys on), one per thread that asks.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from dbos._sys_db import SystemDatabase
+
+
+class Busy(Exception):
+    """The database was locked by another connection: nothing was done here."""
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
+
+
+class LoopSQLite:
+    """Statements on a connection of this thread's own to the system database's file."""
+
+    def __init__(self, sys_db: SystemDatabase) -> None:
+        path = sys_db.engine.url.database
+        assert path, "an SQLite system database in a file"
+        self._path = path
+        self._local = threading.local()
+        _all.add(self)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self._path, isolation_level=None)  # transactions begun here, explicitly
+            for pragma in ("busy_timeout=0", "synchronous=NORMAL", "foreign_keys=ON", "wal_autocheckpoint=0"):
+                conn.execute(f"PRAGMA {pragma}")
+            self._local.conn = conn
+        return conn
+
+    def rows(self, sql: str, params: Any) -> list[Any]:
+        """A read's rows; Busy if the file could not be read at once."""
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if _busy(exc):
+                raise Busy(str(exc)) from exc
+            raise
+
+    @contextmanager
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE), committed at the end, rolled back on an error; Busy, with
+        nothing written, if another connection holds the write lock."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _busy(exc):
+                raise Busy(str(exc)) from exc
+            raise
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+                raise Busy(str(exc)) from exc
+            raise
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+_all: weakref.WeakSet[LoopSQLite] = weakref.WeakSet()
+
+
+def close_all() -> None:
+    """Close this thread's connections of every LoopSQLite (the worker stopping)."""
+    for loop_sqlite in list(_all):
+        loop_sqlite.close()

@@ -1,0 +1,171 @@
+"""A DBOS step's check and record sent from the event loop, not from DBOS's thread pool (dbos_step_hops.py
+runs DBOS's step code on the loop and calls these).
+
+DBOS's check and record are blocking functions of the system database. Run on the loop inside `on_loop`,
+the outermost layer `install` puts around them (`captured_check`, `captured_record`) stops them before they
+touch the database: the check raises `Fetch` with what to read and, asked again, returns the answer the loop
+read; the record leaves its row in `OnLoop.record`. `LoopSteps` then reads and writes from the loop with the
+same prepared statements (dbos_step_records.StepRecords) and makes of the rows what DBOS's code makes:
+
+- Postgres: one statement each through async psycopg (dbos_loop_statements.py).
+- SQLite: the loop's own connection to the file (dbos_loop_sqlite.py), the record in its own transaction
+  (the owner checked, then the insert), as DBOS's; when the file is locked by another connection the step
+  goes through DBOS's pool as before (`POOL`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+import weakref
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from dbos._context import current_owner_xid
+from dbos._debug_trigger import DebugTriggers
+from dbos._error import DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
+
+from orchestrator.durable import dbos_loop_sqlite, dbos_loop_statements
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite
+from orchestrator.durable.dbos_loop_statements import LoopStatements
+
+if TYPE_CHECKING:
+    from orchestrator.durable.dbos_step_records import StepRecords
+
+_UNASKED = object()
+log = logging.getLogger(__name__)
+POOL = object()  # the loop could not do it at once: DBOS's own code does it in the pool
+
+
+@dataclass
+class OnLoop:
+    """One step's check or record run on the loop: the check's answer once read there, the record's
+    arguments once DBOS's code has built them."""
+
+    answer: Any = _UNASKED
+    record: tuple[Any, int, str | None] | None = None  # (DBOS's result, completed at, owner)
+
+
+on_loop: ContextVar[OnLoop | None] = ContextVar("dbos_step_on_loop", default=None)
+
+
+class Fetch(BaseException):
+    """The check, asked on the loop: (workflow id, step id, step name) to read there. A BaseException, so
+    nothing between DBOS's check and its caller (its retry) takes it for a failure."""
+
+
+def captured_check(original: Any, workflow_id: str, function_id: int, function_name: str, **kwargs: Any) -> Any:
+    """DBOS's `check_operation_execution`, or on the loop what to read (`Fetch`), then what was read."""
+    step = on_loop.get()
+    if step is None:
+        return original(workflow_id, function_id, function_name, **kwargs)
+    if step.answer is _UNASKED:
+        raise Fetch(workflow_id, function_id, function_name)
+    return step.answer
+
+
+def captured_record(original: Any, result: Any, *, completed_at_epoch_ms: int | None = None,
+                    owner_xid: str | None = None, **kwargs: Any) -> None:
+    """DBOS's `record_operation_result`, or on the loop its row left to the loop to write."""
+    step = on_loop.get()
+    if step is None or result["child_workflow_id"] is not None:
+        return original(result, completed_at_epoch_ms=completed_at_epoch_ms, owner_xid=owner_xid, **kwargs)
+    completed_at = int(time.time() * 1000) if completed_at_epoch_ms is None else completed_at_epoch_ms
+    owner = current_owner_xid(result["workflow_uuid"]) if owner_xid is None else owner_xid
+    step.record = (result, completed_at, owner)
+    return None
+
+
+class LoopSteps:
+    """The reads and writes of one system database's step checks and records, from the loop."""
+
+    def __init__(self, records: StepRecords) -> None:
+        self.records = records
+        sys_db = records.sys_db
+        self.postgres = LoopStatements(sys_db) if records.record_owned is not None else None
+        self.sqlite = LoopSQLite(sys_db) if sys_db.engine.dialect.name == "sqlite" else None
+        self.sent = self.pooled = 0  # checks and records done from the loop / handed to DBOS's pool
+        _all.add(self)
+
+    @property
+    def available(self) -> bool:
+        return self.postgres is not None or self.sqlite is not None
+
+    async def check(self, workflow_id: str, function_id: int, function_name: str) -> Any:
+        """What DBOS's check returns (the recorded result or None) or raises; POOL: ask DBOS's in the pool."""
+        check = self.records.check
+        params = check.params({"wf": workflow_id, "fid": function_id})
+        if self.postgres is not None:
+            rows = await self.postgres.rows(check.sql, params)
+        else:
+            assert self.sqlite is not None
+            try:
+                rows = self.sqlite.rows(check.sql, params)
+            except Busy:
+                self.pooled += 1
+                return POOL
+        self.sent += 1
+        return self.records._checked(rows, workflow_id, function_id, function_name)
+
+    async def record(self, result: Any, completed_at: int, owner_xid: str | None) -> None:
+        """DBOS's record of the step's `result`, written from the loop (or, the file locked, by DBOS in the
+        pool), its errors DBOS's."""
+        records = self.records
+        statement, values = records._record_values(result, completed_at, owner_xid, merged=self.postgres is not None)
+        if self.postgres is not None:
+            try:
+                rows = await self.postgres.rows(statement.sql, statement.params(values))
+            except psycopg.errors.UniqueViolation as exc:
+                raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
+            records._verify(statement, rows, result, completed_at)
+        elif not self._record_in_file(statement, values, result, completed_at):
+            self.pooled += 1
+            await asyncio.to_thread(records.sys_db.record_operation_result, result,
+                                    completed_at_epoch_ms=completed_at, owner_xid=owner_xid)
+            return
+        self.sent += 1
+        DebugTriggers.debug_trigger_point(DebugTriggers.DEBUG_TRIGGER_STEP_COMMIT)
+
+    def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int) -> bool:
+        """SQLite: the owner checked and the row inserted in one transaction of the loop's; False (nothing
+        written) when another connection holds the file's write lock."""
+        assert self.sqlite is not None
+        records = self.records
+        try:
+            with self.sqlite.writing() as conn:
+                if values["owner"] is not None:
+                    owners = conn.execute(records.owner.sql, records.owner.params({"wf": values["wf"]})).fetchall()
+                    if not owners or owners[0][0] != values["owner"]:
+                        raise DBOSWorkflowConflictIDError(values["wf"])
+                rows = conn.execute(statement.sql, statement.params(values)).fetchall()
+                records._verify(statement, rows, result, completed_at)
+        except Busy:
+            return False
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE constraint failed" in str(exc):  # as DBOS's SQLite database tells it
+                raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
+            raise
+        return True
+
+    async def close(self) -> None:
+        """Close the loop's connections (the worker stopping, before DBOS shuts down)."""
+        if self.postgres is not None:
+            await self.postgres.close()
+
+
+_all: weakref.WeakSet[LoopSteps] = weakref.WeakSet()
+
+
+async def close_all() -> None:
+    """Close the connections every system database's steps and stream writes opened on this loop."""
+    for steps in list(_all):
+        if steps.sent or steps.pooled:
+            log.info("step checks and records: %d sent from the event loop, %d through DBOS's thread pool "
+                     "(the database busy)", steps.sent, steps.pooled)
+        await steps.close()
+    await dbos_loop_statements.close_all()
+    dbos_loop_sqlite.close_all()
