@@ -44,16 +44,23 @@ class LoopSQLite:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self._path, isolation_level=None)  # transactions begun here, explicitly
-            for pragma in ("busy_timeout=0", "synchronous=NORMAL", "foreign_keys=ON", "wal_autocheckpoint=0"):
-                conn.execute(f"PRAGMA {pragma}")
+            conn = sqlite3.connect(self._path, isolation_level=None, timeout=0)  # transactions begun explicitly
+            try:
+                for pragma in ("busy_timeout=0", "synchronous=NORMAL", "foreign_keys=ON", "wal_autocheckpoint=0"):
+                    conn.execute(f"PRAGMA {pragma}")
+            except sqlite3.OperationalError as exc:  # the file busy already (its WAL being opened or recovered)
+                conn.close()
+                if _busy(exc):
+                    raise Busy(str(exc)) from exc
+                raise
             self._local.conn = conn
         return conn
 
     def rows(self, sql: str, params: Any) -> list[Any]:
         """A read's rows; Busy if the file could not be read at once."""
+        conn = self._conn()
         try:
-            return self._conn().execute(sql, params).fetchall()
+            return conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
             if _busy(exc):
                 raise Busy(str(exc)) from exc

@@ -1,0 +1,68 @@
+"""orchestrator/durable/dbos_loop_sqlite.py on a real SQLite file: the loop's connection never waits. A file
+another connection holds is `Busy` at once, whether at the first statement of a new connection, a read or a
+write, with nothing written; once it is free, the same connection reads and writes."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite
+
+
+def loop_sqlite(path: Path) -> LoopSQLite:
+    sys_db: Any = SimpleNamespace(engine=SimpleNamespace(url=SimpleNamespace(database=str(path))))
+    return LoopSQLite(sys_db)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    file = tmp_path / "workflows.sqlite"
+    conn = sqlite3.connect(file, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("create table t (v text)")
+    conn.close()
+    return file
+
+
+def test_a_file_held_exclusively_is_busy_at_once_even_for_a_new_connection(path: Path) -> None:
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("PRAGMA locking_mode=EXCLUSIVE")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("insert into t values ('theirs')")
+    other.execute("COMMIT")  # in exclusive locking mode the lock stays until the connection closes
+    ours, writer = loop_sqlite(path), loop_sqlite(path)
+    with pytest.raises(Busy):
+        ours.rows("select v from t", ())
+    with pytest.raises(Busy), writer.writing() as conn:  # the first statement of a new connection
+        conn.execute("insert into t values ('ours')")
+    other.close()
+    assert ours.rows("select v from t", ()) == [("theirs",)]
+    with writer.writing() as conn:
+        conn.execute("insert into t values ('ours')")
+    assert ours.rows("select v from t", ()) == [("theirs",), ("ours",)]
+    ours.close()
+    writer.close()
+
+
+def test_a_write_while_another_connection_writes_is_busy_and_writes_nothing(path: Path) -> None:
+    ours = loop_sqlite(path)
+    assert ours.rows("select count(*) from t", ()) == [(0,)]
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(Busy), ours.writing() as conn:
+        conn.execute("insert into t values ('ours')")
+    assert ours.rows("select count(*) from t", ()) == [(0,)]  # WAL: the read is not kept waiting
+    other.execute("COMMIT")
+    with ours.writing() as conn:
+        conn.execute("insert into t values ('ours')")
+    with pytest.raises(ValueError), ours.writing() as conn:  # an error inside: rolled back
+        conn.execute("insert into t values ('rolled back')")
+        raise ValueError("no")
+    assert other.execute("select v from t").fetchall() == [("ours",)]
+    other.close()
+    ours.close()
