@@ -3,9 +3,9 @@ DBOS's thread pool.
 
 On Postgres a step's check, its record and a stream write are one statement each in autocommit
 (dbos_step_records.py, dbos_stream_writes.py): ~5 a model call. Sent from DBOS's pool, each cost the worker
-~0.2–0.3 ms of CPU on the client's side (the hop to a thread and back, the GIL changing hands, SQLAlchemy's
+~0.24–0.31 ms of CPU on the client's side (the hop to a thread and back, the GIL changing hands, SQLAlchemy's
 checkout and execution); from the loop, through a few async connections of psycopg's pool to the same
-database, ~0.11 ms (bench/pg_loop_statements.py). The wait for the server is the loop's. psycopg prepares
+database, ~0.12–0.14 ms (bench/pg_loop_statements.py). The wait for the server is the loop's. psycopg prepares
 a statement run often, as it does on DBOS's engine.
 
 Failures retry as DBOS's `db_retry` retries: a connection error or no free connection, with backoff, until
