@@ -10,13 +10,24 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
 
 
 def loop_sqlite(path: Path) -> LoopSQLite:
-    sys_db: Any = SimpleNamespace(engine=SimpleNamespace(url=SimpleNamespace(database=str(path))))
+    sys_db: Any = SimpleNamespace(engine=sa.create_engine(f"sqlite:///{path}"))
     return LoopSQLite(sys_db)
+
+
+def test_only_a_file_gets_a_connection_of_the_loop(tmp_path: Path) -> None:
+    def file(url: str) -> str | None:
+        sys_db: Any = SimpleNamespace(engine=sa.create_engine(url))
+        return file_of(sys_db)
+
+    assert file(f"sqlite:///{tmp_path / 'w.sqlite'}") == str(tmp_path / "w.sqlite")
+    assert file("sqlite://") is None and file("sqlite:///:memory:") is None
+    assert file("postgresql+psycopg://u@localhost/db") is None
 
 
 @pytest.fixture

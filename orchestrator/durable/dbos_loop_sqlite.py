@@ -31,12 +31,22 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     return exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
 
 
+def file_of(sys_db: SystemDatabase) -> str | None:
+    """The file of an SQLite system database (None: not SQLite, or in memory, where another connection
+    would open another database)."""
+    url = sys_db.engine.url
+    path = url.database
+    if url.get_backend_name() != "sqlite" or not path or path == ":memory:" or "mode=memory" in path:
+        return None
+    return path
+
+
 class LoopSQLite:
     """Statements on a connection of this thread's own to the system database's file."""
 
     def __init__(self, sys_db: SystemDatabase) -> None:
-        path = sys_db.engine.url.database
-        assert path, "an SQLite system database in a file"
+        path = file_of(sys_db)
+        assert path is not None, "an SQLite system database in a file"
         self._path = path
         self._local = threading.local()
         _all.add(self)

@@ -8,16 +8,16 @@ the GIL changing hands twice), and a step takes three: its check, that empty one
 `install` replaces `then` with the same stage minus the empty hop: the body, then `next` in the pool, the
 exceptions handled as DBOS's `_wrap` handles them (the record of an error, a cancellation passed on).
 
-On Postgres a step hops to the pool not at all: `install` also replaces `intercept`, and a step's check
-(`intercept`) and record (`then`) run DBOS's own code on the loop with the statement sent from there, through
-async psycopg (dbos_step_records.OnLoop, dbos_loop_statements.py). DBOS's check, asked there, says what to
-fetch; the loop fetches it and asks again with the answer. DBOS's record leaves its row to the loop to send.
-Only DBOS's step functions are run so (known by name, STEP_CHECK and STEP_RECORD); a workflow's own start
-and end still hop.
+Where the system database allows (dbos_steps_on_loop.py: Postgres through async psycopg, SQLite on the loop's
+own connection while the file is free), a step hops to the pool not at all: `install` also replaces
+`intercept`, and a step's check (`intercept`) and record (`then`) run DBOS's own code on the loop with the
+statement sent from there. DBOS's check, asked there, says what to read; the loop reads it and asks again with
+the answer. DBOS's record leaves its row to the loop to write. Only DBOS's step functions are run so (known by
+name, STEP_CHECK and STEP_RECORD); a workflow's own start and end still hop.
 
 DBOS's private API, pinned with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_hops.py runs
-steps and workflows through it on a real SQLite system database and counts the hops,
-tests/test_dbos_steps_on_loop.py on Postgres.
+steps and workflows through it on a real SQLite system database and counts the hops (without the loop's
+records installed), tests/test_dbos_steps_on_loop.py with them, on SQLite and Postgres.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ STEP_RECORD = "invoke_step.<locals>.record_step_result"
 
 async def _then(func: Callable[[], Coroutine[Any, Any, T]], after: Callable[[Callable[[], T]], R],
                 dbos: DBOS | None) -> R:
-    """DBOS's `Pending._wrap` with `after` given, not fetched from the pool; a step's record sent from the
-    loop where the system database allows (`_on_loop`)."""
+    """DBOS's `Pending._wrap` with `after` given, not fetched from the pool; a step's record written from
+    the loop where the system database allows (`_after`)."""
     if dbos is not None:
         await dbos._configure_asyncio_thread_pool()
     records = _loop_records(after, STEP_RECORD)
@@ -66,8 +66,9 @@ async def _then(func: Callable[[], Coroutine[Any, Any, T]], after: Callable[[Cal
 
 
 async def _after(after: Callable[[Callable[[], T]], R], value: Callable[[], T], records: LoopSteps | None) -> R:
-    """`after(value)`: in the pool, or (a step's record on Postgres) on the loop, the record it leaves
-    sent from there; an error of the record's replaces the step's, as when DBOS's record raises."""
+    """`after(value)`: in the pool, or (a step's record, `records` given) on the loop, the record it leaves
+    written from there (dbos_steps_on_loop.LoopSteps); an error of the record's replaces the step's, as when
+    DBOS's record raises."""
     if records is None:
         return await asyncio.to_thread(after, value)
     step = OnLoop()

@@ -30,7 +30,7 @@ from dbos._debug_trigger import DebugTriggers
 from dbos._error import DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
 
 from orchestrator.durable import dbos_loop_sqlite, dbos_loop_statements
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class LoopSteps:
         self.records = records
         sys_db = records.sys_db
         self.postgres = LoopStatements(sys_db) if records.record_owned is not None else None
-        self.sqlite = LoopSQLite(sys_db) if sys_db.engine.dialect.name == "sqlite" else None
+        self.sqlite = LoopSQLite(sys_db) if file_of(sys_db) is not None else None
         self.sent = self.pooled = 0  # checks and records done from the loop / handed to DBOS's pool
         _all.add(self)
 

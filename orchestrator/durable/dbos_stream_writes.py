@@ -30,7 +30,7 @@ from dbos._serialization import WorkflowSerializationFormat, serialize_value
 from dbos._sys_db import SystemDatabase, _dbos_streams_channel, db_retry
 from sqlalchemy.dialects import postgresql
 
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import Prepared, autocommits, locked_owner, owner_statement
 
@@ -90,7 +90,7 @@ class StreamWriter:
                       sa.bindparam("ser", type_=sa.Text), next_offset)), sys_db)
         self._owner = Prepared(owner_statement(sys_db, wf), sys_db)
         self._alone: dict[bool, Prepared] = {}  # by whether the owner is checked
-        self._loop_sqlite = LoopSQLite(sys_db) if self.together and sys_db.engine.url.database else None
+        self._loop_sqlite = LoopSQLite(sys_db) if file_of(sys_db) is not None else None
         self.loop_statements: LoopStatements | None = None
         if autocommits(sys_db):
             self._alone = {checked: Prepared(alone_statement(sys_db, checked), sys_db) for checked in (False, True)}
