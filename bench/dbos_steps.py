@@ -77,7 +77,7 @@ def cpu_s() -> float:
 
 async def serve(way: str, url: str, workflows: int, per: int) -> None:
     """One way's process: launch, then run each phase asked for on stdin, answering its CPU on stdout."""
-    from orchestrator.durable import dbos_step_hops, dbos_step_records, dbos_stream_writes
+    from orchestrator.durable import dbos_step_hops, dbos_step_records, dbos_steps_on_loop, dbos_stream_writes
     from orchestrator.durable.config import dbos_config, prepare_system_db
 
     if way == "txn":  # the product as it was before the autocommit statements
@@ -86,7 +86,7 @@ async def serve(way: str, url: str, workflows: int, per: int) -> None:
     DBOS(config=dbos_config(url, f"bench-{way}"))
     DBOS.launch()
     if way != "dbos":
-        assert dbos_step_records.install_launched()
+        assert dbos_steps_on_loop.install_launched()
     if way == "autocommit":
         dbos_step_hops.install()
     print(json.dumps({"ready": way}), flush=True)

@@ -24,7 +24,7 @@ from dbos._sys_db import SystemDatabase
 from psycopg import pq
 
 from orchestrator.durable.config import _sqlalchemy_url
-from orchestrator.durable.dbos_step_records import install
+from orchestrator.durable.dbos_steps_on_loop import install
 from orchestrator.durable.dbos_stream_writes import StreamWrite, StreamWriter
 from tests.dbos_launched import config_for, launched
 from tests.test_dbos_step_records import dbos_and_ours, outcome

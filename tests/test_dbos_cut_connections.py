@@ -13,7 +13,7 @@ from dbos import DBOS, SetWorkflowID
 from dbos._dbos import _get_dbos_instance
 
 from orchestrator.durable.config import _sqlalchemy_url, dbos_config
-from orchestrator.durable.dbos_step_records import install_launched
+from orchestrator.durable.dbos_steps_on_loop import install_launched
 from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.steps import Durable
 from tests.dbos_launched import launched

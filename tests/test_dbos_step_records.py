@@ -24,7 +24,8 @@ from dbos._error import (
 from dbos._sys_db import SystemDatabase
 
 from orchestrator.durable.config import _sqlalchemy_url
-from orchestrator.durable.dbos_step_records import StepRecords, _Swapped, install
+from orchestrator.durable.dbos_step_records import StepRecords, _Swapped
+from orchestrator.durable.dbos_steps_on_loop import install
 from orchestrator.durable.dbos_stream_writes import StepStreams, StreamWrite, StreamWriter
 from tests.dbos_launched import config_for, launched
 

@@ -21,37 +21,13 @@ from dbos._sys_db import SystemDatabase
 
 from orchestrator.durable import dbos_step_hops
 from orchestrator.durable.config import _sqlalchemy_url, dbos_config
-from orchestrator.durable.dbos_step_records import install, loop_steps
+from orchestrator.durable.dbos_steps_on_loop import install, loop_steps
 from tests.dbos_launched import config_for, launched, sqlite_url
+from tests.test_dbos_step_hops import answer, hops_per_step, ran, refusal, steps
 
 APP = "debate-bot-steps-on-loop-test"
-ran: list[str] = []
 gate: dict[str, asyncio.Event] = {}  # what a gated workflow waits for after its first step
 at_gate: dict[str, asyncio.Event] = {}  # set when it waits
-
-
-async def answer(n: int) -> int:
-    ran.append(f"answer {n}")
-    return n * 2
-
-
-async def refuse(n: int) -> int:
-    ran.append(f"refuse {n}")
-    raise ValueError(f"no {n}")
-
-
-@DBOS.workflow(name="on_loop_steps")
-async def steps(count: int) -> list[int]:
-    return [await DBOS.run_step_async({"name": "answer"}, answer, i) for i in range(count)]
-
-
-@DBOS.workflow(name="on_loop_refusal")
-async def refusal() -> str:
-    try:
-        await DBOS.run_step_async({"name": "refuse"}, refuse, 7)
-    except ValueError as error:
-        return f"caught: {error}"
-    return "not raised"
 
 
 @DBOS.workflow(name="on_loop_gated")
@@ -103,21 +79,8 @@ async def test_a_step_sends_its_check_and_record_from_the_loop(sys_db: SystemDat
     assert await run(refusal, "dbos-error") == "caught: no 7"
     assert dbos_step_hops.install()
 
-    hops: list[Any] = []
-    real = asyncio.to_thread
-
-    async def to_thread(func: Any, /, *args: Any, **kwargs: Any) -> Any:
-        hops.append(func)
-        return await real(func, *args, **kwargs)
-
-    monkeypatch.setattr(asyncio, "to_thread", to_thread)
-    counts = []
-    for count in (1, 5):
-        hops.clear()
-        assert await run(steps, f"ours-{count}", count) == [i * 2 for i in range(count)]
-        counts.append(len(hops))
-    monkeypatch.setattr(asyncio, "to_thread", real)
-    assert counts[1] == counts[0]  # 4 steps more, not one hop more (the workflow's own start and end still hop)
+    # 4 steps more, not one hop more (the workflow's own start and end still hop)
+    assert await hops_per_step(monkeypatch, "ours") == 0
 
     assert await run(steps, "ours-values", 3) == [0, 2, 4]
     assert await run(refusal, "ours-error") == "caught: no 7"

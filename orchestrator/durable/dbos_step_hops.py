@@ -30,8 +30,7 @@ from dbos._dbos import _get_dbos_instance
 from dbos._logger import dbos_logger
 from dbos._outcome import DeferredResult, NoResult, Pending
 
-from orchestrator.durable.dbos_step_records import loop_steps
-from orchestrator.durable.dbos_steps_on_loop import POOL, Fetch, LoopSteps, OnLoop, on_loop
+from orchestrator.durable.dbos_steps_on_loop import POOL, Fetch, LoopSteps, OnLoop, loop_steps, on_loop
 
 if TYPE_CHECKING:
     from dbos import DBOS

@@ -14,7 +14,8 @@ On Postgres DBOS puts a step's check and its record in a transaction each: BEGIN
 also swaps `check_operation_execution` and `record_operation_result` (DBOS's retry kept around each)
 for one statement each on a connection in autocommit: the check's SELECT, and the record's ownership
 check and insert merged (`record_owned`, see the comment there). A step sends them from the event loop
-(dbos_steps_on_loop.py, run by dbos_step_hops.py), not from DBOS's thread pool. SQLite keeps DBOS's
+(dbos_steps_on_loop.py, which installs the layer for it over these, run by dbos_step_hops.py), not from
+DBOS's thread pool. SQLite keeps DBOS's
 transactions: pysqlite sends no BEGIN for a read, and a statement costs microseconds there; a step runs them
 on the loop's own connection when the file is free (dbos_loop_sqlite.py).
 
@@ -35,7 +36,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from dbos._context import current_owner_xid
-from dbos._dbos import _get_dbos_instance
 from dbos._debug_trigger import DebugTriggers
 from dbos._error import (
     DBOSStepNondeterminismError,
@@ -48,8 +48,6 @@ from dbos._sys_db import SystemDatabase, WorkflowStatusString, db_retry
 from dbos._sys_db_postgres import PostgresSystemDatabase
 from dbos._sys_db_sqlite import SQLiteSystemDatabase
 from sqlalchemy.exc import DBAPIError
-
-from orchestrator.durable import dbos_steps_on_loop
 
 PLAIN = (SQLiteSystemDatabase, PostgresSystemDatabase)  # not a sharded subclass: its keys are in every statement
 CANCELLED = WorkflowStatusString.CANCELLED.value
@@ -281,29 +279,21 @@ def install(sys_db: SystemDatabase) -> bool:
     if type(sys_db) not in PLAIN or isinstance(getattr(sys_db, "_check_operation_execution_txn", None), _Swapped):
         return False
     records = StepRecords(sys_db)
-    _swap(sys_db, "_check_operation_execution_txn", records.check_txn)
-    _swap(sys_db, "_record_operation_result_txn", records.record_txn)
+    swap(sys_db, "_check_operation_execution_txn", records.check_txn)
+    swap(sys_db, "_record_operation_result_txn", records.record_txn)
     if records.record_owned is not None:
-        _swap(sys_db, "check_operation_execution", db_retry(sys_db=sys_db)(records.check_alone))
-        _swap(sys_db, "record_operation_result", records.record_result)
-    # outermost: asked on the loop, they say what to send from there (dbos_steps_on_loop.py)
-    _swap(sys_db, "check_operation_execution", dbos_steps_on_loop.captured_check)
-    _swap(sys_db, "record_operation_result", dbos_steps_on_loop.captured_record)
-    _on_loop[sys_db] = dbos_steps_on_loop.LoopSteps(records)
+        swap(sys_db, "check_operation_execution", db_retry(sys_db=sys_db)(records.check_alone))
+        swap(sys_db, "record_operation_result", records.record_result)
+    _installed[sys_db] = records
     return True
 
 
-def loop_steps(sys_db: SystemDatabase) -> dbos_steps_on_loop.LoopSteps | None:
-    """What sends the steps' checks and records of an installed system database from the loop, else None."""
-    return _on_loop.get(sys_db)
+def installed(sys_db: SystemDatabase) -> StepRecords | None:
+    """The prepared check and record `install` put on `sys_db`, else None."""
+    return _installed.get(sys_db)
 
 
-def install_launched() -> bool:
-    """`install` on the system database of this process's launched DBOS."""
-    return install(_get_dbos_instance()._sys_db)
-
-
-_on_loop: weakref.WeakKeyDictionary[SystemDatabase, dbos_steps_on_loop.LoopSteps] = weakref.WeakKeyDictionary()
+_installed: weakref.WeakKeyDictionary[SystemDatabase, StepRecords] = weakref.WeakKeyDictionary()
 
 
 class _Swapped:
@@ -317,5 +307,6 @@ class _Swapped:
         return self._fast(self.original, *args, **kwargs)
 
 
-def _swap(sys_db: SystemDatabase, name: str, fast: Any) -> None:
+def swap(sys_db: SystemDatabase, name: str, fast: Any) -> None:
+    """Replace the method `name` of `sys_db` by `fast`, which is given the one it replaces first."""
     setattr(sys_db, name, _Swapped(fast, getattr(sys_db, name)))

@@ -22,19 +22,19 @@ import time
 import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from dbos._context import current_owner_xid
+from dbos._dbos import _get_dbos_instance
 from dbos._debug_trigger import DebugTriggers
 from dbos._error import DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
+from dbos._sys_db import SystemDatabase
 
-from orchestrator.durable import dbos_loop_sqlite, dbos_loop_statements
+from orchestrator.durable import dbos_loop_sqlite, dbos_loop_statements, dbos_step_records
 from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
 from orchestrator.durable.dbos_loop_statements import LoopStatements
-
-if TYPE_CHECKING:
-    from orchestrator.durable.dbos_step_records import StepRecords
+from orchestrator.durable.dbos_step_records import StepRecords, swap
 
 _UNASKED = object()
 log = logging.getLogger(__name__)
@@ -158,6 +158,31 @@ class LoopSteps:
 
 
 _all: weakref.WeakSet[LoopSteps] = weakref.WeakSet()
+_installed: weakref.WeakKeyDictionary[SystemDatabase, LoopSteps] = weakref.WeakKeyDictionary()
+
+
+def install(sys_db: SystemDatabase) -> bool:
+    """The prepared check and record (dbos_step_records.install), and outermost around DBOS's check and
+    record the layer that, asked on the loop, says what to send from there; False (nothing changed) for a
+    database those were not written for, or installed already."""
+    if not dbos_step_records.install(sys_db):
+        return False
+    records = dbos_step_records.installed(sys_db)
+    assert records is not None
+    swap(sys_db, "check_operation_execution", captured_check)
+    swap(sys_db, "record_operation_result", captured_record)
+    _installed[sys_db] = LoopSteps(records)
+    return True
+
+
+def install_launched() -> bool:
+    """`install` on the system database of this process's launched DBOS."""
+    return install(_get_dbos_instance()._sys_db)
+
+
+def loop_steps(sys_db: SystemDatabase) -> LoopSteps | None:
+    """What sends the step checks and records of an installed system database from the loop, else None."""
+    return _installed.get(sys_db)
 
 
 async def close_all() -> None:

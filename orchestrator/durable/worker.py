@@ -28,7 +28,7 @@ from orchestrator.debate.engine import Engine
 from orchestrator.durable import dbos_step_hops, dbos_steps_on_loop
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
 from orchestrator.durable.continuation import debate_continuation
-from orchestrator.durable.dbos_step_records import install_launched
+from orchestrator.durable.dbos_steps_on_loop import install_launched
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
 from orchestrator.log import DebateLog
