@@ -2,10 +2,11 @@
 runs DBOS's step code on the loop and calls these).
 
 DBOS's check and record are blocking functions of the system database. Run on the loop inside `on_loop`,
-the outermost layer `install` puts around them (`captured_check`, `captured_record`) stops them before they
-touch the database: the check raises `Fetch` with what to read and, asked again, returns the answer the loop
-read; the record leaves its row in `OnLoop.record`. `LoopSteps` then reads and writes from the loop with the
-same prepared statements (dbos_step_records.StepRecords) and makes of the rows what DBOS's code makes:
+the outermost layer `install` puts around them (`captured_check`, `captured_record`, over those of
+dbos_step_records.install) stops them before they touch the database: the check raises `Fetch` with what to
+read and, asked again, returns the answer the loop read; the record leaves its row in `OnLoop.record`.
+`LoopSteps` then reads and writes from the loop with the same prepared statements
+(dbos_step_records.StepRecords) and makes of the rows what DBOS's code makes:
 
 - Postgres: one statement each through async psycopg (dbos_loop_statements.py).
 - SQLite: the loop's own connection to the file (dbos_loop_sqlite.py), the record in its own transaction
