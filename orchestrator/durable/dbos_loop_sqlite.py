@@ -27,8 +27,15 @@ class Busy(Exception):
     """The database was locked by another connection: nothing was done here."""
 
 
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    return exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
+@contextmanager
+def _at_once() -> Iterator[None]:
+    """SQLite's answer that another connection holds the file (busy, locked) raised as Busy."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc):
+            raise Busy(str(exc)) from exc
+        raise
 
 
 def file_of(sys_db: SystemDatabase) -> str | None:
@@ -56,12 +63,11 @@ class LoopSQLite:
         if conn is None:
             conn = sqlite3.connect(self._path, isolation_level=None, timeout=0)  # transactions begun explicitly
             try:
-                for pragma in ("busy_timeout=0", "synchronous=NORMAL", "foreign_keys=ON", "wal_autocheckpoint=0"):
-                    conn.execute(f"PRAGMA {pragma}")
-            except sqlite3.OperationalError as exc:  # the file busy already (its WAL being opened or recovered)
+                with _at_once():  # the file may be busy already (its WAL being opened or recovered)
+                    for pragma in ("busy_timeout=0", "synchronous=NORMAL", "foreign_keys=ON", "wal_autocheckpoint=0"):
+                        conn.execute(f"PRAGMA {pragma}")
+            except BaseException:
                 conn.close()
-                if _busy(exc):
-                    raise Busy(str(exc)) from exc
                 raise
             self._local.conn = conn
         return conn
@@ -69,33 +75,23 @@ class LoopSQLite:
     def rows(self, sql: str, params: Any) -> list[Any]:
         """A read's rows; Busy if the file could not be read at once."""
         conn = self._conn()
-        try:
+        with _at_once():
             return conn.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
-            if _busy(exc):
-                raise Busy(str(exc)) from exc
-            raise
 
     @contextmanager
     def writing(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (BEGIN IMMEDIATE), committed at the end, rolled back on an error; Busy, with
         nothing written, if another connection holds the write lock."""
         conn = self._conn()
-        try:
+        with _at_once():
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if _busy(exc):
-                raise Busy(str(exc)) from exc
-            raise
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
-                raise Busy(str(exc)) from exc
-            raise
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         """Close this thread's connection."""

@@ -90,6 +90,22 @@ class Prepared:
         return params
 
 
+Run = Callable[[Prepared, dict[str, Any]], Sequence[Any]]  # a prepared statement run, its rows given back
+
+
+def on_connection(conn: sa.Connection) -> Run:
+    """Statements run on a connection of DBOS's engine."""
+    def run(statement: Prepared, values: dict[str, Any]) -> Sequence[Any]:
+        result = statement.run(conn, values)
+        return result.all() if result.returns_rows else []
+    return run
+
+
+def on_driver(conn: Any) -> Run:
+    """Statements run on a DB-API connection of the driver's own (the loop's sqlite3 connection)."""
+    return lambda statement, values: conn.execute(statement.sql, statement.params(values)).fetchall()
+
+
 def autocommits(sys_db: SystemDatabase) -> bool:
     """A plain Postgres system database through psycopg, where a step's check, record and stream write
     are one statement each in autocommit (not CockroachDB: its locking and isolation differ)."""
@@ -208,18 +224,23 @@ class StepRecords:
 
     def _record(self, conn: sa.Connection, result: Any, completed_at: int, owner_xid: str | None, *,
                 merged: bool) -> None:
-        workflow_id = result["workflow_uuid"]
         statement, values = self._record_values(result, completed_at, owner_xid, merged=merged)
-        if statement is self.record and values["owner"] is not None:  # not merged: checked first
-            if self.owner.run(conn, {"wf": workflow_id}).scalar() != values["owner"]:
-                raise DBOSWorkflowConflictIDError(workflow_id)
         try:
-            rows = statement.run(conn, values).all()
+            self.write_record(on_connection(conn), statement, values, result, completed_at)
         except DBAPIError as exc:
             if self.sys_db._is_unique_constraint_violation(exc):
-                raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from exc
+                raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
             raise
-        self._verify(statement, rows, result, completed_at)
+
+    def write_record(self, run: Run, statement: Prepared, values: dict[str, Any], result: Any,
+                     completed_at: int) -> None:
+        """The record (`_record_values`) inside the caller's transaction, its statements run by `run`: the
+        owner checked first unless the statement checks it, the insert, and what it gave back verified."""
+        if statement is self.record and values["owner"] is not None:
+            found = run(self.owner, {"wf": values["wf"]})
+            if not found or found[0][0] != values["owner"]:
+                raise DBOSWorkflowConflictIDError(values["wf"])
+        self._verify(statement, run(statement, values), result, completed_at)
 
     def _record_values(self, result: Any, completed_at: int, owner_xid: str | None, *,
                        merged: bool) -> tuple[Prepared, dict[str, Any]]:

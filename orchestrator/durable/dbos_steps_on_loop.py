@@ -29,13 +29,13 @@ import psycopg
 from dbos._context import current_owner_xid
 from dbos._dbos import _get_dbos_instance
 from dbos._debug_trigger import DebugTriggers
-from dbos._error import DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
+from dbos._error import DBOSStepNondeterminismError
 from dbos._sys_db import SystemDatabase
 
 from orchestrator.durable import dbos_loop_sqlite, dbos_loop_statements, dbos_step_records
 from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
 from orchestrator.durable.dbos_loop_statements import LoopStatements
-from orchestrator.durable.dbos_step_records import StepRecords, swap
+from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
 
 _UNASKED = object()
 log = logging.getLogger(__name__)
@@ -135,15 +135,9 @@ class LoopSteps:
         """SQLite: the owner checked and the row inserted in one transaction of the loop's; False (nothing
         written) when another connection holds the file's write lock."""
         assert self.sqlite is not None
-        records = self.records
         try:
             with self.sqlite.writing() as conn:
-                if values["owner"] is not None:
-                    owners = conn.execute(records.owner.sql, records.owner.params({"wf": values["wf"]})).fetchall()
-                    if not owners or owners[0][0] != values["owner"]:
-                        raise DBOSWorkflowConflictIDError(values["wf"])
-                rows = conn.execute(statement.sql, statement.params(values)).fetchall()
-                records._verify(statement, rows, result, completed_at)
+                self.records.write_record(on_driver(conn), statement, values, result, completed_at)
         except Busy:
             return False
         except sqlite3.IntegrityError as exc:
@@ -151,11 +145,6 @@ class LoopSteps:
                 raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
             raise
         return True
-
-    async def close(self) -> None:
-        """Close the loop's connections (the worker stopping, before DBOS shuts down)."""
-        if self.postgres is not None:
-            await self.postgres.close()
 
 
 _all: weakref.WeakSet[LoopSteps] = weakref.WeakSet()
@@ -187,11 +176,11 @@ def loop_steps(sys_db: SystemDatabase) -> LoopSteps | None:
 
 
 async def close_all() -> None:
-    """Close the connections every system database's steps and stream writes opened on this loop."""
+    """Close the connections every system database's steps and stream writes opened on this loop (the
+    worker stopping, before DBOS shuts down)."""
     for steps in list(_all):
         if steps.sent or steps.pooled:
             log.info("step checks and records: %d sent from the event loop, %d through DBOS's thread pool "
                      "(the database busy)", steps.sent, steps.pooled)
-        await steps.close()
     await dbos_loop_statements.close_all()
     dbos_loop_sqlite.close_all()

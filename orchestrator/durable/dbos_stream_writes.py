@@ -16,7 +16,6 @@ import asyncio
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +31,15 @@ from sqlalchemy.dialects import postgresql
 
 from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
 from orchestrator.durable.dbos_loop_statements import LoopStatements
-from orchestrator.durable.dbos_step_records import Prepared, autocommits, locked_owner, owner_statement
+from orchestrator.durable.dbos_step_records import (
+    Prepared,
+    Run,
+    autocommits,
+    locked_owner,
+    on_connection,
+    on_driver,
+    owner_statement,
+)
 
 
 class StepStreams:
@@ -134,7 +141,7 @@ class StreamWriter:
         while True:
             try:
                 with self.sys_db.engine.begin() as c:
-                    refused = self._write_all(lambda statement, values: _rows(statement.run(c, values)), writes)
+                    refused = self._write_all(on_connection(c), writes)
                 break
             except sa.exc.IntegrityError as exc:  # another execution took an offset: only then try again
                 if not self.sys_db._is_unique_constraint_violation(exc):
@@ -150,8 +157,7 @@ class StreamWriter:
             return None
         try:
             with self._loop_sqlite.writing() as conn:
-                refused = self._write_all(
-                    lambda statement, values: conn.execute(statement.sql, statement.params(values)).fetchall(), writes)
+                refused = self._write_all(on_driver(conn), writes)
         except Busy:
             return None
         except sqlite3.IntegrityError as exc:
@@ -161,8 +167,7 @@ class StreamWriter:
         self._signal(writes, refused)
         return refused
 
-    def _write_all(self, run: Callable[[Prepared, dict[str, Any]], list[Any]],
-                   writes: list[StreamWrite]) -> list[Exception | None]:
+    def _write_all(self, run: Run, writes: list[StreamWrite]) -> list[Exception | None]:
         """Each write's values, inside the caller's transaction (`run` a statement there), unless another
         execution owns its workflow now; for each, None or why it was refused."""
         refused: list[Exception | None] = [None] * len(writes)
@@ -226,10 +231,6 @@ def alone_statement(sys_db: SystemDatabase, checked: bool) -> sa.Executable:
         values = values.where(locked_owner(sys_db, wf) == sa.bindparam("owner", type_=sa.Text))
     return sa.insert(streams).from_select(["workflow_uuid", "function_id", "key", "value", "serialization", "offset"],
                                           values)
-
-
-def _rows(result: sa.CursorResult[Any]) -> list[Any]:
-    return list(result.all()) if result.returns_rows else []
 
 
 BATCH_MAX = 64  # writes in one transaction at most
