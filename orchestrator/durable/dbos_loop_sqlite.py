@@ -38,6 +38,11 @@ def _at_once() -> Iterator[None]:
         raise
 
 
+def unique_violation(exc: sqlite3.IntegrityError) -> bool:
+    """A UNIQUE constraint refused the write, as DBOS's SQLite database tells it (`_is_unique_constraint_violation`)."""
+    return "UNIQUE constraint failed" in str(exc)
+
+
 def file_of(sys_db: SystemDatabase) -> str | None:
     """The file of an SQLite system database (None: not SQLite, or in memory, where another connection
     would open another database)."""

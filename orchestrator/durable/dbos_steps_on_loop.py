@@ -33,7 +33,7 @@ from dbos._error import DBOSStepNondeterminismError
 from dbos._sys_db import SystemDatabase
 
 from orchestrator.durable import dbos_loop_sqlite, dbos_loop_statements, dbos_step_records
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
 
@@ -141,7 +141,7 @@ class LoopSteps:
         except Busy:
             return False
         except sqlite3.IntegrityError as exc:
-            if "UNIQUE constraint failed" in str(exc):  # as DBOS's SQLite database tells it
+            if unique_violation(exc):
                 raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
             raise
         return True

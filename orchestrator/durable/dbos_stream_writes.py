@@ -29,7 +29,7 @@ from dbos._serialization import WorkflowSerializationFormat, serialize_value
 from dbos._sys_db import SystemDatabase, _dbos_streams_channel, db_retry
 from sqlalchemy.dialects import postgresql
 
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import (
     Prepared,
@@ -161,7 +161,7 @@ class StreamWriter:
         except Busy:
             return None
         except sqlite3.IntegrityError as exc:
-            if "UNIQUE constraint failed" in str(exc):
+            if unique_violation(exc):  # an offset taken meanwhile
                 return None
             raise
         self._signal(writes, refused)
