@@ -165,6 +165,8 @@ async def test_a_stream_write_is_one_statement_sent_from_the_loop(sys_db: System
         conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
 
     writer = StreamWriter(sys_db, hooks={"configure": configure})
+    assert writer.notifier is not None
+    writer.notifier.coalesce_s = 60.0  # every write's wake-up waits for the one flush at close
     here = threading.get_ident()
     checkouts: list[int] = []  # of DBOS's engine by this thread, or by a thread of the loop's pool
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix="would-be-hop"))
@@ -179,6 +181,8 @@ async def test_a_stream_write_is_one_statement_sent_from_the_loop(sys_db: System
     try:
         for size in sizes:
             await writer.alone(StreamWrite("w", 2, "me", "s", [row] * size))
+        assert sys_db._pending_notifications == {}  # nothing left for DBOS's notifier thread to send
+        await writer.notifier.close()
     finally:
         sa.event.remove(sys_db.engine, "checkout", checkout)
         for conn, trace in traced:
@@ -189,7 +193,8 @@ async def test_a_stream_write_is_one_statement_sent_from_the_loop(sys_db: System
         assert writer.loop_statements is not None
         await writer.loop_statements.close()
     assert checkouts == []
-    assert sent == ["INSERT"] * len(sizes)
+    assert sent == ["INSERT"] * len(sizes) + ["SELECT"]  # the writes' wake-ups: one pg_notify, from the loop
+    assert writer.notifier.sent == 1
     assert written(sys_db, "w")[1] == [(n, "v") for n in range(1 + sum(sizes))]
 
 

@@ -51,7 +51,7 @@ ROUND_TRIPS: dict[str, tuple[SpecWrite, int]] = {
     "add_turn again": (lambda log, s: log.add_turn(turn(s.id, "an opening run again")), 1),
     "add_call": (lambda log, s: log.add_call(call(s.id)), 1),
     "add_notice": (lambda log, s: log.add_notice(s.id, "warning", "Round 2 is incomplete."), 1),
-    "take_interjections": (lambda log, s: log.take_interjections(s.id, 1, 2), 1),
+    "take_interjections": (lambda log, s: log.take_interjections(s.id, 1, 2), 2),  # a note waits: the read, the write
     "set_message": (lambda log, s: log.set_message(s.id, "turn:1:A:opening:0", "slack", "C1", "171.1"), 1),
     "set_verdict": (lambda log, s: log.set_verdict(s.id, VERDICT), 1),
     "claim_request": (lambda log, s: log.claim_request(f"{s.id}:request"), 1),
@@ -95,6 +95,7 @@ ONE_STATEMENT_READS: dict[str, Write] = {
     "get_message": lambda log, d: log.get_message(d, "root"),
     "messages": lambda log, d: log.messages(d),
     "tally": lambda log, d: log.tally(d),
+    "take_interjections, none waiting": lambda log, d: log.take_interjections(d, 1, 2),  # most rounds
 }
 
 

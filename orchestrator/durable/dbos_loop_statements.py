@@ -57,12 +57,13 @@ class LoopStatements:
         self.sys_db = sys_db
         self._hooks = hooks or {}  # the pool's `configure` and `reset` callbacks (a test traces the connections)
         self._pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool] = {}
+        self._closed: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         _all.add(self)
 
-    async def rowcount(self, sql: str, params: Any) -> int:
+    async def rowcount(self, sql: str, params: Any, *, retry: bool = True) -> int:
         """Run `sql` with the driver's `params` in autocommit; the rows it wrote. Connection failures are
-        waited out (see the module); any other error is raised."""
-        count, _rows = await self._run(sql, params, fetch=False)
+        waited out (see the module) unless not to `retry`; any other error is raised."""
+        count, _rows = await self._run(sql, params, fetch=False, retry=retry)
         return count
 
     async def rows(self, sql: str, params: Any) -> list[tuple[Any, ...]]:
@@ -70,7 +71,8 @@ class LoopStatements:
         _count, rows = await self._run(sql, params, fetch=True)
         return rows
 
-    async def _run(self, sql: str, params: Any, *, fetch: bool) -> tuple[int, list[tuple[Any, ...]]]:
+    async def _run(self, sql: str, params: Any, *, fetch: bool,
+                   retry: bool = True) -> tuple[int, list[tuple[Any, ...]]]:
         pause = BACKOFF_S[0]
         fresh = True  # the first failure of a connection may be a dropped one: try a new one at once
         while True:
@@ -80,7 +82,7 @@ class LoopStatements:
                     cursor = await conn.execute(sql, params)
                     return cursor.rowcount, (await cursor.fetchall() if fetch else [])
             except Exception as exc:
-                if not retried(exc) or not getattr(self.sys_db, "_retry_connection_errors", True):
+                if not retry or not retried(exc) or not getattr(self.sys_db, "_retry_connection_errors", True):
                     raise
                 if fresh and not isinstance(exc, PoolTimeout):
                     fresh = False
@@ -94,6 +96,7 @@ class LoopStatements:
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
         if pool is None:
+            self._closed.discard(loop)
             pool = self._pools[loop] = AsyncConnectionPool(
                 conninfo(self.sys_db), min_size=1, max_size=POOL_MAX, open=False, **self._hooks,
                 kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S}, name="dbos-loop-statements")
@@ -102,9 +105,15 @@ class LoopStatements:
 
     async def close(self) -> None:
         """Close the pool of the running loop (those of loops gone went with them)."""
-        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        loop = asyncio.get_running_loop()
+        self._closed.add(loop)
+        pool = self._pools.pop(loop, None)
         if pool is not None:
             await pool.close()
+
+    def closed_here(self) -> bool:
+        """Whether `close` ran on the running loop (a statement sent after it opens the pool again)."""
+        return asyncio.get_running_loop() in self._closed
 
 
 _all: weakref.WeakSet[LoopStatements] = weakref.WeakSet()

@@ -32,7 +32,7 @@ from dbos._debug_trigger import DebugTriggers
 from dbos._error import DBOSStepNondeterminismError
 from dbos._sys_db import SystemDatabase
 
-from orchestrator.durable import dbos_loop_sqlite, dbos_loop_statements, dbos_step_records
+from orchestrator.durable import dbos_loop_notify, dbos_loop_sqlite, dbos_loop_statements, dbos_step_records
 from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
@@ -182,5 +182,6 @@ async def close_all() -> None:
         if steps.sent or steps.pooled:
             log.info("step checks and records: %d sent from the event loop, %d through DBOS's thread pool "
                      "(the database busy)", steps.sent, steps.pooled)
+    await dbos_loop_notify.close_all()
     await dbos_loop_statements.close_all()
     dbos_loop_sqlite.close_all()

@@ -29,6 +29,8 @@ from dbos._serialization import WorkflowSerializationFormat, serialize_value
 from dbos._sys_db import SystemDatabase, _dbos_streams_channel, db_retry
 from sqlalchemy.dialects import postgresql
 
+from orchestrator.durable import dbos_loop_notify
+from orchestrator.durable.dbos_loop_notify import LoopNotifier
 from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import (
@@ -99,9 +101,13 @@ class StreamWriter:
         self._alone: dict[bool, Prepared] = {}  # by whether the owner is checked
         self._loop_sqlite = LoopSQLite(sys_db) if file_of(sys_db) is not None else None
         self.loop_statements: LoopStatements | None = None
+        self.notifier: LoopNotifier | None = None  # Postgres with LISTEN/NOTIFY: a write's wake-up sent from the loop
         if autocommits(sys_db):
             self._alone = {checked: Prepared(alone_statement(sys_db, checked), sys_db) for checked in (False, True)}
             self.loop_statements = LoopStatements(sys_db, hooks=hooks)
+            if getattr(sys_db, "use_listen_notify", False):
+                self.notifier = dbos_loop_notify.notifier(self.loop_statements,
+                                                          getattr(sys_db, "_notification_coalesce_sec", None))
 
     async def write(self, write: StreamWrite) -> None:
         if not self.together:
@@ -207,7 +213,8 @@ class StreamWriter:
                 await asyncio.sleep(0.1)
         if written != len(write.rows):  # none: the owner check held them all back
             raise DBOSWorkflowConflictIDError(write.workflow_id)
-        self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
+        if self.notifier is not None:
+            self.notifier.signal(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
 
 
 def alone_statement(sys_db: SystemDatabase, checked: bool) -> sa.Executable:

@@ -149,7 +149,10 @@ class DebateLog(ABC):
 
     async def take_interjections(self, debate_id: str, round: int, limit: int) -> list[Interjection]:
         """The notes for `round`'s prompts, oldest first: those taken for it already (a step run again
-        gets the same answer) and waiting ones up to `limit` in all, now marked with `round`."""
+        gets the same answer) and waiting ones up to `limit` in all, now marked with `round`. Most rounds
+        find none: one read says so, without the write's transaction and lock."""
+        if not await self._read_one_statement(lambda c: team.may_take_interjections(c, debate_id, round), True):
+            return []
         return await self._write(lambda c: team.take_interjections(c, debate_id, round, limit))
 
     async def begin_continuation(self, debate_id: str, *, at: float | None = None, quota: Quota | None = None,

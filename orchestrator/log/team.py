@@ -36,6 +36,17 @@ async def add_interjection(c: Conn, note: Interjection, max_waiting: int) -> int
     return waiting + 1
 
 
+async def may_take_interjections(c: Conn, debate_id: str, round: int) -> bool:
+    """Whether `take_interjections` could find anything: a note waits, or was taken for `round` already,
+    or the debate is unknown (its error is the transaction's to raise). One read, no lock: a note added
+    after it waits for the next round, as one added just after the transaction would."""
+    args = {"debate_id": debate_id, "round": round}
+    (row,) = await c.rows("select exists(select 1 from debates where id = :debate_id) as known,"
+                          " exists(select 1 from interjections where debate_id = :debate_id"
+                          " and (round is null or round = :round)) as waiting", args)
+    return not row["known"] or bool(row["waiting"])
+
+
 async def take_interjections(c: Conn, debate_id: str, round: int, limit: int) -> list[Interjection]:
     await c.send_lock(debate_id)
     args = {"round": round, "debate_id": debate_id, "limit": limit}
