@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from dbos import DBOS, DBOSClient, SetWorkflowID
 
-from orchestrator.durable.dbos_private import PINNED_MINOR, SystemStreams, is_active
+from orchestrator.durable.config import _sqlalchemy_url
+from orchestrator.durable.dbos_private import PINNED_MINOR, StreamChunk, SystemStreams, is_active
 from tests.dbos_launched import config_for, launched, sqlite_url
 
 APP = "debate-bot-private-test"
@@ -98,6 +99,31 @@ async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_
         "no-such-workflow": (None, [], False)}
     limited_many = await asyncio.to_thread(streams.read_many, KEY, {"contract-1": 0}, 2)
     assert (limited_many["contract-1"].values, limited_many["contract-1"].closed) == (first, False)
+
+
+@pytest.mark.postgres
+async def test_read_many_from_the_loop_finds_what_read_many_finds(postgres_url: str) -> None:
+    url = _sqlalchemy_url(postgres_url)
+    async with launched(config_for(APP, url, "private-test-pg")):
+        front = await asyncio.to_thread(DBOSClient, system_database_url=url, application_name=APP)
+        streams = SystemStreams(front)
+        try:
+            for workflow_id, first, then in (("loop-1", ["a", {"b": [1, None]}], ["c"]), ("loop-2", ["d"], [])):
+                with SetWorkflowID(workflow_id):
+                    handle = await DBOS.start_workflow_async(writer, first, then)
+                await front.send_async(workflow_id, "now", topic=GO)
+                await handle.get_result(polling_interval_sec=0.05)
+            for offsets, limit in (({"loop-1": 0, "loop-2": 0, "no-such-workflow": 0}, 10), ({"loop-1": 1}, 1),
+                                   ({"loop-1": 3, "loop-2": 1}, 10), ({}, 10)):
+                threaded = await asyncio.to_thread(streams.read_many, KEY, offsets, limit)
+                looped = await streams.read_many_on_loop(KEY, offsets, limit)
+                assert looped == threaded
+            assert looped == {}
+            assert (await streams.read_many_on_loop(KEY, {"loop-1": 0}, 10))["loop-1"] == StreamChunk(
+                "SUCCESS", ["a", {"b": [1, None]}, "c"], True)
+        finally:
+            await streams.close_on_loop()
+            await asyncio.to_thread(front.destroy)
 
 
 async def test_changed_since_names_the_streams_written_after_a_rowid_and_the_highest(client: DBOSClient) -> None:

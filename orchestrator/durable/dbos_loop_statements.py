@@ -66,9 +66,9 @@ class LoopStatements:
         count, _rows = await self._run(sql, params, fetch=False, retry=retry)
         return count
 
-    async def rows(self, sql: str, params: Any) -> list[tuple[Any, ...]]:
+    async def rows(self, sql: str, params: Any, *, retry: bool = True) -> list[tuple[Any, ...]]:
         """`rowcount`'s statement, giving back the rows it returns."""
-        _count, rows = await self._run(sql, params, fetch=True)
+        _count, rows = await self._run(sql, params, fetch=True, retry=retry)
         return rows
 
     async def _run(self, sql: str, params: Any, *, fetch: bool,

@@ -15,7 +15,7 @@ the installed DBOS on a real SQLite system database. Upgrading DBOS is this file
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +29,9 @@ from dbos._sys_db import (
     workflow_is_active,
 )
 from dbos._utils import LoopAwareEvent
+
+from orchestrator.durable.dbos_loop_statements import LoopStatements
+from orchestrator.durable.dbos_step_records import Prepared
 
 PINNED_MINOR = "3.4"  # the DBOS version these calls were checked against (pyproject: dbos>=3.4,<3.5)
 
@@ -69,6 +72,8 @@ class SystemStreams:
         self._sys_db: SystemDatabase = client._sys_db
         self._many: dict[str, sa.Select[Any]] = {}  # per stream key: the statement of read_many, built once
         self._changed: dict[str, sa.Select[Any]] = {}  # per stream key: the statement of changed_since
+        self._many_prepared: dict[str, Prepared] = {}  # per stream key: read_many's, compiled for the driver
+        self._loop_statements: LoopStatements | None = None  # read_many_on_loop's connections
         self._top = sa.select(sa.func.max(sa.literal_column("rowid", sa.Integer))).select_from(
             self._sys_db.tables.streams)
 
@@ -97,9 +102,31 @@ class SystemStreams:
         (blocking: call it from a worker thread). A workflow that does not exist gets status None."""
         if not offsets:
             return {}
-        want = json.dumps([{"wf": workflow_id, "off": offset} for workflow_id, offset in offsets.items()])
         with self._sys_db.engine.begin() as c:
-            rows = c.execute(self._many_statement(key), {"want": want, "limit": limit}).all()
+            rows = c.execute(self._many_statement(key), {"want": _wanted(offsets), "limit": limit}).all()
+        return self._chunks(offsets, rows)
+
+    async def read_many_on_loop(self, key: str, offsets: dict[str, int], limit: int) -> dict[str, StreamChunk]:
+        """Postgres: `read_many` sent from the running loop, in autocommit through async psycopg
+        (dbos_loop_statements.py), not from a thread through SQLAlchemy. A connection error is raised,
+        not retried: the readers hear of it, as from `read_many`."""
+        if not offsets:
+            return {}
+        if self._loop_statements is None:
+            self._loop_statements = LoopStatements(self._sys_db)
+        prepared = self._many_prepared.get(key)
+        if prepared is None:
+            prepared = self._many_prepared[key] = Prepared(self._many_statement(key), self._sys_db)
+        rows = await self._loop_statements.rows(prepared.sql, prepared.params({"want": _wanted(offsets),
+                                                                               "limit": limit}), retry=False)
+        return self._chunks(offsets, rows)
+
+    async def close_on_loop(self) -> None:
+        """Close the connections `read_many_on_loop` opened on the running loop."""
+        if self._loop_statements is not None:
+            await self._loop_statements.close()
+
+    def _chunks(self, offsets: dict[str, int], rows: Sequence[Sequence[Any]]) -> dict[str, StreamChunk]:
         chunks: dict[str, StreamChunk] = {}
         for workflow_id, status, offset, serialized, serialization in rows:
             chunk = chunks.get(workflow_id)
@@ -164,6 +191,11 @@ class SystemStreams:
                      .select_from(joined).order_by(want.c.wf, streams.c.offset))
         self._many[key] = statement
         return statement
+
+
+def _wanted(offsets: dict[str, int]) -> str:
+    """The (workflow, offset) pairs of a batched read, as its one JSON parameter."""
+    return json.dumps([{"wf": workflow_id, "off": offset} for workflow_id, offset in offsets.items()])
 
 
 def is_active(status: str) -> bool:

@@ -112,6 +112,7 @@ class FrontFeed:
         return cls(client, application_version=application_version, poll_seconds=poll_seconds)
 
     async def close(self) -> None:
+        await self.reads.close()
         await asyncio.to_thread(self.client.destroy)
 
     async def enqueue(self, spec: DebateSpec, request_key: str | None = None) -> str:
