@@ -88,6 +88,50 @@ async def test_each_hot_path_write_costs_its_round_trips(trips: RoundTrips) -> N
     assert record.input_tokens == 10 and record.verdict is not None and record.verdict.winner == "A"
 
 
+async def test_a_write_answered_at_its_end_sends_no_begin_or_commit(trips: RoundTrips) -> None:
+    spec = make_spec("challenge")
+    async with PostgresLog(trips.url) as log:
+        await log.create_debate(spec)
+        sent: dict[str, int] = {}
+        for name, write in (("add_turn", lambda: log.add_turn(turn(spec.id))),
+                            ("add_notice", lambda: log.add_notice(spec.id, "warning", "Round 2 is incomplete."))):
+            before = trips.statements
+            await write()
+            sent[name] = trips.statements - before
+        record = await log.get_debate(spec.id)
+    # the lock and the write(s), one implicit transaction: no BEGIN, no COMMIT around them
+    assert sent == {"add_turn": 3, "add_notice": 2}
+    assert record is not None and [t.text for t in record.turns] == ["an opening"]
+
+
+async def test_a_write_refused_after_its_statements_went_out_leaves_nothing(postgres_log_url: str) -> None:
+    spec = make_spec("challenge")
+
+    async def refused(c: Any) -> None:  # statements sent, no answer read, then a refusal in Python
+        await c.send_lock(spec.id)
+        await c.send("insert into notices (debate_id, at, level, text) values (:id, now(), 'warning', 'undone')",
+                     {"id": spec.id})
+        raise RuntimeError("refused")
+
+    async def answered_then_refused(c: Any) -> None:  # an answer read half-way (a Sync), then the refusal
+        await c.send("insert into notices (debate_id, at, level, text) values (:id, now(), 'warning', 'undone')",
+                     {"id": spec.id})
+        assert await c.one("select count(*) from notices where debate_id = :id", {"id": spec.id}) == 1
+        await c.send("update debates set topic = 'undone' where id = :id", {"id": spec.id})
+        raise RuntimeError("refused")
+
+    async with PostgresLog(postgres_log_url) as log:
+        await log.create_debate(spec)
+        for write in (refused, answered_then_refused):
+            with pytest.raises(RuntimeError):
+                await log._write(write)
+        record = await log.get_debate(spec.id)
+        await log.add_notice(spec.id, "warning", "kept")  # the connection is fine after it
+        kept = await log.get_debate(spec.id)
+    assert record is not None and record.notices == () and record.topic == spec.topic
+    assert kept is not None and [n.text for n in kept.notices] == ["kept"]
+
+
 # the reads a front makes for each debate it starts or posts to, each one statement
 ONE_STATEMENT_READS: dict[str, Write] = {
     "channel_defaults": lambda log, d: log.channel_defaults("slack", "T1", "C1"),

@@ -72,7 +72,13 @@ def _clean(args: Args | None) -> Args | None:
 
 class PgConn(Conn):
     """A pooled connection in autocommit, each statement waited for; inside `begin` … `commit` (or
-    `abandon`), one transaction in pipeline mode, statements sent without waiting (../dialect.py)."""
+    `abandon`), one transaction in pipeline mode, statements sent without waiting (../dialect.py).
+
+    No BEGIN or COMMIT is sent for a transaction that needs no answer before its end (most writes): what
+    a pipeline sends up to its Sync is one implicit transaction in Postgres's protocol, committed at the Sync
+    and rolled back whole if a statement fails. A transaction that waits for an answer half-way sends BEGIN
+    before that Sync, which makes what it sent so far the start of an explicit transaction, and COMMIT at the
+    end. Two statements fewer for most writes: ~0.1 ms of the client's CPU and some of the server's."""
 
     seq = "seq"
     lock = " for no key update"
@@ -85,26 +91,31 @@ class PgConn(Conn):
         self._pipeline: AsyncPipeline | None = None
         self._leave: AsyncExitStack | None = None  # leaves pipeline mode: sends a Sync, reads every answer
         self._over = False
+        self._explicit = False  # BEGIN sent: the transaction outlives a Sync, and ends with COMMIT or ROLLBACK
         self._sent: list[tuple[AsyncCursor[Any], str | None]] = []  # each statement, with its debate if a lock
 
     async def begin(self) -> None:
         leave = AsyncExitStack()
         self._pipeline = await leave.enter_async_context(self.conn.pipeline())
         self._leave = leave
-        await self.conn.execute("begin", prepare=False)
 
     async def commit(self) -> None:
         if self._leave is None or self._over:
             return
         self._over = True
-        await self.conn.execute("commit", prepare=False)
-        await self._end_pipeline()
+        if self._explicit:
+            await self.conn.execute("commit", prepare=False)
+        await self._end_pipeline()  # its Sync commits an implicit transaction
 
     async def abandon(self) -> None:
         """After an error: nothing the transaction sent stays."""
         self._over = True
         if self._leave is not None:
             with contextlib.suppress(psycopg.Error):  # the error raised already is the one that counts
+                if not self._explicit:  # else the Sync would commit what was sent: made explicit, then undone
+                    await self.conn.execute("begin", prepare=False)
+                await self.conn.execute("rollback", prepare=False)
+            with contextlib.suppress(psycopg.Error):
                 await self._end_pipeline()
         with contextlib.suppress(psycopg.Error):  # a broken connection: the pool replaces it
             await self.conn.rollback()
@@ -117,6 +128,9 @@ class PgConn(Conn):
     async def wait(self) -> None:
         """Everything sent so far answered (one round trip in a pipeline; outside one it is already)."""
         if self._pipeline is not None:
+            if not self._explicit and not self._over:  # the Sync must not end the transaction
+                self._explicit = True
+                await self.conn.execute("begin", prepare=False)
             await self._pipeline.sync()
 
     @contextlib.contextmanager
