@@ -40,7 +40,7 @@ class LoopNotifier:
     def __init__(self, statements: LoopStatements, coalesce_s: float) -> None:
         self.statements = statements
         self.coalesce_s = coalesce_s
-        self.sent = 0  # statements sent, for the tests and the log at shutdown
+        self.sent = 0  # NOTIFY statements that went through
         self._loops: dict[asyncio.AbstractEventLoop, _Pending] = {}
 
     def signal(self, channel: str, payload: str) -> None:

@@ -20,7 +20,8 @@ those and the readers just started or behind; every QUIET_POLLS polls one pass a
 streams (a workflow may end without closing its stream, and a reused rowid could hide a write).
 
 This uses the DBOS client's system database directly, through dbos_private.py (the one module that
-touches DBOS's private API, with its contract test).
+touches DBOS's private API, with its contract test). On Postgres a pass's query is sent from this loop
+(`read_many_on_loop`, async psycopg); on SQLite it runs in a thread.
 """
 
 from __future__ import annotations
