@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from dbos import DBOS, DBOSClient, SetWorkflowID
+from psycopg_pool import PoolClosed
 
 from orchestrator.durable.config import _sqlalchemy_url
 from orchestrator.durable.dbos_private import PINNED_MINOR, StreamChunk, SystemStreams, is_active
@@ -121,6 +122,10 @@ async def test_read_many_from_the_loop_finds_what_read_many_finds(postgres_url: 
             assert looped == {}
             assert (await streams.read_many_on_loop(KEY, {"loop-1": 0}, 10))["loop-1"] == StreamChunk(
                 "SUCCESS", ["a", {"b": [1, None]}, "c"], True)
+            await streams.close_on_loop()  # the front stopping: a pass after it fails, and opens nothing again
+            with pytest.raises(PoolClosed):
+                await streams.read_many_on_loop(KEY, {"loop-1": 0}, 10)
+            assert streams._loop_statements is not None and not streams._loop_statements._pools
         finally:
             await streams.close_on_loop()
             await asyncio.to_thread(front.destroy)

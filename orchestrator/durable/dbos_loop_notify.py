@@ -61,9 +61,9 @@ class LoopNotifier:
         task.add_done_callback(pending.sending.discard)
 
     async def _send(self, batches: dict[str, set[str]]) -> None:
-        if self.statements.closed_here():  # stopping: a wake-up would open the connections again
-            return
         for channel, payloads in batches.items():
+            if self.statements.closed_here():  # stopping: a wake-up would open the connections again
+                return
             try:  # no retry: a reader's own poll finds the write if this wake-up is lost
                 await self.statements.rowcount(NOTIFY_SQL, (channel, sorted(payloads)), retry=False)
                 self.sent += 1

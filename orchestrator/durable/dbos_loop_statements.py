@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 from dbos._sys_db import SystemDatabase
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,12 @@ def retried(exc: BaseException) -> bool:
 class LoopStatements:
     """Statements of one system database from the running loop, each in autocommit (Postgres only)."""
 
-    def __init__(self, sys_db: SystemDatabase, *, hooks: dict[str, Any] | None = None) -> None:
+    def __init__(self, sys_db: SystemDatabase, *, hooks: dict[str, Any] | None = None, reopen: bool = True) -> None:
         self.sys_db = sys_db
+        # after `close` on a loop, a statement there opens the pool again (a step's write late in a shutdown),
+        # or, not to `reopen`, raises PoolClosed: a pool left open when the loop ends can hang its last
+        # task cancellation (psycopg_pool's maintenance worker outlives a cancel that lands mid-task)
+        self._reopen = reopen
         self._hooks = hooks or {}  # the pool's `configure` and `reset` callbacks (a test traces the connections)
         self._pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool] = {}
         self._closed: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
@@ -96,6 +100,8 @@ class LoopStatements:
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
         if pool is None:
+            if not self._reopen and loop in self._closed:
+                raise PoolClosed("the loop's connections to the system database are closed")
             self._closed.discard(loop)
             pool = self._pools[loop] = AsyncConnectionPool(
                 conninfo(self.sys_db), min_size=1, max_size=POOL_MAX, open=False, **self._hooks,
@@ -112,7 +118,7 @@ class LoopStatements:
             await pool.close()
 
     def closed_here(self) -> bool:
-        """Whether `close` ran on the running loop (a statement sent after it opens the pool again)."""
+        """Whether `close` ran on the running loop and no statement opened the pool again since."""
         return asyncio.get_running_loop() in self._closed
 
 

@@ -113,7 +113,7 @@ class SystemStreams:
         if not offsets:
             return {}
         if self._loop_statements is None:
-            self._loop_statements = LoopStatements(self._sys_db)
+            self._loop_statements = LoopStatements(self._sys_db, reopen=False)  # a pass after close: an error
         prepared = self._many_prepared.get(key)
         if prepared is None:
             prepared = self._many_prepared[key] = Prepared(self._many_statement(key), self._sys_db)
