@@ -13,6 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 DELTA_INTERVAL = 0.05  # seconds between batches: about 20 events a second
+# A streamed answer is read at most this often (orchestrator/providers/paced_read.py): the tokens that land
+# in between come in one read, and are at most this much later than they could be. The call's end too.
+READ_EVERY_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class TextPace:
     tail: bool = True
     first_words: int = 0  # the first batch waits for this many words (0: it goes with the first token)...
     first_wait: float = 0.0  # ...or until this long after the first token
+    read_every: float = READ_EVERY_S  # the answer's stream read at most this often (0: as each token lands)
 
 
 LIVE = TextPace()

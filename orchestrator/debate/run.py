@@ -133,6 +133,7 @@ class DebateRun:
             effort=self.spec.effort,
             max_tokens=max_tokens,
             timeout_s=self.settings.debate_call_timeout,
+            read_every_s=self.pace.read_every,
         )
 
     def scrub(self, event: E) -> E:

@@ -29,6 +29,7 @@ from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, Message, ModelCall, ProviderNotConfiguredError
 from orchestrator.providers.http import call_timeout, sdk_http_client
+from orchestrator.providers.paced_read import unpace
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
 from orchestrator.providers.spec import ProviderSpec
 
@@ -148,7 +149,7 @@ class AnthropicProvider:
                 api = self._client.messages.with_streaming_response
                 async with api.create(**kwargs, stream=True) as response:
                     streaming = True
-                    chunks = sse.body(response)
+                    chunks = sse.body(response, call.read_every_s)
                     done = False
                     async with aclosing(sse.batches(chunks)) as batches:
                         async for batch in batches:
@@ -171,6 +172,7 @@ class AnthropicProvider:
                                     reason = delta.get("stop_reason") if isinstance(delta, dict) else None
                                     if reason and isinstance(reason, str):
                                         stop_reason = reason
+                                        unpace(chunks)  # message_stop follows: read at once
                                     usage = payload.get("usage")  # cumulative
                                     input_tokens = _count(usage, "input_tokens") or input_tokens
                                     output_tokens = _count(usage, "output_tokens") or output_tokens

@@ -45,6 +45,7 @@ class ModelCall(BaseModel):
     max_tokens: int | None = None  # None: the effort's budget
     timeout_s: float = Field(default=240.0, gt=0)
     answer_schema: AnswerSchema | None = None
+    read_every_s: float = Field(default=0.0, ge=0)  # the streamed answer read at most this often (0: as it lands)
 
 
 class Completion(BaseModel):

@@ -28,6 +28,7 @@ from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
 from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderNotConfiguredError
 from orchestrator.providers.http import call_timeout, sdk_http_client
+from orchestrator.providers.paced_read import unpace
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
 from orchestrator.providers.spec import ProviderSpec
 
@@ -146,7 +147,7 @@ class OpenAICompatProvider:
                 api = self._client.chat.completions.with_streaming_response
                 async with api.create(**self._request(call)) as response:
                     streaming = True
-                    chunks = sse.body(response)
+                    chunks = sse.body(response, call.read_every_s)
                     done = False
                     async with aclosing(sse.batches(chunks)) as batches:
                         async for batch in batches:
@@ -161,6 +162,8 @@ class OpenAICompatProvider:
                                 if isinstance(chunk.get("usage"), dict):
                                     usage = chunk["usage"]
                                 finished = _take_choices(chunk, text) or finished
+                                if finished:
+                                    unpace(chunks)  # what follows is the usage and [DONE]: read at once
                             await text.flush()
                             if done:
                                 break

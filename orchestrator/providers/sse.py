@@ -21,6 +21,7 @@ from typing import Any
 import httpx2
 
 from orchestrator.providers.base import DeltaCallback
+from orchestrator.providers.paced_read import PacedRead
 
 DRAIN_TIMEOUT_S = 0.1  # the SDKs' bound for reading what follows the final event
 
@@ -131,14 +132,15 @@ class Decoder:
         return self.feed(b"", final=True) if self._pending.endswith(b"\r") else []
 
 
-def body(response: Any) -> AsyncIterator[bytes]:
+def body(response: Any, every_s: float = 0.0) -> AsyncIterator[bytes]:
     """The bytes of an SDK's streaming response (`with_streaming_response`) as they arrive.
 
     Over the SDKs' aiohttp transport (orchestrator/providers/http.py) they come straight from aiohttp's
     reader, whatever has arrived in one piece, with aiohttp's errors mapped to httpx2's as the transport
-    maps them. The SDK's `iter_bytes` passes each piece through five generators (the SDK's, httpx2's
-    decoded and raw bytes and timer, the transport's): 6–13 % of a streamed call's CPU (bench.provider_read).
-    A body with a content encoding, or another transport, is read through the SDK."""
+    maps them, and reads at least `every_s` apart (orchestrator/providers/paced_read.py). The SDK's
+    `iter_bytes` passes each piece through five generators (the SDK's, httpx2's decoded and raw bytes and
+    timer, the transport's): 6–13 % of a streamed call's CPU (bench.provider_read). A body with a content
+    encoding, or another transport, is read through the SDK, unpaced."""
     http = response.http_response
     stream = getattr(http.stream, "_stream", http.stream)  # inside httpx2's BoundAsyncStream (its timer)
     raw = getattr(stream, "_aiohttp_response", None)
@@ -146,13 +148,7 @@ def body(response: Any) -> AsyncIterator[bytes]:
     errors = getattr(transport, "map_aiohttp_exceptions", None)
     if raw is None or errors is None or http.headers.get("content-encoding", "identity").lower() != "identity":
         return response.iter_bytes()
-    return _arrived(raw, errors)
-
-
-async def _arrived(raw: Any, errors: Any) -> AsyncIterator[bytes]:
-    with errors():
-        async for chunk in raw.content.iter_any():
-            yield chunk
+    return PacedRead(raw, errors, every_s)
 
 
 async def batches(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[tuple[str, str]]]:
