@@ -1,13 +1,15 @@
-"""CPU of one streamed model call in this process, the answer's bytes read two ways, interleaved in one run:
+"""CPU of one streamed model call in this process, the answer's bytes read three ways, interleaved in one run:
 `python -m bench.provider_read [--calls N] [--rounds R] [--words W]` (~2 min by default).
 
 - `sdk`: through the SDK's `iter_bytes` (the SDK's, httpx2's decoded and raw bytes, httpx2's timer and the
   transport's generators, one after another for every piece);
-- `direct`: the product (`orchestrator.providers.sse.body`): straight off aiohttp's reader.
+- `direct`: straight off aiohttp's reader (`orchestrator.providers.sse.body`), each piece as it lands;
+- `paced`: the product: the same, read at most every READ_EVERY_S (orchestrator/providers/paced_read.py), so
+  the events that land in between come in one read.
 
 Both SDKs (openai, anthropic) call the loopback LLM peer in a process of its own (bench.llm_peer: ~W
 words an answer, one SSE event a word), N calls a round with 30 at once. CPU is this process's
-(`time.process_time`, every thread) over a round ÷ N. Rounds alternate the ways (round 0 of each warms
+(`time.process_time`, every thread) over a round ÷ N. Rounds rotate the ways' order (round 0 of each warms
 up and is dropped); figures are medians.
 """
 
@@ -24,16 +26,18 @@ from typing import Any
 
 from bench.common import Table, bench_settings
 from bench.llm_peer import PeerProcess, ReplyPlan
+from orchestrator.debate.deltas import READ_EVERY_S
 from orchestrator.providers import ProviderRegistry, sse
 from orchestrator.providers.base import Message, ModelCall
 
 NAME = "provider_read"
 MODELS = ("openai:gpt-4o", "anthropic:claude-sonnet-4-5")
 AT_ONCE = 30
+WAYS = ("sdk", "direct", "paced")
 _direct = sse.body
 
 
-def _through_sdk(response: Any) -> AsyncIterator[bytes]:
+def _through_sdk(response: Any, every_s: float = 0.0) -> AsyncIterator[bytes]:
     return response.iter_bytes()
 
 
@@ -68,18 +72,20 @@ async def measure(calls: int, rounds: int, words: int) -> Table:
                 for model in MODELS:
                     provider, name = registry.resolve(model)
                     call = ModelCall(model=name, messages=messages, max_tokens=4 * words + 200, timeout_s=60)
-                    ms: dict[str, list[float]] = {"sdk": [], "direct": []}
-                    streamed = 0
+                    paced = call.model_copy(update={"read_every_s": READ_EVERY_S})
+                    ms: dict[str, list[float]] = {way: [] for way in WAYS}
+                    streamed: dict[str, int] = {}
                     for r in range(rounds + 1):
-                        for way in (("sdk", "direct") if r % 2 == 0 else ("direct", "sdk")):
-                            sse.body = _direct if way == "direct" else _through_sdk
-                            cost, streamed = await _round(provider, call, calls)
+                        for way in WAYS[r % len(WAYS):] + WAYS[:r % len(WAYS)]:
+                            sse.body = _through_sdk if way == "sdk" else _direct
+                            cost, streamed[way] = await _round(provider, paced if way == "paced" else call, calls)
                             if r:
                                 ms[way].append(cost)
-                    sdk, direct = statistics.median(ms["sdk"]), statistics.median(ms["direct"])
-                    table.add(f"{model}: CPU per call, through the SDK / direct ({streamed} deltas a call)",
-                              f"{sdk:.2f} / {direct:.2f} ms")
-                    table.add(f"{model}: direct ÷ SDK", f"{direct / sdk:.2f}")
+                    sdk, direct, read = (statistics.median(ms[way]) for way in WAYS)
+                    table.add(f"{model}: CPU per call, through the SDK / direct / paced (deltas a call: "
+                              f"{streamed['sdk']} / {streamed['direct']} / {streamed['paced']})",
+                              f"{sdk:.2f} / {direct:.2f} / {read:.2f} ms")
+                    table.add(f"{model}: direct ÷ SDK; paced ÷ direct", f"{direct / sdk:.2f}; {read / direct:.2f}")
             finally:
                 sse.body = _direct
                 await registry.aclose()
