@@ -157,3 +157,23 @@ async def test_a_debates_calls_are_read_at_its_pace(llm_server: FakeLLMServer, m
     result = await run_debate(llm_server, make_spec("challenge", rounds=1))
     assert result.outcome.status == "completed"
     assert len(paces) == len(llm_server.requests) >= 3 and set(paces) == {READ_EVERY_S}
+
+
+def test_a_loop_that_wakes_late_reads_without_waiting_for_a_while_then_tries_again() -> None:
+    from orchestrator.providers.paced_read import QUIET_S, LoopLag
+
+    lag = LoopLag()
+    for t in range(100):  # on time, give or take a few ms: keeps pacing
+        lag.woke(0.004, now=t * 0.05, every_s=0.05)
+        assert not lag.busy(t * 0.05)
+    woke_at = None
+    for t in range(100):  # every wake-up 60 ms late: a loaded loop
+        lag.woke(0.06, now=10 + t * 0.05, every_s=0.05)
+        if lag.busy(10 + t * 0.05):
+            woke_at = 10 + t * 0.05
+            break
+    assert woke_at is not None and woke_at < 12  # within 2 s of the lateness starting
+    assert lag.busy(woke_at + QUIET_S / 2)
+    assert not lag.busy(woke_at + QUIET_S)  # then the waits are tried again
+    lag.woke(0.004, now=woke_at + QUIET_S, every_s=0.05)
+    assert not lag.busy(woke_at + QUIET_S)

@@ -4,30 +4,67 @@ A model streams one SSE event a token or so, each in its own TCP segment, and ai
 on as it lands: the loop wakes, reads, parses the chunked body, wakes the reading task and runs the
 decoder and the delta callback, once per event, tens of times a second per call. Nobody sees the text
 that often: a durable stream is written once a second, a live thread is edited about as often, a
-terminal's deltas go out every 50 ms (orchestrator/debate/deltas.py). So with `every_s` set, after a
-read the connection's transport stops reading until `every_s` has passed since that read; what the
-model sent meanwhile waits in the kernel's socket buffer and arrives in one read, as several events.
+terminal's deltas go out every 50 ms (orchestrator/debate/deltas.py). So with `every_s` set, when the
+next read is asked for sooner than `every_s` after the last one, the connection's transport stops
+reading for the rest of that time; what the model sent meanwhile waits in the kernel's socket buffer
+and arrives in one read, as several events.
 
-- The wait is taken before the next read, never after the body's end: once the payload has ended
-  nothing is paused (the connection may go back to the pool), and `unpace()` (the provider has seen
-  the final event) reads the rest as it comes.
-- A pause left behind (the reader abandoned: an error event, a cancelled call) cannot stall another
-  request: a paused reader has not seen the body's end, and aiohttp closes a connection released before
-  its body ended rather than pooling it.
+- **Only while the loop keeps time.** A loop that wakes its timers late is busy, and its reads already
+  bring many events each; there a wait only makes every answer later (and on a worker running 1,000
+  debates, the debates slower and the front's polling of them longer: BENCHMARKS.md, issue 24 round 13).
+  Each wait measures how late its wake-up came; when the loop's running mean of that (`LoopLag`) passes
+  half of `every_s`, the loop's streams read without waiting for a second (QUIET_S), then try again.
+- Nothing waits once the body has ended (the connection went back to the pool), and `unpace()` (the
+  provider has seen the final event) reads the rest as it comes.
+- The transport is paused only during a wait and resumed however the wait ends (a cancelled call too).
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
+
+LAG_WEIGHT = 0.05  # of each wake-up's lateness in the loop's running mean
+QUIET_S = 1.0  # once the mean passes the bar: how long the loop's streams read without waiting, then try again
+
+
+class LoopLag:
+    """How late one loop's paced waits wake up (a running mean over every stream read on that loop), and
+    until when its streams read without waiting because that mean said the loop was busy."""
+
+    __slots__ = ("late_s", "quiet_until")
+
+    def __init__(self) -> None:
+        self.late_s = 0.0
+        self.quiet_until = float("-inf")
+
+    def woke(self, late_s: float, now: float, every_s: float) -> None:
+        self.late_s += LAG_WEIGHT * (max(late_s, 0.0) - self.late_s)
+        if self.late_s > every_s / 2:  # busy: no waits for a while, then the mean starts again below the bar
+            self.quiet_until = now + QUIET_S
+            self.late_s = every_s / 4
+
+    def busy(self, now: float) -> bool:
+        return now < self.quiet_until
+
+
+_lags: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopLag] = weakref.WeakKeyDictionary()
+
+
+def loop_lag(loop: asyncio.AbstractEventLoop) -> LoopLag:
+    lag = _lags.get(loop)
+    if lag is None:
+        lag = _lags[loop] = LoopLag()
+    return lag
 
 
 class PacedRead:
     """aiohttp's response body as an async iterator of bytes, at most one read every `every_s` seconds."""
 
-    __slots__ = ("_content", "_errors", "_every", "_paused_at", "_transport")
+    __slots__ = ("_content", "_errors", "_every", "_read_at", "_transport")
 
     def __init__(self, raw: Any, errors: Callable[[], AbstractContextManager[Any]], every_s: float = 0.0) -> None:
         self._content = raw.content
@@ -35,44 +72,41 @@ class PacedRead:
         connection = raw.connection
         self._transport: asyncio.Transport | None = connection.transport if connection is not None else None
         self._every = every_s if self._transport is not None else 0.0
-        self._paused_at: float | None = None
+        self._read_at: float | None = None
 
     def __aiter__(self) -> PacedRead:
         return self
 
     async def __anext__(self) -> bytes:
-        if self._paused_at is not None:
-            wait = self._paused_at + self._every - asyncio.get_running_loop().time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            self._resume()
+        if self._every > 0 and self._read_at is not None:
+            await self._wait()
         with self._errors():
             chunk = await self._content.readany()
         if not chunk:
             raise StopAsyncIteration
-        if self._every > 0 and not self._content.is_eof():
-            self._pause()
+        self._read_at = asyncio.get_running_loop().time()
         return chunk
 
     def unpace(self) -> None:
         """Read the rest as it arrives (the answer's final event is in: what follows is its tail)."""
         self._every = 0.0
-        if self._paused_at is not None:
-            self._paused_at = float("-inf")  # the next read goes at once
 
-    def _pause(self) -> None:
-        assert self._transport is not None
-        if not self._transport.is_closing():
-            self._transport.pause_reading()
-            self._paused_at = asyncio.get_running_loop().time()
-
-    def _resume(self) -> None:
-        if self._paused_at is None:
+    async def _wait(self) -> None:
+        """The rest of `every_s` since the last read, the transport paused meanwhile; nothing when that
+        time has passed already, when the body has ended, or when the loop is too busy to keep time."""
+        assert self._read_at is not None and self._transport is not None
+        loop = asyncio.get_running_loop()
+        now, due = loop.time(), self._read_at + self._every
+        lag = loop_lag(loop)
+        if due <= now or self._content.is_eof() or self._transport.is_closing() or lag.busy(now):
             return
-        self._paused_at = None
-        assert self._transport is not None
-        if not self._transport.is_closing():
+        self._transport.pause_reading()
+        try:
+            await asyncio.sleep(due - now)
+        finally:
             self._transport.resume_reading()
+        woke = loop.time()
+        lag.woke(woke - due, woke, self._every)
 
 
 def unpace(chunks: object) -> None:
