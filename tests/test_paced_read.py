@@ -167,8 +167,8 @@ def test_a_loop_that_wakes_late_reads_without_waiting_for_a_while_then_tries_aga
         lag.woke(0.004, now=t * 0.05, every_s=0.05)
         assert not lag.busy(t * 0.05)
     woke_at = None
-    for t in range(100):  # every wake-up 60 ms late: a loaded loop
-        lag.woke(0.06, now=10 + t * 0.05, every_s=0.05)
+    for t in range(100):  # every wake-up 80 ms late: a loaded loop
+        lag.woke(0.08, now=10 + t * 0.05, every_s=0.05)
         if lag.busy(10 + t * 0.05):
             woke_at = 10 + t * 0.05
             break
