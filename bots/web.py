@@ -157,6 +157,8 @@ class WebFront:
     async def on_main(self, work: Coroutine[Any, Any, T]) -> T:
         """From the server's loop: run `work` on the main loop and await its result (cancelled with the caller)."""
         assert self._main is not None, "the front is not listening"
+        if self._gates is not None:
+            self._gates.unpark()
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._main))
 
     def call_main(self, callback: Callable[..., object], *args: object) -> None:
@@ -240,7 +242,7 @@ class WebFront:
         platform starts. The server runs on a thread of its own until the block ends."""
         self._main = asyncio.get_running_loop()
         server = self._server = _ServerLoop()
-        gates = self._gates = BurstGates(server.loop, **self._hold)
+        gates = self._gates = BurstGates(server.loop, main=self._main, **self._hold)
         self._switch_if(any(here for methods in self._routes.values() for _handler, here in methods.values())
                         or any(here for _handler, here in self._prefixes.values()))
         application = web.Application()

@@ -211,3 +211,66 @@ async def test_a_gate_whose_waiter_was_cancelled_does_not_keep_the_others_shut()
     assert first.cancel()  # what a cancelled `asyncio.wrap_future(first)` does to it
     gates.ended()
     await asyncio.wait_for(asyncio.wrap_future(second), BOUND_S)
+
+
+class _OtherLoop:
+    """A loop on a thread of its own, standing for the front's main loop while the test's loop serves."""
+
+    def __enter__(self) -> asyncio.AbstractEventLoop:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        return self.loop
+
+    def __exit__(self, *_: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(BOUND_S)
+        self.loop.close()
+
+
+def _probe(loop: asyncio.AbstractEventLoop) -> threading.Event:
+    """Set once `loop` runs its next callback."""
+    ran = threading.Event()
+    loop.call_soon_threadsafe(ran.set)
+    return ran
+
+
+async def test_the_main_loop_parks_while_a_burst_is_answered_and_goes_on_when_it_is() -> None:
+    with _OtherLoop() as main:
+        gates = BurstGates(asyncio.get_running_loop(), main=main, park_max_s=BOUND_S * 10)
+        gates.started()
+        parked = _probe(main)
+        assert not await asyncio.to_thread(parked.wait, 0.05), "the main loop ran during the burst"
+        gates.ended()  # the quiet timer (2 ms) ends the burst and the park
+        assert await asyncio.to_thread(parked.wait, BOUND_S)
+
+
+async def test_a_request_that_needs_the_main_loop_ends_its_park() -> None:
+    with _OtherLoop() as main:
+        gates = BurstGates(asyncio.get_running_loop(), main=main, park_max_s=BOUND_S * 10)
+        gates.started()
+        parked = _probe(main)
+        assert not await asyncio.to_thread(parked.wait, 0.05)
+        gates.unpark()  # what `WebFront.on_main` does before handing work over
+        assert await asyncio.to_thread(parked.wait, BOUND_S), "still parked with the request in flight"
+        gates.ended()
+
+
+async def test_a_park_lasts_no_longer_than_its_bound() -> None:
+    with _OtherLoop() as main:
+        gates = BurstGates(asyncio.get_running_loop(), main=main, park_max_s=0.01)
+        gates.started()  # and never ends
+        assert await asyncio.to_thread(_probe(main).wait, BOUND_S)
+
+
+async def test_after_a_park_the_main_loop_runs_at_least_as_long_before_the_next() -> None:
+    with _OtherLoop() as main:
+        gates = BurstGates(asyncio.get_running_loop(), main=main, park_max_s=BOUND_S * 10)
+        gates.started()
+        first = _probe(main)
+        assert not await asyncio.to_thread(first.wait, 0.05)  # parked for 50 ms at least
+        gates.ended()
+        assert await asyncio.to_thread(first.wait, BOUND_S)
+        gates.started()  # a new burst within 50 ms of the last park's end: no park
+        assert await asyncio.to_thread(_probe(main).wait, BOUND_S)
+        gates.ended()
