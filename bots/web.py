@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from bots import event_loop
 from bots.burst_gate import HOLD_MAX_S, QUIET_S, BurstGates
 from orchestrator.config import ConfigError
 from orchestrator.metrics import CONTENT_TYPE_LATEST, exposition
@@ -291,7 +292,7 @@ class _ServerLoop:
     """An event loop on a thread of its own: the HTTP server's."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = event_loop.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="http-front", daemon=True)
         self.thread.start()
 

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     debate_max_concurrent: int = Field(default=50, ge=1, alias="DEBATE_MAX_CONCURRENT")
     debate_max_retries: int = Field(default=2, ge=0, le=10, alias="DEBATE_MAX_RETRIES")
     debate_log_format: Literal["text", "json"] = Field(default="text", alias="DEBATE_LOG_FORMAT")
+    # uvloop's loop where installed (bots/event_loop.py), or asyncio's own
+    debate_event_loop: Literal["uvloop", "asyncio"] = Field(default="uvloop", alias="DEBATE_EVENT_LOOP")
 
     # what chat users may start (the CLI on the host is the operator and is not limited by these)
     debate_max_running_per_user: int = Field(default=2, ge=1, alias="DEBATE_MAX_RUNNING_PER_USER")

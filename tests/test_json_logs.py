@@ -40,6 +40,7 @@ async def test_serve_logs_one_json_object_a_line_with_its_role_and_no_secret(tmp
         assert record["level"] in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
     assert not any(secret in err for secret in SECRETS)
     assert any(r["level"] == "INFO" for r in records)
+    assert any(r["message"] == "event loop: uvloop" for r in records), "serve runs on uvloop by default"
 
 
 async def test_the_default_log_is_readable_text(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bots import event_loop
 from bots.cli.link import link
 from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
@@ -301,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings()
         _configure_logging(args, settings)
         configure_tracing("front" if getattr(args, "front_only", False) else args.command)
-        return asyncio.run(COMMANDS[args.command](args, settings))
+        with asyncio.Runner(loop_factory=event_loop.use(settings.debate_event_loop)) as runner:
+            return runner.run(COMMANDS[args.command](args, settings))
     except (ConfigError, UsageError) as exc:
         print(f"debate: {exc}", file=sys.stderr)
         return EXIT_USAGE
