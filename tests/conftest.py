@@ -25,9 +25,11 @@ CLI_BIN = Path(__file__).parent / "fakes" / "cli_bin"
 @pytest.fixture(autouse=True)
 def _thawed_heap() -> Iterator[None]:
     """A worker started in this process freezes the heap (orchestrator/heap.py): each test starts thawed,
-    so what one test leaves behind is collected as usual."""
+    so what one test leaves behind is collected as usual, at the collector's usual thresholds."""
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 @pytest.fixture

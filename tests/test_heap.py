@@ -41,6 +41,24 @@ def test_garbage_made_after_settling_is_still_collected() -> None:
     assert later() is None
 
 
+def test_after_settling_thousands_of_new_objects_make_no_young_pass() -> None:
+    heap.settle()
+    passes: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        # a few reads' worth of events, alive at once: far more than CPython's default of 700
+        alive = [{"event": "text"} for _ in range(5_000)]
+        assert len(alive) == 5_000
+    finally:
+        gc.callbacks.remove(count)
+    assert passes == []
+
+
 async def test_a_worker_settles_its_heap_when_it_starts(
     llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
 ) -> None:
