@@ -100,7 +100,7 @@ async def test_a_write_answered_at_its_end_sends_no_begin_or_commit(trips: Round
             sent[name] = trips.statements - before
         record = await log.get_debate(spec.id)
     # the lock and the write(s), one implicit transaction: no BEGIN, no COMMIT around them
-    assert sent == {"add_turn": 3, "add_notice": 2}
+    assert sent == {"add_turn": 2, "add_notice": 2}  # add_turn: the lock, then its update-or-insert
     assert record is not None and [t.text for t in record.turns] == ["an opening"]
 
 

@@ -64,6 +64,7 @@ class Conn(ABC):
     lock: str  # appended to a select of the debate's row to lock it until the transaction ends
     seat_models: str  # a JSON text list of the seats' models of debate `d`, in seat order
     not_final: str  # message `m` does not show its final text yet (as its partial index says it)
+    modifying_ctes: bool = False  # a WITH may hold an UPDATE … RETURNING (Postgres; not SQLite)
 
     @abstractmethod
     async def send(self, sql: str, args: Args | None = None, *, prepare: bool | None = None) -> Sent:
@@ -118,6 +119,15 @@ class Conn(ABC):
         source = f"values ({marks})" if unless is None else f"select {marks} where not exists ({unless})"
         return await self.send(f"insert into {table} ({columns}) {source} {tail}", row)
 
+    async def send_insert_rows(self, table: str, rows: Sequence[Args], tail: str = "") -> Sent | None:
+        """Insert `rows` (each with the same columns) in one statement; None when there are none."""
+        if not rows:
+            return None
+        columns = ", ".join(f'"{c}"' for c in rows[0])
+        tuples = ", ".join("(" + ", ".join(f":{c}_{i}" for c in row) + ")" for i, row in enumerate(rows))
+        args = {f"{c}_{i}": v for i, row in enumerate(rows) for c, v in row.items()}
+        return await self.send(f"insert into {table} ({columns}) values {tuples} {tail}", args)
+
     async def insert(self, table: str, row: Args, tail: str = "") -> list[Any]:
         return await (await self.send_insert(table, row, tail)).values()
 
@@ -136,6 +146,12 @@ class Conn(ABC):
         if await sent.one() is None:
             raise DebateNotFoundError(debate_id)
         return sent
+
+    async def send_debate_exists(self, debate_id: str) -> None:
+        """A write whose every row refers to the debate, and whose conflicts its keys settle (an upsert), needs
+        no lock, only an unknown debate refused: SQLite (no foreign keys) locks the row as `send_lock` does;
+        Postgres sends nothing, its foreign key refuses the row and DebateNotFoundError is raised."""
+        await self.send_lock(debate_id)
 
     async def lock_debate(self, debate_id: str) -> str:
         """`send_lock`, waiting for the status."""

@@ -60,8 +60,8 @@ class DebateLog(ABC):
         return await self._read(fn, empty)
 
     async def _write_one_statement(self, fn: Op[T]) -> T:
-        """A write that is one statement (atomic on its own): `_write`, where a log can spare the
-        transaction around it."""
+        """A write that is one statement (atomic on its own) on a log with foreign keys (`send_debate_exists`
+        sends nothing there): `_write`, where a log can spare the transaction around it."""
         return await self._write(fn)
 
     async def __aenter__(self) -> Self:
@@ -89,7 +89,7 @@ class DebateLog(ABC):
 
     async def add_call(self, call: CallUsage) -> None:
         """Log a model call that is not a debater's turn (a judge pass, a summary) with its estimated cost."""
-        await self._write(lambda c: spend.add_call(c, call))
+        await self._write_one_statement(lambda c: spend.add_call(c, call))
 
     async def spent_calls(self, since: float) -> list[SpentCall]:
         """Every model call logged since `since` (debaters' turns and the rest), with whom it counts for."""
@@ -100,7 +100,7 @@ class DebateLog(ABC):
 
     async def set_verdict(self, debate_id: str, verdict: Verdict, *, at: float | None = None, number: int = 1) -> None:
         """Verdict `number` of the debate (1: the first; 2, 3, …: after each `continue`), replaced if it exists."""
-        await self._write(lambda c: writes.set_verdict(c, debate_id, verdict, _at(at), number))
+        await self._write_one_statement(lambda c: writes.set_verdict(c, debate_id, verdict, _at(at), number))
 
     async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None:
         await self._write(lambda c: writes.finish_debate(c, debate_id, outcome, _at(at)))

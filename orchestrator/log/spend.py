@@ -78,7 +78,7 @@ async def count_spend(c: Conn, quota: Quota, claim: Claim, at: float) -> Spend:
 async def add_call(c: Conn, call: CallUsage) -> None:
     """A model call that is not a debater's turn, with its estimated cost; `attempt` keys it, so a write
     repeated is one row."""
-    await c.send_lock(call.debate_id)
+    await c.send_debate_exists(call.debate_id)
     await c.send_insert("model_calls", call.model_dump() | {
         "at": c.time(call.at), "cost_usd": estimate_cost(call.model, call.input_tokens, call.output_tokens),
     }, "on conflict (attempt) do nothing")

@@ -52,8 +52,7 @@ async def _send_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None,
     reserved of a budget) and its seats' (a seat there already stays: the same spec's)."""
     row, seats = _debate_rows(c, spec, at, runner)
     await c.send_insert("debates", row | {"reserved_usd": reserved_usd}, tail)
-    for seat in seats:
-        await c.send_insert("seats", seat, "on conflict do nothing")
+    await c.send_insert_rows("seats", seats, "on conflict do nothing")
 
 
 # what a debate learns between its admission and its start (the thread under the root message it posted)
@@ -166,10 +165,18 @@ async def add_turn(c: Conn, turn: Turn) -> int:
     await c.send_lock(turn.debate_id)
     same = "debate_id = :debate_id and round = :round and seat = :seat and kind is not distinct from :kind"
     sets = ", ".join(f'"{k}" = :{k}' for k in row)
+    update = f"update turns set {sets} where id = (select id from turns where {same} order by id limit 1) returning id"
+    columns, marks = ", ".join(f'"{c}"' for c in row), ", ".join(":" + c for c in row)
+    insert = (f"insert into turns ({columns}) select {marks} where not exists (select 1 from turns where {same})"
+              " returning id")
+    if c.modifying_ctes:  # one statement, its snapshot taken after the lock: it updates the turn or inserts it
+        written = await c.send(f"with updated as ({update}), inserted as ({insert})"
+                               " select id from updated union all select id from inserted", row)
+        await c.commit()
+        return int(await written.one())
     # under the lock, the insert sees what the update did: one of the two writes the turn
-    updated = await c.send(f"update turns set {sets} where id = (select id from turns where {same}"
-                           " order by id limit 1) returning id", row)
-    inserted = await c.send_insert("turns", row, "returning id", unless=f"select 1 from turns where {same}")
+    updated = await c.send(update, row)
+    inserted = await c.send(insert, row)
     await c.commit()
     turn_id = await updated.one()
     return int(turn_id if turn_id is not None else await inserted.one())
@@ -186,7 +193,7 @@ async def add_notice(c: Conn, debate_id: str, level: str, text: str, at: float) 
 async def set_verdict(c: Conn, debate_id: str, verdict: Verdict, at: float, number: int = 1) -> None:
     """Verdict `number` (1, then one per `continue`); a repeated write of that number replaces it in place
     (`on conflict do update`: its row, and so its search entry, stays)."""
-    await c.send_lock(debate_id)
+    await c.send_debate_exists(debate_id)
     row = {"debate_id": debate_id, "number": number, "winner": verdict.winner, "split": verdict.split,
            "reasoning": verdict.reasoning, "recommendation": verdict.recommendation, "consensus": verdict.consensus,
            "json": verdict.model_dump_json(), "at": c.time(at), **jury_columns(verdict)}

@@ -82,6 +82,7 @@ class PgConn(Conn):
 
     seq = "seq"
     lock = " for no key update"
+    modifying_ctes = True
     not_final = "not m.final"
     seat_models = ("(select coalesce(json_agg(s.model order by s.position, s.label), '[]')::text from seats s"
                    " where s.debate_id = d.id)")
@@ -93,6 +94,7 @@ class PgConn(Conn):
         self._over = False
         self._explicit = False  # BEGIN sent: the transaction outlives a Sync, and ends with COMMIT or ROLLBACK
         self._sent: list[tuple[AsyncCursor[Any], str | None]] = []  # each statement, with its debate if a lock
+        self._referenced: str | None = None  # `send_debate_exists`: the debate a foreign key refusal is about
 
     async def begin(self) -> None:
         leave = AsyncExitStack()
@@ -135,9 +137,14 @@ class PgConn(Conn):
 
     @contextlib.contextmanager
     def locks_read(self) -> Iterator[None]:
-        """A `send_lock` that failed (whenever its answer came in) raises DebateNotFoundError."""
+        """A `send_lock` that failed (whenever its answer came in), or a row refused by its foreign key after
+        `send_debate_exists`, raises DebateNotFoundError."""
         try:
             yield
+        except psycopg.errors.ForeignKeyViolation as error:
+            if self._referenced is not None:
+                raise DebateNotFoundError(self._referenced) from error
+            raise
         except psycopg.errors.DivisionByZero as error:
             for cur, debate_id in self._sent:
                 if cur.pgresult is None:  # the first statement without an answer is the one that failed
@@ -166,6 +173,11 @@ class PgConn(Conn):
         return await self._send("select max(status) as status, 1 / count(*) as found from"
                                 f" (select status from debates where id = :id{self.lock}) d",
                                 {"id": debate_id}, None, debate_id)
+
+    async def send_debate_exists(self, debate_id: str) -> None:
+        # no statement: every row the write sends refers to the debate, so its foreign key refuses the
+        # write (and with it the whole transaction) when the debate is unknown, and `locks_read` says so
+        self._referenced = debate_id
 
     async def executemany(self, sql: str, args: Sequence[Args]) -> None:
         self._still_open()
