@@ -19,7 +19,7 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSStepNondeterminis
 from dbos._outcome import Pending
 from dbos._sys_db import SystemDatabase
 
-from orchestrator.durable import dbos_step_hops
+from orchestrator.durable import dbos_step_hops, dbos_steps_ahead
 from orchestrator.durable.config import _sqlalchemy_url, dbos_config
 from orchestrator.durable.dbos_steps_on_loop import install, loop_steps
 from tests.dbos_launched import config_for, launched, sqlite_url
@@ -90,7 +90,9 @@ async def test_a_step_sends_its_check_and_record_from_the_loop(sys_db: SystemDat
     assert error_row[1] == "refuse" and error_row[2] is None and error_row[3]  # the error stored, no output
 
 
-async def test_a_replay_gets_the_recorded_results_and_a_cancel_stops_the_next_step(sys_db: SystemDatabase) -> None:
+async def test_a_replay_gets_the_recorded_results_and_a_cancel_stops_the_next_step(
+        sys_db: SystemDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dbos_steps_ahead, "FRESH_S", 0.0)  # the cancel lands long after step 1 (see below)
     assert dbos_step_hops.install()
     assert await run(steps, "original", 3) == [0, 2, 4]
     ran.clear()
@@ -110,6 +112,29 @@ async def test_a_replay_gets_the_recorded_results_and_a_cancel_stops_the_next_st
         await asyncio.wait_for(handle.get_result(), 30)
     assert ran == ["answer 1"]  # the second step's check saw the cancel: it never ran
     assert [row[0] for row in recorded(sys_db, "cancelled")] == [1]
+
+
+async def test_a_first_run_sends_one_check_and_a_cancel_right_after_a_step_is_refused_at_the_next_record(
+        sys_db: SystemDatabase) -> None:
+    if sys_db.engine.dialect.name != "postgresql":
+        pytest.skip("checks left unsent: Postgres")
+    steps_on_loop = loop_steps(sys_db)
+    assert steps_on_loop is not None and dbos_step_hops.install()
+    sent, unsent = steps_on_loop.sent, steps_on_loop.ahead.unsent
+    assert await run(steps, "first-run", 3) == [0, 2, 4]
+    # one check read that nothing is recorded ahead; the records since kept the workflow this execution's
+    assert (steps_on_loop.sent - sent, steps_on_loop.ahead.unsent - unsent) == (1 + 3, 2)  # 1 check + 3 records
+
+    ran.clear()  # a cancel between two steps, within FRESH_S of the first's record: the second's check
+    gate["r"], at_gate["r"] = asyncio.Event(), asyncio.Event()  # is not sent, so it runs, but the cancel
+    with SetWorkflowID("cancelled-right-after"):  # cleared the owner: its record is refused and the
+        handle = await DBOS.start_workflow_async(gated, "r")  # execution ends as a cancelled one does
+    await asyncio.wait_for(at_gate["r"].wait(), 30)
+    await DBOS.cancel_workflow_async("cancelled-right-after")
+    gate["r"].set()
+    with pytest.raises(DBOSAwaitedWorkflowCancelledError):
+        await asyncio.wait_for(handle.get_result(), 30)
+    assert [row[0] for row in recorded(sys_db, "cancelled-right-after")] == [1]
 
 
 async def test_a_record_from_an_execution_that_lost_the_workflow_is_refused(sys_db: SystemDatabase) -> None:

@@ -142,6 +142,12 @@ class StepRecords:
             sa.select(status.c.status, outputs.c.output, outputs.c.error, outputs.c.function_name,
                       outputs.c.child_workflow_id, outputs.c.serialization)
             .select_from(status.outerjoin(outputs, step_row)).where(status.c.workflow_uuid == wf), sys_db)
+        # the check and the highest step id recorded for the workflow (dbos_steps_ahead.py)
+        highest = sa.select(sa.func.max(outputs.c.function_id)).where(outputs.c.workflow_uuid == wf).scalar_subquery()
+        self.check_ahead = Prepared(
+            sa.select(status.c.status, outputs.c.output, outputs.c.error, outputs.c.function_name,
+                      outputs.c.child_workflow_id, outputs.c.serialization, highest)
+            .select_from(status.outerjoin(outputs, step_row)).where(status.c.workflow_uuid == wf), sys_db)
         self.owner = Prepared(owner_statement(sys_db, wf), sys_db)
         recorded = {column: sa.bindparam(column, type_=outputs.c[column].type) for column in RECORDED}
         self.record = Prepared(keep_on_conflict(sys_db.dialect.insert(outputs).values(

@@ -8,7 +8,8 @@ read and, asked again, returns the answer the loop read; the record leaves its r
 `LoopSteps` then reads and writes from the loop with the same prepared statements
 (dbos_step_records.StepRecords) and makes of the rows what DBOS's code makes:
 
-- Postgres: one statement each through async psycopg (dbos_loop_statements.py).
+- Postgres: one statement each through async psycopg (dbos_loop_statements.py); a check the statements
+  before it have answered already is not sent (dbos_steps_ahead.py).
 - SQLite: the loop's own connection to the file (dbos_loop_sqlite.py), the record in its own transaction
   (the owner checked, then the insert), as DBOS's; when the file is locked by another connection the step
   goes through DBOS's pool as before (`POOL`).
@@ -36,6 +37,7 @@ from orchestrator.durable import dbos_loop_notify, dbos_loop_sqlite, dbos_loop_s
 from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
+from orchestrator.durable.dbos_steps_ahead import StepsAhead
 
 _UNASKED = object()
 log = logging.getLogger(__name__)
@@ -89,6 +91,7 @@ class LoopSteps:
         sys_db = records.sys_db
         self.postgres = LoopStatements(sys_db) if records.record_owned is not None else None
         self.sqlite = LoopSQLite(sys_db) if file_of(sys_db) is not None else None
+        self.ahead = StepsAhead()
         self.sent = self.pooled = 0  # checks and records done from the loop / handed to DBOS's pool
         _all.add(self)
 
@@ -98,19 +101,30 @@ class LoopSteps:
 
     async def check(self, workflow_id: str, function_id: int, function_name: str) -> Any:
         """What DBOS's check returns (the recorded result or None) or raises; POOL: ask DBOS's in the pool."""
-        check = self.records.check
-        params = check.params({"wf": workflow_id, "fid": function_id})
         if self.postgres is not None:
-            rows = await self.postgres.rows(check.sql, params)
-        else:
-            assert self.sqlite is not None
-            try:
-                rows = self.sqlite.rows(check.sql, params)
-            except Busy:
-                self.pooled += 1
-                return POOL
+            return await self._check_postgres(self.postgres, workflow_id, function_id, function_name)
+        check = self.records.check
+        assert self.sqlite is not None
+        try:
+            rows = self.sqlite.rows(check.sql, check.params({"wf": workflow_id, "fid": function_id}))
+        except Busy:
+            self.pooled += 1
+            return POOL
         self.sent += 1
         return self.records._checked(rows, workflow_id, function_id, function_name)
+
+    async def _check_postgres(self, postgres: LoopStatements, workflow_id: str, function_id: int,
+                              function_name: str) -> Any:
+        """The check, unless the checks and records before it have answered it (dbos_steps_ahead.py)."""
+        owner = current_owner_xid(workflow_id)
+        if self.ahead.clear(workflow_id, owner, function_id):
+            return None
+        check = self.records.check_ahead
+        rows = await postgres.rows(check.sql, check.params({"wf": workflow_id, "fid": function_id}))
+        self.sent += 1
+        answer = self.records._checked([row[:6] for row in rows], workflow_id, function_id, function_name)
+        self.ahead.checked(workflow_id, owner, function_id, run=answer is None, highest=rows[0][6])
+        return answer
 
     async def record(self, result: Any, completed_at: int, owner_xid: str | None) -> None:
         """DBOS's record of the step's `result`, written from the loop (or, the file locked, by DBOS in the
@@ -123,6 +137,7 @@ class LoopSteps:
             except psycopg.errors.UniqueViolation as exc:
                 raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
             records._verify(statement, rows, result, completed_at)
+            self.ahead.recorded(result["workflow_uuid"], values["owner"])
         elif not self._record_in_file(statement, values, result, completed_at):
             self.pooled += 1
             await asyncio.to_thread(records.sys_db.record_operation_result, result,
