@@ -28,7 +28,8 @@ from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 log = logging.getLogger(__name__)
 
-POOL_MAX = 4  # connections a worker's loop keeps: a write holds one for its round trip (~0.3 ms)
+POOL_MAX = 2  # connections a process's loop keeps: a write holds one for its round trip (~0.3 ms); few, as
+# every backend more costs the server (orchestrator/log/postgres/store.py POOL_SIZE)
 CONNECT_TIMEOUT_S = 10  # as DBOS's own connections
 WAIT_S = 30.0  # for a free connection, then retried as DBOS retries an exhausted pool
 BACKOFF_S = (1.0, 60.0)  # DBOS's db_retry: the first wait (± half, at random), doubled up to the second

@@ -40,7 +40,12 @@ from orchestrator.log.records import (
 )
 
 T = TypeVar("T")
-POOL_SIZE = 16
+# Connections a process keeps to the log. A write holds one for its one round trip, so a few serve hundreds
+# of debates, and every backend more costs the server: at a burst the pool grows (a backend started, its
+# caches and plans warmed, inside the burst), and each statement's snapshot and scheduling cost grow with the
+# backends running. 16 → 4 (with the loop's 4 → 2, dbos_loop_statements.py): Postgres's CPU per model call at
+# 1,000 debates 5.1 → 2.7 ms, and Slack's ack p99 no worse (BENCHMARKS.md, issue 24, round 15).
+POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 10.0
 # how long one read or write waits for a free connection before the log counts as failed (a debate's
 # write failing stops the debate): a worker running hundreds of debates on a busy host keeps each
