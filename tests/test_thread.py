@@ -171,6 +171,33 @@ async def test_a_turn_that_ends_before_its_first_post_needs_no_edit_and_a_slow_o
     await live.aclose()
 
 
+async def test_a_post_that_shows_the_final_text_is_recorded_once_as_final_and_a_streamed_one_twice() -> None:
+    surface, pacer, writes = _Surface(), Pacer(LIMITS), []
+
+    async def posted(key: str, message_id: str) -> None:
+        writes.append((key, message_id, False))
+
+    async def final(key: str, message_id: str) -> None:
+        writes.append((key, message_id, True))
+
+    live = LiveTurns(Paced(surface, pacer), SPEC, posted, first_post_grace=0.05, on_final=final)
+    await live.begin(_started("A"))
+    async with busy(pacer):  # the post waits for the channel while the turn ends: it shows the final text
+        live.feed(_delta("Short and done."))
+        ending = asyncio.create_task(live.finish(_turn("Short and done.")))
+        await asyncio.sleep(0.1)
+    assert await ending == ["m0"]
+    assert surface.log == [("post", "m0", "*A*\nShort and done.")]
+
+    await live.begin(_started("B"))
+    live.feed(_delta("Streaming into the thread now, word by word.", "B"))
+    await surface.written(2)  # posted while the turn still streams: recorded, then final once it shows the end
+    await live.finish(_turn("Streaming into the thread now, word by word. The end.", "B"))
+    assert writes == [("turn:1:A:opening:0", "m0", True),
+                      ("turn:1:B:opening:0", "m1", False), ("turn:1:B:opening:0", "m1", True)]
+    await live.aclose()
+
+
 async def test_status_edits_coalesce_and_the_last_one_lands() -> None:
     surface, pacer = _Surface(), Pacer(LIMITS)
     status = Latest(Paced(surface, pacer), "root", in_thread=False)

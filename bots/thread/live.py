@@ -202,10 +202,17 @@ class LiveTurns:
             log.warning("live: the final text of a turn could not be shown", exc_info=task.exception())
 
     def _render(self, live: LiveTurn, *, cursor: bool = True) -> list[str]:
+        """The turn's messages as they should read now (made inert, split to the surface's limit); the same
+        list while the text, the ending and the cursor stay the same (a sync asks several times)."""
+        made_of = (live.text, live.final, cursor)
+        if live.rendered is not None and live.rendered[0] == made_of:
+            return live.rendered[1]
         body = self.surface.neutralize(live.text) if live.text else self.placeholder
         if cursor and not live.final and live.text:  # a native stream shows its own
             body += " ▍"
-        return split_message(f"{live.header}\n{body}", self.surface.stream_limit)
+        chunks = split_message(f"{live.header}\n{body}", self.surface.stream_limit)
+        live.rendered = (made_of, chunks)
+        return chunks
 
     async def _stream(self, live: LiveTurn) -> None:
         """A turn's flusher: its first post (when deferred), edits as text arrives, then the final text."""
@@ -241,7 +248,8 @@ class LiveTurns:
                 await self.streams.stop(message_id)
         if self.on_final is not None:
             for index, message_id in enumerate(live.message_ids):
-                await self.on_final(message_key(live.key, index), message_id)
+                if message_id not in live.recorded_final:
+                    await self.on_final(message_key(live.key, index), message_id)
 
     async def _first_text(self, live: LiveTurn) -> bool:
         """Wait until the turn's first post should go: True then; False once the turn has ended."""
@@ -324,20 +332,25 @@ class LiveTurns:
                 return
         sent = ""
 
-        with_text = False
+        with_text = final = False
 
         def render() -> Any:
-            nonlocal sent, with_text
+            nonlocal sent, with_text, final
             chunks = self._render(live)
             sent = chunks[index] if index < len(chunks) else self.placeholder  # a final text shorter than the stream
-            with_text = bool(live.text)
+            with_text, final = bool(live.text), live.final
             return self.surface.turn(live.seat, sent)
 
         async def record(message_id: str, posted: bool) -> None:
             live.message_ids.append(message_id)
             live.shown.append(sent if posted else None)  # found (an earlier post's): what it shows is unknown
             live.showing_text = live.showing_text or with_text or not posted
-            await self.on_posted(message_key(live.key, index), message_id)
+            key = message_key(live.key, index)
+            if posted and final and self.on_final is not None:  # it shows the final text already: one record
+                live.recorded_final.add(message_id)
+                await self.on_final(key, message_id)
+            else:
+                await self.on_posted(key, message_id)
 
         await self.out.post(render, Urgency.TEXT, record=record, key=message_key(live.key, index))
 

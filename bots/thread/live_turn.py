@@ -51,3 +51,6 @@ class LiveTurn:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     posted: asyncio.Event = field(default_factory=asyncio.Event)  # ended, and every message it needs exists
     flusher: asyncio.Task[None] | None = None
+    recorded_final: set[str] = field(default_factory=set)  # messages recorded as showing the final text when posted
+    # the last rendering and what it was made of (text, final, cursor): a sync renders the same text several times
+    rendered: tuple[tuple[str, bool, bool], list[str]] | None = None
