@@ -157,6 +157,7 @@ def test_no_other_module_reaches_into_dbos_private_api() -> None:
     users = sorted(str(path.relative_to(ROOT)) for folder in ("orchestrator", "bots")
                    for path in (ROOT / folder).rglob("*.py") if private.search(path.read_text()))
     assert users == ["orchestrator/durable/dbos_loop_sqlite.py", "orchestrator/durable/dbos_loop_statements.py",
-                     "orchestrator/durable/dbos_private.py", "orchestrator/durable/dbos_step_hops.py",
+                     "orchestrator/durable/dbos_private.py", "orchestrator/durable/dbos_queue_poll.py",
+                     "orchestrator/durable/dbos_step_hops.py",
                      "orchestrator/durable/dbos_step_records.py", "orchestrator/durable/dbos_steps_on_loop.py",
                      "orchestrator/durable/dbos_stream_writes.py"]

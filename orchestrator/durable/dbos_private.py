@@ -1,7 +1,8 @@
 """Every use this program makes of DBOS's private API, here and in dbos_step_records.py,
 dbos_stream_writes.py (what a step writes: its check and record, its stream writes), dbos_step_hops.py
 (a step's hops to the thread pool), dbos_steps_on_loop.py, dbos_loop_statements.py and dbos_loop_sqlite.py
-(a step's check and record sent from the event loop, with the system database's URL and retry setting): a
+(a step's check and record sent from the event loop, with the system database's URL and retry setting),
+dbos_steps_ahead.py's use of them and dbos_queue_poll.py (the check in front of the queue's dequeue): a
 client's system
 database, its stream listeners and batched stream reads, the deserialiser of stored values, the close
 marker of a stream, and which statuses are still running (stream_reads.py is the user).

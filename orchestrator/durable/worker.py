@@ -25,7 +25,7 @@ from orchestrator.budgets import spend_watch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
 from orchestrator.debate.engine import Engine
-from orchestrator.durable import dbos_step_hops, dbos_steps_on_loop
+from orchestrator.durable import dbos_queue_poll, dbos_step_hops, dbos_steps_on_loop
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
 from orchestrator.durable.continuation import debate_continuation
 from orchestrator.durable.dbos_steps_on_loop import install_launched
@@ -86,6 +86,7 @@ class WorkerHost:
         DBOS.launch()  # in the running loop: dequeued and recovered workflows run on it
         install_launched()  # before the loop runs a step of them
         dbos_step_hops.install()
+        dbos_queue_poll.install_launched()
         self._started = True
         await self._count_recovered(launched)
         await register_queue(self.concurrency)
