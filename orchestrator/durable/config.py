@@ -34,6 +34,10 @@ POLL_S = 0.1  # notification polling (a front's stream reads on SQLite)
 # a worker's queue poll: enqueue → start ≈ 0.1–0.3 s. Each poll is a dequeue of ~6 ms of CPU, so at 0.1 s an idle
 # worker spent 60 ms of CPU a second, ~6 ms per model call of a 100-debate run
 QUEUE_POLL_S = 0.25
+# DBOS's notifier thread wakes this often to send what is pending. A worker sends its stream wake-ups from its
+# loop (dbos_loop_notify.py, every 10 ms) and nothing else through DBOS's: at its default (10 ms) the thread woke
+# 100 times a second for nothing
+DBOS_NOTIFIER_S = 0.25
 MAX_EXECUTOR_THREADS = 16  # DBOS's thread pool (its DB calls); unbounded otherwise
 FILE_MODE = 0o600
 SQLITE_PREFIX = "sqlite:///"
@@ -125,6 +129,7 @@ def dbos_config(url: str, executor: str) -> DBOSConfig:
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": POLL_S,
         "max_executor_threads": MAX_EXECUTOR_THREADS,
+        "notification_coalesce_sec": DBOS_NOTIFIER_S,
     }
     if sqlite_path(url) is None:
         # no ping before each checkout either: on Postgres it is a round trip per step check, record and stream

@@ -106,8 +106,8 @@ class StreamWriter:
             self._alone = {checked: Prepared(alone_statement(sys_db, checked), sys_db) for checked in (False, True)}
             self.loop_statements = LoopStatements(sys_db, hooks=hooks)
             if getattr(sys_db, "use_listen_notify", False):
-                self.notifier = dbos_loop_notify.notifier(self.loop_statements,
-                                                          getattr(sys_db, "_notification_coalesce_sec", None))
+                # its own interval: DBOS's notifier is set to wake rarely (config.py DBOS_NOTIFIER_S)
+                self.notifier = dbos_loop_notify.notifier(self.loop_statements, None)
 
     async def write(self, write: StreamWrite) -> None:
         if not self.together:
