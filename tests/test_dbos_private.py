@@ -12,6 +12,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from dbos import DBOS, DBOSClient, SetWorkflowID
 from psycopg_pool import PoolClosed
@@ -122,6 +123,14 @@ async def test_read_many_from_the_loop_finds_what_read_many_finds(postgres_url: 
             assert looped == {}
             assert (await streams.read_many_on_loop(KEY, {"loop-1": 0}, 10))["loop-1"] == StreamChunk(
                 "SUCCESS", ["a", {"b": [1, None]}, "c"], True)
+            # each wanted stream is its own lookup (a nested loop into a LIMIT), never a hash of every row
+            # of the key, whatever the planner guesses of the JSON's rows or the table's size
+            prepared = streams._many_prepared[KEY]
+            async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+                plan = "\n".join(row[0] for row in await (await conn.execute(
+                    "explain " + prepared.sql, prepared.params({"want": '[{"wf": "loop-1", "off": 0}]',
+                                                               "limit": 10}))).fetchall())
+            assert "Nested Loop Left Join" in plan and "Limit" in plan and "Hash" not in plan, plan
             await streams.close_on_loop()  # the front stopping: a pass after it fails, and opens nothing again
             with pytest.raises(PoolClosed):
                 await streams.read_many_on_loop(KEY, {"loop-1": 0}, 10)
