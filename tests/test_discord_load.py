@@ -20,6 +20,7 @@ from bots.discord import DebateBot, point_discord_at
 from bots.discord.surface import DiscordThread, discord_limits
 from bots.settings import load_settings
 from bots.thread import Paced, Pacer, Urgency, run_to_completion, turn_key
+from bots.thread.pacing import PRUNE_CHANNELS_AT
 from bots.thread.text import neutralize_discord
 from orchestrator.app import Core
 from orchestrator.config import Settings
@@ -153,10 +154,17 @@ async def test_one_pacer_per_channel_id() -> None:
     parent = pacer.channel("1")
     async with pacer.posting("1"):
         assert pacer.channel("1") is parent  # one budget per channel id, shared by everything written there
-    assert pacer.channel("2") is not parent  # looking another channel up forgets those at rest, not this one:
+    assert pacer.channel("2") is not parent
+    # once there are PRUNE_CHANNELS_AT budgets, a lookup forgets those at rest, not one with a write in its window
+    for other in range(3, PRUNE_CHANNELS_AT + 1):
+        pacer.channel(str(other))
+    assert pacer.channel_count == PRUNE_CHANNELS_AT
     assert pacer.channel("1") is parent  # its window still has a write in it
-    assert pacer.channel_count == 1  # channel 2 never wrote: gone
+    assert pacer.channel_count == 1  # the others never wrote: gone
     assert not parent.idle(asyncio.get_running_loop().time())
+    for other in range(2, PRUNE_CHANNELS_AT + 1):  # and the next look comes once there are PRUNE_CHANNELS_AT again
+        pacer.channel(str(other))
+    assert pacer.channel_count == PRUNE_CHANNELS_AT
 
 
 async def test_urgent_writes_go_first_and_the_limit_holds() -> None:

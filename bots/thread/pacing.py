@@ -41,6 +41,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from bots.thread.recency import Recency
+
 log = logging.getLogger(__name__)
 
 
@@ -72,6 +74,7 @@ class Urgency(IntEnum):
 
 STRICT = 1e6  # a handicap step no queue outlives: the urgencies it separates are strict priorities
 SHOWN_MEMORY = 10  # edit windows: how long the pacer remembers when a message last changed
+PRUNE_CHANNELS_AT = 64  # channel budgets a pacer keeps before it forgets those at rest (then twice what stays)
 
 
 @dataclass(frozen=True)
@@ -245,13 +248,14 @@ class Pacer:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self._channels: dict[str, ChannelBudget] = {}
+        self._prune_channels_at = PRUNE_CHANNELS_AT  # how many budgets before those at rest are forgotten
         self._edits = EditBudget(limits.edits, limits.edit_window) if limits.edits else None
-        self._last_edit: dict[str, float] = {}  # message key -> when its last edit was granted or answered
-        self._shown: dict[str, float] = {}  # message key -> when it last changed (posted or edited)
+        self._last_edit = Recency()  # message key -> when its last edit was granted or answered
+        self._shown = Recency()  # message key -> when it last changed (posted or edited)
         streams = limits.streams
         self._stream_calls = EditBudget(streams.calls, streams.window) if streams else None
         self._appends = EditBudget(streams.appends, streams.window) if streams else None
-        self._last_append: dict[str, float] = {}  # stream message key -> when its last append was answered
+        self._last_append = Recency()  # stream message key -> when its last append was answered
         self.streams_refused: str | None = None  # why this workspace's streams are off (the first refusal)
 
     @staticmethod
@@ -259,11 +263,14 @@ class Pacer:
         return asyncio.get_running_loop().time()
 
     def channel(self, channel: str) -> ChannelBudget:
-        """The one budget of `channel`; budgets back at rest are forgotten (a fresh one behaves the same),
-        so the pacer does not grow with every thread ever written to."""
-        now = self._now()
-        for idle in [c for c, budget in self._channels.items() if c != channel and budget.idle(now)]:
-            del self._channels[idle]
+        """The one budget of `channel`; budgets back at rest are forgotten (a fresh one behaves the same)
+        once there are PRUNE_CHANNELS_AT of them, so the pacer does not grow with every thread ever written to."""
+        if len(self._channels) >= self._prune_channels_at:
+            now = self._now()
+            for idle in [c for c, budget in self._channels.items() if c != channel and budget.idle(now)]:
+                del self._channels[idle]
+            # looked at again once they have doubled: each lookup costs O(1) over time, not one look at all
+            self._prune_channels_at = max(PRUNE_CHANNELS_AT, 2 * len(self._channels))
         budget = self._channels.get(channel)
         if budget is None:
             budget = self._channels[channel] = ChannelBudget(self.limits.channel_writes, self.limits.channel_window)
@@ -290,11 +297,9 @@ class Pacer:
     def shown(self, channel: str, message_id: str) -> None:
         """Record that a message just changed visibly: it was posted."""
         now = self._now()
-        self._shown[f"{channel}:{message_id}"] = now
+        self._shown.note(f"{channel}:{message_id}", now)
         if len(self._shown) > 256:
-            horizon = now - SHOWN_MEMORY * self.limits.edit_window
-            for key in [k for k, at in self._shown.items() if at < horizon]:
-                del self._shown[key]
+            self._shown.forget_before(now - SHOWN_MEMORY * self.limits.edit_window)
 
     @asynccontextmanager
     async def editing(self, channel: str, message_id: str, urgency: Urgency = Urgency.REPLY) -> AsyncIterator[None]:
@@ -315,14 +320,20 @@ class Pacer:
                 if self._edits is not None:
                     self._edits.refund()
                 raise
-        self._last_edit[key] = self._shown[key] = self._now()
+        self._noted(key, self._last_edit)
         try:
             yield
         finally:
             if budget is not None:
                 budget.done()
             # the next edit waits `edit_interval` from the answer, so jitter never bunches two together
-            self._last_edit[key] = self._shown[key] = self._now()
+            self._noted(key, self._last_edit)
+
+    def _noted(self, key: str, last: Recency) -> None:
+        """`key`'s message changed now: by an edit (`last` is `_last_edit`) or an append (`_last_append`)."""
+        now = self._now()
+        last.note(key, now)
+        self._shown.note(key, now)
 
     def start_stream(self) -> bool:
         """Whether a turn's next message may be a native stream: streams on here, and a start and its stop
@@ -345,21 +356,17 @@ class Pacer:
             await asyncio.sleep(wait)
         if self._appends is not None:
             await self._appends.wait(self._shown.get(key, self._now()))
-        self._last_append[key] = self._shown[key] = self._now()
+        self._noted(key, self._last_append)
         try:
             yield
         finally:
-            self._last_append[key] = self._shown[key] = self._now()
+            self._noted(key, self._last_append)
             if len(self._last_append) > 256:  # streams end: forget the ones long quiet
-                horizon = self._now() - SHOWN_MEMORY * self.limits.edit_window
-                for old in [k for k, at in self._last_append.items() if at < horizon]:
-                    del self._last_append[old]
+                self._last_append.forget_before(self._now() - SHOWN_MEMORY * self.limits.edit_window)
 
     def streaming(self) -> int:
         """How many messages were edited within the last `active_horizon` seconds."""
-        horizon = self._now() - self.limits.active_horizon
-        for key in [k for k, at in self._last_edit.items() if at < horizon]:
-            del self._last_edit[key]
+        self._last_edit.forget_before(self._now() - self.limits.active_horizon)
         return len(self._last_edit)
 
     def min_edit_interval(self) -> float:
