@@ -81,9 +81,20 @@ async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_
         assert (await asyncio.to_thread(streams.read, "contract-1", KEY, 2, 10)).values == []
 
         listener.clear()
+        # a call-back once the listener is set: not before a write, once after it, and one taken back never
+        called: list[str] = []
+        taken_back = listener.call_once_set(lambda: called.append("taken back"))
+        taken_back()
+        set_once = asyncio.Event()
+        listener.call_once_set(lambda: (called.append("written"), set_once.set()))
+        assert called == []
         await client.send_async("contract-1", "now", topic=GO)
         await handle.get_result(polling_interval_sec=0.05)
         assert await listener.wait(30.0)
+        await asyncio.wait_for(set_once.wait(), 30.0)
+        listener.call_once_set(lambda: called.append("set already"))  # set now: called soon, on this loop
+        await asyncio.sleep(0)
+        assert called == ["written", "set already"]
     rest = await asyncio.to_thread(streams.read, "contract-1", KEY, 2, 10)
     assert (rest.status, rest.values, rest.closed) == ("SUCCESS", ["three"], True)  # the close marker is no value
     assert not is_active(rest.status)

@@ -10,6 +10,7 @@ resumes from the log and the stream's start.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from bots.thread import ROOT, Pacer, ThreadSink
 from bots.thread.tail import FrontTailer
 from orchestrator.config import load_settings
 from orchestrator.durable import workflow_version
+from orchestrator.durable.config import _sqlalchemy_url
 from orchestrator.durable.feed import DebateNotQueued, FrontFeed
 from orchestrator.durable.names import STREAM, workflow_id
 from orchestrator.events import EventBase, Notice
@@ -51,9 +53,13 @@ async def scripted(entries: list[dict[str, Any]], pause_at: int) -> None:
         await DBOS.write_stream_async(STREAM, entry)
 
 
-@pytest.fixture
-async def system_db(tmp_path: Path) -> AsyncIterator[str]:
-    url = sqlite_url(tmp_path)
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def system_db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """SQLite (DBOS's poller tells a front's reads what was written), or Postgres (LISTEN/NOTIFY does)."""
+    if request.param == "sqlite":
+        url = sqlite_url(tmp_path)
+    else:
+        url = _sqlalchemy_url(request.getfixturevalue("postgres_url"))
     async with launched(config_for(APP, url, "feed-test", notification_listener_polling_interval_sec=0.05)):
         yield url
 
@@ -173,7 +179,10 @@ async def test_a_front_restarted_mid_debate_resumes_its_thread_from_the_stream(
         assert (await store.messages(spec.id))[ROOT].final
 
 
-async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_reads(feed: FrontFeed) -> None:
+async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_reads(feed: FrontFeed,
+                                                                                     system_db: str) -> None:
+    if not system_db.startswith("sqlite"):
+        pytest.skip("SQLite's scans and sweeps; on Postgres the notifications drive the reads (the next test)")
     specs = [spec_for("slack") for _ in range(30)]
     expected = {spec.id: debate_events(spec) for spec in specs}
     for spec in specs:
@@ -223,3 +232,54 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
     assert got == expected
     assert all(0 < delivered[spec.id] < len(expected[spec.id]) for spec in specs)
     assert feed.reads.passes == len(batches) < sum(batches)  # one query per pass, for many streams
+
+
+async def test_on_postgres_the_reads_follow_the_writes_and_no_clock(system_db: str) -> None:
+    """Postgres: each write's NOTIFY hands its stream's reader to the front's loop, and a pass reads the
+    streams handed over since the last; while nothing is written, no pass runs at all."""
+    if system_db.startswith("sqlite"):
+        pytest.skip("Postgres' LISTEN/NOTIFY; SQLite scans for writes (the test above)")
+    feed = await FrontFeed.connect(system_db, application_name=APP, poll_seconds=60.0)
+    try:
+        specs = [spec_for("slack") for _ in range(20)]
+        expected = {spec.id: debate_events(spec) for spec in specs}
+        before_pause: dict[str, int] = {}  # the events a reader gets before its workflow pauses (repeats dropped)
+        for spec in specs:
+            entries = dumped(at_least_once(expected[spec.id]))
+            pause_at = len(entries) // 2
+            before_pause[spec.id] = len({json.dumps(entry, sort_keys=True) for entry in entries[:pause_at]})
+            await start(spec.id, entries, pause_at=pause_at)
+        batches: list[int] = []
+        read_many_on_loop = feed.reads._streams.read_many_on_loop
+
+        async def recorded(key: str, offsets: dict[str, int], limit: int) -> Any:
+            batches.append(len(offsets))
+            return await read_many_on_loop(key, offsets, limit)
+
+        feed.reads._streams.read_many_on_loop = recorded  # type: ignore[method-assign]
+        got: dict[str, list[EventBase]] = {spec.id: [] for spec in specs}
+        halfway = {spec.id: asyncio.Event() for spec in specs}
+
+        async def follow(debate_id: str) -> None:
+            async for event in feed.events(debate_id):
+                got[debate_id].append(event)
+                if len(got[debate_id]) == before_pause[debate_id]:
+                    halfway[debate_id].set()
+
+        readers = [asyncio.create_task(follow(spec.id)) for spec in specs]
+        for spec in specs:
+            await asyncio.wait_for(halfway[spec.id].wait(), 60)
+        passes, looks = feed.reads.passes, []
+        due = feed.reads._due
+        feed.reads._due = lambda *args: looks.append(args) or due(*args)  # type: ignore[method-assign]
+        await asyncio.sleep(1.2)  # past a look for streams unread too long (every second): none is, at 60 s
+        feed.reads._due = due  # type: ignore[method-assign]
+        assert feed.reads.passes == passes  # every workflow paused, nothing written: nothing read
+        assert len(looks) <= 3  # and the loop slept: no look at the readers every few ms
+        for spec in specs:
+            await DBOS.send_async(workflow_id(spec.id), "now", topic=GO)
+        await asyncio.wait_for(asyncio.gather(*readers), 120)
+        assert got == expected
+        assert feed.reads.passes == len(batches) < sum(batches)  # passes read the streams written together
+    finally:
+        await feed.close()

@@ -15,8 +15,9 @@ the installed DBOS on a real SQLite system database. Upgrading DBOS is this file
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,30 @@ class StreamListener:
     async def wait(self, seconds: float) -> bool:
         """Until a write or `seconds` have passed; True when a write set it (it may also wake spuriously)."""
         return await self._event.wait_async(timeout=seconds)
+
+    def call_once_set(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` on the running loop once the listener is set: soon when it is set now, else at
+        the next write (DBOS's listener thread hands it to this loop, as it wakes an awaiting reader, but
+        without a timer or a task). Once only; returns what takes it back before it is called."""
+        loop = asyncio.get_running_loop()
+        event = self._event
+        with event._waiters_lock:
+            if not event.is_set():
+                future: asyncio.Future[None] = loop.create_future()
+                waiter = (loop, future)
+                event._waiters.add(waiter)
+            else:
+                future = None
+        if future is None:
+            return loop.call_soon(callback).cancel
+        future.add_done_callback(lambda done: None if done.cancelled() else callback())
+
+        def take_back() -> None:
+            with event._waiters_lock:
+                event._waiters.discard(waiter)
+            future.cancel()
+
+        return take_back
 
 
 class SystemStreams:

@@ -9,9 +9,12 @@ stream and offset and sleeps; each pass of the loop reads every waiting stream i
 (`SystemStreams.read_many`) and wakes only the readers whose stream has something new (values, its
 close marker, or a workflow that ended). A pass runs at once for a reader that has just started or
 is behind, and otherwise every `poll_seconds`: on SQLite that is the poll (there are no
-notifications); on Postgres DBOS's LISTEN/NOTIFY listener flags the streams written, a pass reads
-those within NOTIFIED_PASS_SECONDS, and every stream is read at least every `poll_seconds` in case
-a notification was lost. The CPU is then per pass and per value, not per stream and per poll.
+notifications); on Postgres DBOS's LISTEN/NOTIFY listener hands each written stream's reader to this
+loop (`StreamListener.call_once_set`), the first such since the last pass wakes it, and a pass reads
+every reader handed over, at most one pass every NOTIFIED_PASS_SECONDS; every stream is read at least
+every `poll_seconds` in case a notification was lost (a look over every reader once a second finds
+those). The CPU is then per pass and per value, not per stream and per poll: nothing looks at every
+reader at every pass (at 300 debates that look was ~5 % of a front's CPU).
 
 On SQLite a pass no longer reads every waiting stream: at 1,000 followed debates that was 1,000 streams
 every 0.1 s, ~30 ms of CPU a pass. Every `poll_seconds` one cheap statement lists the streams written
@@ -29,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -38,7 +41,8 @@ from dbos import DBOSClient
 from orchestrator.durable.dbos_private import StreamChunk, StreamListener, SystemStreams, is_active
 
 BATCH_VALUES = 100  # values one stream gives a pass at most; a reader behind asks again at once
-NOTIFIED_PASS_SECONDS = 0.05  # Postgres: how soon a notified stream is read (a flag check; a pass reads all notified)
+NOTIFIED_PASS_SECONDS = 0.05  # Postgres: passes for notified streams at most this often (each reads all notified)
+STALE_LOOK_SECONDS = 1.0  # Postgres: how often every reader is looked at for one unread for `poll_seconds`
 QUIET_POLLS = 10  # SQLite: every this many polls (1 s) a pass reads the streams no scan saw written of late
 
 
@@ -57,6 +61,7 @@ class _Waiter:
     listener: StreamListener | None  # Postgres: set by a NOTIFY of a write to the stream
     read_at: float  # monotonic time of the stream's last read: due again a poll later
     seen: int  # SQLite: the highest rowid of the scan before that read (every row at or below it was read)
+    take_back: Callable[[], None] | None = None  # Postgres: the listener's call-back to this loop, while armed
 
 
 class StreamReads:
@@ -75,6 +80,9 @@ class StreamReads:
         self._scan_at = self._sweep_at = float("-inf")
         self._followers: Counter[str] = Counter()  # workflow → its readers (a value iterator each)
         self._latest: dict[str, int] = {}  # a followed stream's highest rowid the scans saw
+        self._flagged: dict[_Waiter, None] = {}  # Postgres: readers to read in the next pass (written, or `now`)
+        self._passed_at = float("-inf")  # Postgres: when the last pass began
+        self._stale_at = 0.0  # Postgres: when to look at every reader next for one unread for `poll_seconds`
 
     async def values(self, workflow_id: str, offset: int = 0) -> AsyncIterator[object]:
         """The stream's values from `offset` on, until it closes or its workflow has ended and every
@@ -115,7 +123,11 @@ class StreamReads:
         waiter = _Waiter(workflow_id, offset, asyncio.get_running_loop().create_future(), now, listener, read_at,
                          seen)
         self._waiting[waiter] = None
-        if now:
+        if listener is not None:
+            self._arm(waiter)
+            if now:
+                self._flag(waiter)
+        elif now:
             self._wake.set()
         if self._loop is None or self._loop.done():
             self._loop = asyncio.create_task(self._run(), name="stream-reads")
@@ -163,32 +175,62 @@ class StreamReads:
 
     def _due(self, clock: float, sweep: bool = False) -> list[_Waiter]:
         """The readers to read now. SQLite: just started or behind, or written since their last read, or in
-        a `sweep` (every QUIET_POLLS polls) if not read in the last half of that: their reads share one pass."""
+        a `sweep` (every QUIET_POLLS polls) if not read in the last half of that: their reads share one pass.
+        Postgres: those flagged (just started, behind or written), unless a pass began within
+        NOTIFIED_PASS_SECONDS and none of them is `now`, and once a second those unread for `poll_seconds`."""
         if self._scanned:
             quiet = clock - self._poll_seconds * QUIET_POLLS / 2
             return [w for w in self._waiting if w.now or self._latest.get(w.workflow_id, -1) > w.seen
                     or (sweep and w.read_at <= quiet)]
-        return [w for w in self._waiting if w.now or clock - w.read_at >= self._poll_seconds
-                or (w.listener is not None and w.listener.is_set())]
+        if clock >= self._stale_at:
+            self._stale_at = clock + min(STALE_LOOK_SECONDS, self._poll_seconds)
+            for w in self._waiting:
+                if clock - w.read_at >= self._poll_seconds:
+                    self._flagged[w] = None
+        if not self._flagged or (clock - self._passed_at < NOTIFIED_PASS_SECONDS
+                                 and not any(w.now for w in self._flagged)):
+            return []
+        due, self._flagged = list(self._flagged), {}
+        return due
 
     def _sleep_seconds(self) -> float:
+        clock = time.monotonic()
         if self._scanned:
-            return max(0.0, self._scan_at + self._poll_seconds - time.monotonic())
-        if any(w.listener is not None for w in self._waiting):
-            return NOTIFIED_PASS_SECONDS
-        oldest = min(w.read_at for w in self._waiting)
-        return max(0.0, oldest + self._poll_seconds - time.monotonic())
+            return max(0.0, self._scan_at + self._poll_seconds - clock)
+        if self._flagged:  # written, but a pass began within NOTIFIED_PASS_SECONDS
+            return max(0.0, self._passed_at + NOTIFIED_PASS_SECONDS - clock)
+        return max(0.0, self._stale_at - clock)
+
+    def _flag(self, waiter: _Waiter) -> None:
+        """Postgres: `waiter` is read in the next pass; the first flag since the last pass wakes the loop."""
+        if waiter not in self._waiting or waiter in self._flagged:
+            return
+        if not self._flagged or waiter.now:
+            self._wake.set()
+        self._flagged[waiter] = None
+
+    def _arm(self, waiter: _Waiter) -> None:
+        """Postgres: the next write to `waiter`'s stream (or one since its listener was cleared) flags it."""
+        assert waiter.listener is not None
+        if waiter.take_back is None:
+            waiter.take_back = waiter.listener.call_once_set(lambda: self._written(waiter))
+
+    def _written(self, waiter: _Waiter) -> None:
+        waiter.take_back = None
+        self._flag(waiter)
 
     async def _pass(self, due: list[_Waiter]) -> None:
         """One query for every due stream; the readers with something new are woken, the others wait on."""
         offsets = {w.workflow_id: w.offset for w in due}
         seen = -1 if self._high is None else self._high  # the read comes after that scan: it sees those rows
+        self._passed_at = clock = time.monotonic()
         for w in due:
             w.now = False
-            w.read_at = time.monotonic()
+            w.read_at = clock
             w.seen = seen
             if w.listener is not None:
                 w.listener.clear()  # a write after this sets it again: the stream is read in a later pass
+                self._arm(w)
         self.passes += 1
         try:
             if self._scanned:
@@ -206,6 +248,8 @@ class StreamReads:
             chunk = chunks[w.workflow_id] if offsets[w.workflow_id] == w.offset else None
             if chunk is None:  # two readers of one stream at other offsets: read this one next pass
                 w.now = True
+                if w.listener is not None:
+                    self._flag(w)
             elif chunk.values or chunk.closed or chunk.status is None or chunk.status not in still_active:
                 self._finish(w, chunk)
 
@@ -224,3 +268,7 @@ class StreamReads:
 
     def _leave(self, waiter: _Waiter) -> None:
         self._waiting.pop(waiter, None)
+        self._flagged.pop(waiter, None)
+        if waiter.take_back is not None:
+            waiter.take_back()
+            waiter.take_back = None
