@@ -258,6 +258,27 @@ async def test_a_repeated_turn_keeps_its_row_and_its_search_entry(postgres_log_u
     assert again == first and hits == [spec.id] and gone == []
 
 
+async def test_a_start_that_changes_nothing_leaves_the_debates_row_as_it_was(postgres_log_url: str) -> None:
+    """The front fills in where the debate landed, then the worker starts it with the same spec: that second
+    write updates nothing (no new row version, its tsvector and index entries not made again)."""
+    spec = make_spec("challenge")
+    landed = spec.model_copy(update={"thread": "171.0"})
+
+    def version() -> Any:
+        with psycopg.connect(postgres_log_url) as conn:
+            return conn.execute("select xmin::text, thread from debates where id = %s", [spec.id]).fetchone()
+
+    async with PostgresLog(postgres_log_url) as log:
+        await log.create_debate(spec)
+        admitted = version()
+        await log.create_debate(landed)  # the front: the thread is new
+        filled = version()
+        await log.create_debate(landed)  # the worker: nothing new
+        started = version()
+    assert admitted[1] is None and filled[1] == "171.0" and filled[0] != admitted[0]
+    assert started == filled
+
+
 UNKNOWN: dict[str, Write] = {
     "add_turn": lambda log, d: log.add_turn(turn(d)),
     "add_call": lambda log, d: log.add_call(call(d)),
