@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import tomllib
 from collections.abc import AsyncIterator
 from importlib.metadata import version
@@ -15,10 +16,11 @@ from typing import Any
 import psycopg
 import pytest
 from dbos import DBOS, DBOSClient, SetWorkflowID
+from dbos._dbos import _get_dbos_instance
 from psycopg_pool import PoolClosed
 
 from orchestrator.durable.config import _sqlalchemy_url
-from orchestrator.durable.dbos_private import PINNED_MINOR, StreamChunk, SystemStreams, is_active
+from orchestrator.durable.dbos_private import PINNED_MINOR, StreamChunk, SystemStreams, hear_no_streams, is_active
 from tests.dbos_launched import config_for, launched, sqlite_url
 
 APP = "debate-bot-private-test"
@@ -181,3 +183,45 @@ def test_no_other_module_reaches_into_dbos_private_api() -> None:
                      "orchestrator/durable/dbos_step_hops.py",
                      "orchestrator/durable/dbos_step_records.py", "orchestrator/durable/dbos_steps_on_loop.py",
                      "orchestrator/durable/dbos_stream_writes.py"]
+
+
+@pytest.mark.postgres
+async def test_a_process_that_hears_no_streams_is_sent_none_and_still_hears_its_messages(postgres_url: str) -> None:
+    """A `debate worker` reads no stream: its listener does not LISTEN on the streams channel, so a write's
+    NOTIFY reaches the front's listener and not the worker's; DBOS's messages (`send`/`recv`) still reach it."""
+    url = _sqlalchemy_url(postgres_url)
+    restore = hear_no_streams()
+    try:
+        async with launched(config_for(APP, url, "private-test-deaf")):
+            worker_db = _get_dbos_instance()._sys_db
+            await asyncio.to_thread(_listening, worker_db)
+            restore()  # the front (a process of its own in the product; here, this one) hears the streams
+            front = await asyncio.to_thread(DBOSClient, system_database_url=url, application_name=APP,
+                                            use_listen_notify=True)
+            worker_heard, payload = worker_db.register_stream_listener("deaf-1", KEY)
+            try:
+                with SystemStreams(front).listening("deaf-1", KEY) as front_heard:
+                    with SetWorkflowID("deaf-1"):
+                        handle = await DBOS.start_workflow_async(writer, ["a"], ["b"])
+                    assert await front_heard.wait(30.0)
+                    front_heard.clear()
+                    await front.send_async("deaf-1", "now", topic=GO)  # the worker hears its message: it goes on
+                    await handle.get_result(polling_interval_sec=0.05)
+                    assert await front_heard.wait(30.0)
+                    await asyncio.sleep(0.3)  # as long again for a notification to the worker, were it listening
+                assert not worker_heard.is_set()
+            finally:
+                worker_db.unregister_stream_listener(payload, worker_heard)
+                await asyncio.to_thread(front.destroy)
+    finally:
+        restore()
+
+
+def _listening(sys_db: Any, timeout_s: float = 30.0) -> None:
+    """Until `sys_db`'s listener thread has connected and sent its LISTENs (under its lock, as DBOS does)."""
+    deadline = time.monotonic() + timeout_s
+    while getattr(sys_db, "notification_conn", None) is None:
+        assert time.monotonic() < deadline, "the notification listener never connected"
+        time.sleep(0.01)
+    with sys_db._listener_thread_lock:
+        pass

@@ -5,7 +5,8 @@ dbos_stream_writes.py (what a step writes: its check and record, its stream writ
 dbos_steps_ahead.py's use of them and dbos_queue_poll.py (the check in front of the queue's dequeue): a
 client's system
 database, its stream listeners and batched stream reads, the deserialiser of stored values, the close
-marker of a stream, and which statuses are still running (stream_reads.py is the user).
+marker of a stream, and which statuses are still running (stream_reads.py is the user); and the channel a
+worker's notification listener leaves out (`hear_no_streams`, worker.py).
 
 These are not DBOS's public interface, so pyproject pins DBOS to the minor version they were checked
 against (PINNED_MINOR, `dbos>=3.4,<3.5`), and tests/test_dbos_private.py exercises each of them against
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from dbos import DBOSClient
+from dbos import DBOSClient, _sys_db_postgres
 from dbos._serialization import deserialize_value
 from dbos._sys_db import (
     SystemDatabase,
@@ -36,6 +37,24 @@ from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import Prepared
 
 PINNED_MINOR = "3.4"  # the DBOS version these calls were checked against (pyproject: dbos>=3.4,<3.5)
+UNHEARD_CHANNEL = "debate_bot_streams_unheard"  # what a worker's listener LISTENs to instead: nothing is sent there
+
+
+def hear_no_streams() -> Callable[[], None]:
+    """This process reads no stream (a `debate worker`): its DBOS notification listener, when it starts, does not
+    LISTEN on the streams channel. Every stream write's NOTIFY otherwise reaches every process's listener, and a
+    worker's drops them all after its server backend has sent them and its listener thread has read them: with
+    two workers, three deliveries for the front's one (BENCHMARKS.md, round 16: 0.7 ms of CPU a model call).
+    DBOS names the channel in a module global of its Postgres system database, read where its listener thread
+    connects; call this before `DBOS.launch`. The other channels (messages, workflow events) are still heard.
+    Returns what restores it (for tests: in a process it is for good)."""
+    heard = _sys_db_postgres._dbos_streams_channel
+    _sys_db_postgres._dbos_streams_channel = UNHEARD_CHANNEL
+
+    def restore() -> None:
+        _sys_db_postgres._dbos_streams_channel = heard
+
+    return restore
 
 
 @dataclass

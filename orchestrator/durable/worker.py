@@ -28,6 +28,7 @@ from orchestrator.debate.engine import Engine
 from orchestrator.durable import dbos_queue_poll, dbos_step_hops, dbos_steps_on_loop
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
 from orchestrator.durable.continuation import debate_continuation
+from orchestrator.durable.dbos_private import hear_no_streams
 from orchestrator.durable.dbos_steps_on_loop import install_launched
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
@@ -60,7 +61,10 @@ class WorkerHost:
         executor_id: str,
         concurrency: int | None = None,
         db_url: str | None = None,
+        reads_streams: bool = True,
     ) -> None:
+        """`reads_streams`: False in a process that only works (`debate worker`): its DBOS listener then hears
+        no stream write (dbos_private.hear_no_streams)."""
         self.settings = settings
         self.store = store
         self.registry = registry
@@ -68,6 +72,7 @@ class WorkerHost:
         self.concurrency = concurrency or min(settings.debate_max_concurrent, WORKER_CONCURRENCY)
         self.db_url = db_url or system_db_url(settings)
         self.steps = Durable()
+        self.reads_streams = reads_streams
         self._started = False
 
     async def start(self) -> None:
@@ -79,6 +84,8 @@ class WorkerHost:
         engine = Engine(self.registry, self.settings, spend=spend)
         install_runtime(Runtime(engine=engine, log=self.store, steps=self.steps,
                                 audience=LogAudience(self.store)))
+        if not self.reads_streams:
+            hear_no_streams()
         DBOS(config=dbos_config(self.db_url, self.executor_id))
         DBOS.listen_queues([QUEUE])
         heap.settle()  # what start-up built, out of every full collection from now on (heap.py)
