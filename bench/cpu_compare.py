@@ -5,7 +5,8 @@ Each build runs as bench.durable runs the product (subprocesses: `debate serve -
 `debate worker` processes, the LLM peer in a process of its own), its code taken from its tree through
 PYTHONPATH. The measurements alternate between the builds (before, after, before, after, …), so whatever
 else the shared machine runs weighs on both alike. CPU is process time (user + sys from /proc), not wall:
-the front's and the workers' summed, and Postgres's beside it. `--profile` keeps each process's cProfile
+the front's and the workers' summed, and Postgres's beside it. A probe (bench/machine_speed.py) times a fixed
+piece of Python beside each measurement: how fast the machine ran meanwhile. `--profile` keeps each process's cProfile
 (main-thread CPU over the measuring window) under `--keep DIR` and prints the top functions by own time.
 """
 
@@ -24,6 +25,7 @@ import bench.served
 from bench.common import Table, median, percentile
 from bench.durable import Level, measure_ack, measure_level
 from bench.durable_pg import plan_for
+from bench.machine_speed import SpeedProbe
 from bench.pg import BenchPostgres
 
 
@@ -57,7 +59,7 @@ async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[
     root = keep or Path(tempfile.mkdtemp(prefix="bench-cpu-compare-"))
     root.mkdir(parents=True, exist_ok=True)
     server = BenchPostgres.start() if "postgres" in backends else None
-    per: dict[tuple[str, str, int], list[tuple[float, float, int, float]]] = defaultdict(list)
+    per: dict[tuple[str, str, int], list[tuple[float, float, int, float, float | None]]] = defaultdict(list)
     variants = [(name, tree, cap) for name, tree in trees for cap in (caps or [None])]
     try:
         for rep in range(repeats):
@@ -69,21 +71,23 @@ async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[
                         url = server.create_database(f"{name}_{count}") if server and backend == "postgres" else None
                         label = f"-{name}-{backend}-{rep}"
                         try:
-                            level = await measure_level(count, debates, root, plan, rounds, database_url=url,
-                                                        server=server if url else None, within=within,
-                                                        spread=True, profile=profile, warm=count, label=label,
-                                                        cap=cap)
+                            async with SpeedProbe() as probe:  # the machine's speed meanwhile
+                                level = await measure_level(count, debates, root, plan, rounds, database_url=url,
+                                                            server=server if url else None, within=within,
+                                                            spread=True, profile=profile, warm=count, label=label,
+                                                            cap=cap)
                         except Exception as exc:  # a shared machine: a process that never got ready
                             print(f"{label}: did not run: {exc}", flush=True)
                             continue
                         print(f"{label}: {level.cpu_ms_per_call:.1f} ms/call + pg {level.pg_cpu_ms_per_call:.1f}, "
+                              f"probe {probe.median_ms or float('nan'):.3f} ms, "
                               f"{level.calls} calls, {level.completed}/{debates} completed, "
                               f"ratio {level.ratio:.2f}, wall {level.wall_s:.0f} s ÷ CPU floor "
                               f"{_floor_s(level):.0f} s = {level.wall_s / _floor_s(level):.2f} (without the "
                               f"database's CPU {level.wall_s / _floor_s(level, database=False):.2f}), "
                               f"threads {level.threads}", flush=True)
                         per[(backend, name, count)].append((level.cpu_ms_per_call, level.pg_cpu_ms_per_call if url
-                                                            else 0.0, level.completed, level.ratio))
+                                                            else 0.0, level.completed, level.ratio, probe.median_ms))
                         for proc, split in level.threads.items():
                             table.add(f"  {backend} · {count} w · {name} · run {rep}: {proc} CPU loop / other "
                                       "threads", f"{split.get('main thread', 0):.1f} / "
@@ -99,10 +103,13 @@ async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[
         bot = median([r[0] for r in runs])
         pg = median([r[1] for r in runs])
         total = f"{bot:.1f}" + (f" + Postgres {pg:.1f}" if backend == "postgres" else "")
-        table.add(f"{backend} · front + {count} worker{'s' if count > 1 else ''} · {name}: CPU per call",
+        workers = f"front + {count} worker{'s' if count > 1 else ''}"
+        table.add(f"{backend} · {workers} · {name}: CPU per call",
                   f"{total} ms (runs: {', '.join(f'{r[0]:.1f}' for r in runs)}; completed "
                   f"{', '.join(str(r[2]) for r in runs)}/{debates}; wall ÷ critical path "
                   f"{', '.join(f'{r[3]:.2f}' for r in runs)})")
+        table.add(f"{backend} · {workers} · {name}: the machine-speed probe meanwhile",
+                  f"{', '.join(f'{r[4]:.3f}' if r[4] else '-' for r in runs)} ms (its fixed work, median of a run)")
     if profile and keep is not None:
         add_profiles(table, keep)
     return table
