@@ -54,14 +54,13 @@ def main() -> None:
 class SpeedProbe:
     """`async with SpeedProbe() as probe:` around a measurement; then `probe.median_ms` (None: it did not run)."""
 
-    def __init__(self, cwd: str | None = None) -> None:
-        self._cwd = cwd
+    def __init__(self) -> None:
         self._process: asyncio.subprocess.Process | None = None
         self.median_ms: float | None = None
 
     async def __aenter__(self) -> SpeedProbe:
         self._process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.machine_speed",
-                                                             cwd=self._cwd, stdout=asyncio.subprocess.PIPE)
+                                                             stdout=asyncio.subprocess.PIPE)
         return self
 
     async def __aexit__(self, *_exc: object) -> None:

@@ -77,10 +77,6 @@ class StreamListener:
         """Forget earlier writes: a write after this sets it again."""
         self._event.clear()
 
-    def is_set(self) -> bool:
-        """A write came since the last `clear` (no waiting)."""
-        return self._event.is_set()
-
     async def wait(self, seconds: float) -> bool:
         """Until a write or `seconds` have passed; True when a write set it (it may also wake spuriously)."""
         return await self._event.wait_async(timeout=seconds)
@@ -214,26 +210,25 @@ class SystemStreams:
         the wanted (workflow, offset) pairs passed as one JSON parameter, so the statement's text is
         the same for any number of streams and is compiled once."""
         statement = self._many.get(key)
-        if statement is not None:
-            return statement
+        if statement is None:
+            wanted = sa.bindparam("want", type_=sa.Text)
+            limit = sa.bindparam("limit", type_=sa.Integer)
+            postgres = self._sys_db.engine.dialect.name == "postgresql"
+            statement = self._many[key] = (self._many_lookups if postgres else self._many_join)(key, wanted, limit)
+        return statement
+
+    def _many_join(self, key: str, wanted: sa.BindParameter[Any], limit: sa.BindParameter[Any]) -> sa.Select[Any]:
+        """SQLite: `_many_statement` as a join of the wanted pairs (`json_each`) to their status and rows."""
         tables = self._sys_db.tables
         status, streams = tables.workflow_status, tables.streams
-        wanted = sa.bindparam("want", type_=sa.Text)
-        limit = sa.bindparam("limit", type_=sa.Integer)
-        if self._sys_db.engine.dialect.name == "postgresql":
-            statement = self._many_lookups(key, wanted, limit)
-        else:
-            items = sa.func.json_each(wanted).table_valued("value")
-            want = sa.select(sa.func.json_extract(items.c.value, "$.wf").label("wf"),
-                             sa.func.json_extract(items.c.value, "$.off").label("off")).cte("want")
-            joined = want.outerjoin(status, status.c.workflow_uuid == want.c.wf).outerjoin(
-                streams, sa.and_(streams.c.workflow_uuid == want.c.wf, streams.c.key == key,
-                                 streams.c.offset >= want.c.off, streams.c.offset < want.c.off + limit))
-            statement = (sa.select(want.c.wf, status.c.status, streams.c.offset, streams.c.value,
-                                   streams.c.serialization)
-                         .select_from(joined).order_by(want.c.wf, streams.c.offset))
-        self._many[key] = statement
-        return statement
+        items = sa.func.json_each(wanted).table_valued("value")
+        want = sa.select(sa.func.json_extract(items.c.value, "$.wf").label("wf"),
+                         sa.func.json_extract(items.c.value, "$.off").label("off")).cte("want")
+        joined = want.outerjoin(status, status.c.workflow_uuid == want.c.wf).outerjoin(
+            streams, sa.and_(streams.c.workflow_uuid == want.c.wf, streams.c.key == key,
+                             streams.c.offset >= want.c.off, streams.c.offset < want.c.off + limit))
+        return (sa.select(want.c.wf, status.c.status, streams.c.offset, streams.c.value, streams.c.serialization)
+                .select_from(joined).order_by(want.c.wf, streams.c.offset))
 
     def _many_lookups(self, key: str, wanted: sa.BindParameter[Any], limit: sa.BindParameter[Any]) -> sa.Select[Any]:
         """Postgres: `_many_statement` as one index lookup per wanted stream (a LATERAL subquery with a
