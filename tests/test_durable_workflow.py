@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dbos import DBOS
@@ -18,11 +19,13 @@ from orchestrator.durable import (
     cancel,
     enqueue,
     prepare_system_db,
+    stream_sink,
     system_db_url,
     workflow_id,
 )
+from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.workflow import UNSHOWN
-from orchestrator.events import DebateFinished, TurnCompleted
+from orchestrator.events import CallRecorded, DebateFinished, RoundStarted, TextDelta, TurnCompleted, TurnStarted
 from orchestrator.log import Store
 from tests.council_scripts import script_council
 from tests.debate_harness import make_spec, run_debate, settings_for
@@ -246,3 +249,102 @@ async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes
     assert outcome["status"] == "completed"
     assert [t[:4] for t in logged_turns(log, spec.id)] == [(1, "A", "opening", "ok"), (1, "B", "challenge", "ok")]
     assert Counter(r.model for r in srv.requests if not is_judge(r)) == {"model-a": 1, "model-b": 2}
+
+
+async def test_a_stream_write_takes_the_events_held_before_it_and_every_write_precedes_its_steps_record(
+    llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srv = llm_server
+    script_judge(srv, "A")
+    spec = make_spec("challenge", rounds=1)
+    writes: list[tuple[list[str], bool]] = []  # each write: its events' types, whether its step was recorded then
+    write = StepStreams.write
+
+    async def traced(self: StepStreams, key: str, values: list[Any]) -> None:
+        step = DBOS.step_id
+        await write(self, key, values)
+        recorded = {s["function_id"] for s in await DBOS.list_workflow_steps_async(workflow_id(spec.id),
+                                                                                  load_output=False)}
+        writes.append(([v["type"] for v in values], step in recorded))
+
+    monkeypatch.setattr(StepStreams, "write", traced)
+    log = backend.log(tmp_path, "durable.db")
+    async with worker_host(srv, log, backend):
+        handle = await enqueue(spec, "request-held")
+        assert (await handle.get_result(polling_interval_sec=0.05))["status"] == "completed"
+        events = await read_events(backend.workflow_db, spec.id)
+
+    assert [e.type for e in events] == [t for types, _ in writes for t in types]  # type: ignore[attr-defined]
+    assert not any(recorded for _, recorded in writes)  # a step's writes are all made before DBOS records it
+    grouped = [types for types, _ in writes]
+    # a turn's start goes with its first text; the judging's notice, the verdict and the end in one write
+    assert grouped.count(["turn_started", "text_delta"]) == 2
+    assert grouped[-1][-2:] == ["verdict", "debate_finished"] and len(grouped[-1]) >= 3
+    assert len(writes) <= len(events) - 4
+
+
+class _Streams:
+    def __init__(self) -> None:
+        self.writes: list[list[str]] = []
+        self.written = asyncio.Event()
+
+    async def write(self, key: str, values: list[Any]) -> None:
+        self.writes.append([v["type"] for v in values])
+        self.written.set()
+
+
+async def test_a_held_event_is_written_when_its_hold_ends_and_a_text_or_the_step_end_writes_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stream_sink, "in_step", lambda: True)
+    sink = stream_sink.StreamSink(hold_s=0.05)
+    streams = sink._streams = _Streams()  # type: ignore[assignment]
+    where = dict(debate_id="d1", round=1, seat="A", role="proposer", kind="argument", model="openai:m")
+    await sink.handle(TurnStarted(**where))
+    assert streams.writes == []
+    await asyncio.wait_for(streams.written.wait(), 5)  # nothing followed: the hold's end wrote it alone
+    assert streams.writes == [["turn_started"]]
+
+    await sink.handle(TurnStarted(**where))
+    await sink.handle(TextDelta(debate_id="d1", round=1, seat="A", kind="argument", delta="The first words"))
+    assert streams.writes[1:] == [["turn_started", "text_delta"]]  # the text took what was held, at once
+    await sink.handle(RoundStarted(debate_id="d1", round=2, total=2))
+    await sink.step_ended()
+    assert streams.writes[2:] == [["round_started"]]
+    await sink.handle(CallRecorded(debate_id="d1", attempt="a1", model="openai:m", purpose="judge"))
+    await sink.step_ended()
+    assert len(streams.writes) == 3  # what no thread shows is never written
+
+
+async def test_outside_a_step_an_event_is_written_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream_sink, "in_step", lambda: False)
+    sink = stream_sink.StreamSink()
+    streams = sink._streams = _Streams()  # type: ignore[assignment]
+    await sink.handle(RoundStarted(debate_id="d1", round=1, total=2))
+    assert streams.writes == [["round_started"]]
+
+
+async def test_a_hold_that_ends_after_its_step_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    stepping = [True]
+    monkeypatch.setattr(stream_sink, "in_step", lambda: stepping[0])
+    sink = stream_sink.StreamSink(hold_s=0.01)
+    streams = sink._streams = _Streams()  # type: ignore[assignment]
+    await sink.handle(RoundStarted(debate_id="d1", round=1, total=2))
+    async with sink._lock:  # a write under way: the hold's end waits for it, and its step ends meanwhile
+        fired = asyncio.Event()
+        monkeypatch.setattr(sink, "_flush_logged", _signalling(sink._flush_logged, fired))
+        await asyncio.wait_for(fired.wait(), 5)
+        stepping[0] = False
+    await asyncio.gather(*sink._late)
+    assert streams.writes == []  # not from an ended step's context: the next step's end writes it
+    stepping[0] = True
+    await sink.step_ended()
+    assert streams.writes == [["round_started"]]
+
+
+def _signalling(flush: Any, fired: asyncio.Event) -> Any:
+    async def flushing(**kwargs: Any) -> None:
+        fired.set()
+        await flush(**kwargs)
+
+    return flushing

@@ -17,6 +17,7 @@ from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.durable.names import CONTINUATION_WORKFLOW_NAME, QUEUE, continuation_workflow_id
+from orchestrator.durable.steps import at_each_step_end, reset_step_end
 from orchestrator.durable.workflow import STREAM_PACE, StreamSink, current_runtime, settle_failure
 from orchestrator.events import DebateFailed, EventBus, LogWriteFailed
 from orchestrator.log import StoreSink
@@ -55,9 +56,11 @@ async def load_segment(debate_id: str) -> SegmentStart | None:
 async def debate_continuation(debate_id: str, segment: int) -> dict[str, Any]:
     """Run segment `segment` (2, 3, …) of a completed debate; returns its Outcome as JSON."""
     runtime = current_runtime()
-    bus = EventBus([StreamSink()], log=StoreSink(runtime.log))
-    start = await runtime.steps.call(load_segment, debate_id)
+    stream = StreamSink()
+    bus = EventBus([stream], log=StoreSink(runtime.log))
+    ending = at_each_step_end(stream.step_ended)
     try:
+        start = await runtime.steps.call(load_segment, debate_id)
         if start is None:
             outcome = Outcome(status="failed", error=NOT_CONTINUABLE)
             await runtime.steps.call(bus.emit, DebateFailed(debate_id=debate_id, outcome=outcome))
@@ -70,6 +73,8 @@ async def debate_continuation(debate_id: str, segment: int) -> dict[str, Any]:
         await runtime.steps.flush()
     except LogWriteFailed:
         outcome = await settle_failure(runtime, debate_id, bus)
+    finally:
+        reset_step_end(ending)
     return (bus.failure or outcome).model_dump(mode="json")
 
 

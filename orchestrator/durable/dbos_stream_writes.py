@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 import sqlalchemy as sa
 from dbos import DBOS
-from dbos._context import snapshot_step_context
+from dbos._context import get_local_dbos_context, snapshot_step_context
 from dbos._dbos import _get_dbos_instance
 from dbos._error import DBOSWorkflowConflictIDError
 from dbos._serialization import WorkflowSerializationFormat, serialize_value
@@ -42,6 +42,14 @@ from orchestrator.durable.dbos_step_records import (
     on_driver,
     owner_statement,
 )
+
+
+def in_step() -> bool:
+    """Whether a step of a workflow runs in this context (its writes are `StepStreams`' own, not DBOS's).
+    Unlike `snapshot_step_context`, this takes no step id in a workflow's own code. A task started in a
+    step shares the step's context, which says no once the step has ended."""
+    ctx = get_local_dbos_context()
+    return ctx is not None and ctx.is_step()
 
 
 class StepStreams:

@@ -15,6 +15,9 @@ each parallel branch defer within their own sequence of steps (deferred.py); wha
 before a `gather` goes with the first branch, and a branch that ends with deliveries waiting takes one
 step more for them.
 
+A workflow may name a hook that runs at the end of each of its steps, inside it, before DBOS records it
+(`at_each_step_end`: the stream sink writes the events it held back, stream_sink.py).
+
 A graceful stop drains: from `drain()` on, a step that has not started waits (its workflow stays
 pending, to be recovered at the next launch); `idle()` waits for the steps already running.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
 from dbos import DBOS, StepOptions, StepReservation
@@ -34,6 +37,33 @@ from orchestrator.durable import deferred
 T = TypeVar("T")
 
 LANE_SLOTS = 8  # steps one coroutine of a gather may take: a stances turn with its retry takes 3
+
+_step_end: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("debate_step_end", default=None)
+
+
+def at_each_step_end(hook: Callable[[], Awaitable[None]] | None) -> Token[Callable[[], Awaitable[None]] | None]:
+    """In a workflow (and the branches it starts): `hook` runs at the end of each of its steps, inside the
+    step, before DBOS records it (the stream sink writes what it held back). Returns the token to reset."""
+    return _step_end.set(hook)
+
+
+def reset_step_end(token: Token[Callable[[], Awaitable[None]] | None]) -> None:
+    _step_end.reset(token)
+
+
+def _ending_with(hook: Callable[[], Awaitable[None]], fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """`fn`, then `hook`, whether `fn` returned or raised (not when it was cancelled: nothing is recorded then)."""
+
+    async def body(*args: Any) -> T:
+        try:
+            result = await fn(*args)
+        except Exception:
+            await hook()
+            raise
+        await hook()
+        return result
+
+    return body
 
 
 class _Lane:
@@ -71,6 +101,9 @@ class Durable:
             await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
         options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": preemptible}
         body = deferred.delivering_first(deferred.take(), fn)
+        hook = _step_end.get()
+        if hook is not None:
+            body = _ending_with(hook, body)
         lane = _lane.get()
         self._running.add(task)
         try:

@@ -4,9 +4,9 @@
 steps.py): every model call is a recorded step, and every event is delivered inside one (its own, or
 the next step's), so a debate resumed after a crash re-runs only the call that was in flight. Its bus
 writes each event to the log (idempotent writes: a step may run twice) and then, unless no thread shows
-it (`UNSHOWN`), to the workflow's DBOS stream STREAM, one entry per event,
-`event.model_dump(mode="json")`; a reader rebuilds them with the `Event` union and drops what it has
-seen by `event.key` (text deltas by turn key, attempt and offset).
+it (`UNSHOWN`), to the workflow's DBOS stream STREAM, one entry per event, `event.model_dump(mode="json")`,
+events a few milliseconds apart in one write (stream_sink.py); a reader rebuilds them with the `Event`
+union and drops what it has seen by `event.key` (text deltas by turn key, attempt and offset).
 
 Each round starts by taking the audience's notes waiting in the log (`Runtime.audience`), as one
 recorded step: a resumed debate gets back the notes it took. A continuation after the verdict is a
@@ -22,7 +22,6 @@ built a new spec, across processes, for as long as the first one runs.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,24 +31,15 @@ from orchestrator.debate.audience import Audience
 from orchestrator.debate.deltas import TextPace
 from orchestrator.debate.engine import Engine
 from orchestrator.durable.config import QUEUE_POLL_S
-from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.names import QUEUE, STREAM, WORKFLOW_NAME, workflow_id
-from orchestrator.durable.steps import Durable
-from orchestrator.events import (
-    LOG_WRITE_FAILED,
-    CallRecorded,
-    DebateStarted,
-    EventBase,
-    EventBus,
-    LogWriteFailed,
-    RoundCompleted,
-    log_failure,
-)
+from orchestrator.durable.steps import Durable, at_each_step_end, reset_step_end
+from orchestrator.durable.stream_sink import UNSHOWN, StreamSink
+from orchestrator.events import LOG_WRITE_FAILED, EventBus, LogWriteFailed, log_failure
 from orchestrator.log import DebateLog, StoreSink
 from orchestrator.models import DebateSpec, Outcome
 
-__all__ = ["QUEUE", "STREAM", "WORKFLOW_NAME", "Runtime", "cancel", "debate_workflow", "enqueue", "install_runtime",
-           "register_queue", "settle_failure", "workflow_id"]
+__all__ = ["QUEUE", "STREAM", "UNSHOWN", "WORKFLOW_NAME", "Runtime", "StreamSink", "cancel", "debate_workflow",
+           "enqueue", "install_runtime", "register_queue", "settle_failure", "workflow_id"]
 
 # A durable stream's text: its first write when it has a phrase to show (six words, the front's first post;
 # at most 0.5 s after the first token), then a write a second at most (a thread shows about an edit a second,
@@ -82,39 +72,22 @@ def current_runtime() -> Runtime:
     return _runtime
 
 
-# What the log keeps and no thread shows (a call's tokens, the spec the front already posted, a round's
-# end; bots/thread/sink.py renders the rest): not streamed, as each stream write costs the worker a transaction
-UNSHOWN = (CallRecorded, DebateStarted, RoundCompleted)
-
-
-class StreamSink:
-    """Writes each event a thread shows to the running workflow's stream (from inside the step that
-    delivers it). One writer at a time: the lanes of a parallel round would otherwise race for the
-    stream's next offset (on Postgres DBOS then sleeps 100 ms and retries)."""
-
-    def __init__(self) -> None:
-        self._lock = asyncio.Lock()
-        self._streams = StepStreams()
-
-    async def handle(self, event: EventBase) -> None:
-        if isinstance(event, UNSHOWN):
-            return
-        async with self._lock:
-            await self._streams.write(STREAM, [event.model_dump(mode="json")])
-
-
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def debate_workflow(spec_json: str) -> dict[str, Any]:
     """Run one debate to its end; returns its Outcome as JSON."""
     runtime = current_runtime()
     spec = DebateSpec.model_validate_json(spec_json)
-    bus = EventBus([StreamSink()], log=StoreSink(runtime.log))
+    stream = StreamSink()
+    bus = EventBus([stream], log=StoreSink(runtime.log))
+    ending = at_each_step_end(stream.step_ended)
     try:
         outcome = await runtime.engine.run(spec, bus, steps=runtime.steps, audience=runtime.audience,
                                            pace=STREAM_PACE)
         await runtime.steps.flush()  # nothing, unless a path ended without its closing step
     except LogWriteFailed:
         outcome = await settle_failure(runtime, spec.id, bus)
+    finally:
+        reset_step_end(ending)
     return outcome.model_dump(mode="json")
 
 

@@ -1,0 +1,90 @@
+"""`StreamSink`: the events a thread shows, written to the running workflow's DBOS stream from inside the
+step that delivers them.
+
+Each write costs the worker a statement (and Postgres a transaction, and the front a notification and a
+read), and most of a debate's events come in runs a few milliseconds apart: a round's start, then its
+first turn's start; a notice, the verdict and the debate's end. So an event is held (`HOLD_S` at most)
+and goes in one write with the events after it: the next text (a turn's text is already paced, so text
+is written at once, with whatever is held before it), the end of the step, or the hold's end, whichever
+comes first. A 2-round challenge writes 11 times where it wrote 18 (BENCHMARKS.md, issue 24 round 17).
+
+The end of a step flushes (`Durable` runs `flush` at the end of every step of the workflow, before DBOS
+records it): a step recorded has written everything it delivered, so a replay that gets its record back
+has nothing to deliver again. An event delivered outside a step (DBOS checkpoints those writes itself)
+is written at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from orchestrator.durable.dbos_stream_writes import StepStreams, in_step
+from orchestrator.durable.names import STREAM
+from orchestrator.events import CallRecorded, DebateStarted, EventBase, RoundCompleted, TextDelta
+
+log = logging.getLogger(__name__)
+
+HOLD_S = 0.5  # an event waits this long at most for the events after it (as a stream's first text: STREAM_PACE)
+
+# What the log keeps and no thread shows (a call's tokens, the spec the front already posted, a round's
+# end; bots/thread/sink.py renders the rest): not streamed, as each stream write costs the worker a statement
+UNSHOWN = (CallRecorded, DebateStarted, RoundCompleted)
+
+
+class StreamSink:
+    """Writes each event a thread shows to the running workflow's stream, in order. One writer at a time:
+    the lanes of a parallel round would otherwise race for the stream's next offset (on Postgres the
+    write then waits 100 ms and tries again)."""
+
+    def __init__(self, *, hold_s: float = HOLD_S) -> None:
+        self._lock = asyncio.Lock()
+        self._streams = StepStreams()
+        self._hold_s = hold_s
+        self._held: list[dict[str, Any]] = []
+        self._due: asyncio.TimerHandle | None = None
+        self._late: set[asyncio.Task[None]] = set()  # writes the hold's end started
+
+    async def handle(self, event: EventBase) -> None:
+        if isinstance(event, UNSHOWN):
+            return
+        self._held.append(event.model_dump(mode="json"))
+        if isinstance(event, TextDelta) or self._hold_s <= 0 or not in_step():
+            await self.flush()
+        elif self._due is None:
+            # the call-back runs in this step's context (asyncio copies it), so its write is this step's
+            self._due = asyncio.get_running_loop().call_later(self._hold_s, self._hold_ended)
+
+    async def flush(self, *, only_in_step: bool = False) -> None:
+        """Write what is held, after any write under way; returns once it is committed. `only_in_step`:
+        not once the step this runs in has ended (its end wrote what it held)."""
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
+        async with self._lock:
+            if only_in_step and not in_step():
+                return
+            values, self._held = self._held, []
+            if values:
+                await self._streams.write(STREAM, values)
+
+    async def step_ended(self) -> None:
+        """The end of a step of the workflow (before DBOS records it): everything it delivered is written.
+        A write that fails is logged, as the bus does for a sink's failure; the step goes on."""
+        await self._flush_logged()
+
+    async def _flush_logged(self, *, only_in_step: bool = False) -> None:
+        try:
+            await self.flush(only_in_step=only_in_step)
+        except Exception:
+            log.exception("stream write failed")
+
+    def _hold_ended(self) -> None:
+        """The hold's end, in the context of the step that began it: its write, unless that step ends first
+        (a write from an ended step's context would be taken for the workflow's own, with a step id of its
+        own; what is held by then is a later step's, written at its end or its own hold's)."""
+        self._due = None
+        task = asyncio.get_running_loop().create_task(self._flush_logged(only_in_step=True), name="stream-hold")
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
