@@ -2,13 +2,15 @@
 step that delivers them.
 
 Each write costs the worker a statement (and Postgres a transaction, and the front a notification and a
-read), and most of a debate's events come in runs a few milliseconds apart: a round's start, then its
-first turn's start; a notice, the verdict and the debate's end. So an event is held (`HOLD_S` at most)
-and goes in one write with the events after it: the next text (a turn's text is already paced, so text
-is written at once, with whatever is held before it), the end of the step, or the hold's end, whichever
-comes first. A 2-round challenge writes 11 times where it wrote 18 (BENCHMARKS.md, issue 24 round 17).
+read), and some of a debate's events come in runs a few milliseconds apart: a notice, the verdict and the
+debate's end. So an event is held (`HOLD_S` at most) and goes in one write with the events after it: the
+next one that is written at once (a turn's start, so that a thread can post the turn's message before its
+text comes, and its text, which is already paced), the end of the step, or the hold's end, whichever comes
+first. A 2-round challenge writes 15 times where it wrote 18 (BENCHMARKS.md, issue 24 round 17: holding a
+turn's start for its first text too made 12, and Discord's first texts later, as its placeholder then
+waited for the text to be posted at all).
 
-The end of a step flushes (`Durable` runs `flush` at the end of every step of the workflow, before DBOS
+The end of a step flushes (`Durable` runs `step_ended` at the end of every step of the workflow, before DBOS
 records it): a step recorded has written everything it delivered, so a replay that gets its record back
 has nothing to deliver again. An event delivered outside a step (DBOS checkpoints those writes itself)
 is written at once.
@@ -22,7 +24,7 @@ from typing import Any
 
 from orchestrator.durable.dbos_stream_writes import StepStreams, in_step
 from orchestrator.durable.names import STREAM
-from orchestrator.events import CallRecorded, DebateStarted, EventBase, RoundCompleted, TextDelta
+from orchestrator.events import CallRecorded, DebateStarted, EventBase, RoundCompleted, TextDelta, TurnStarted
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ HOLD_S = 0.5  # an event waits this long at most for the events after it (as a s
 # What the log keeps and no thread shows (a call's tokens, the spec the front already posted, a round's
 # end; bots/thread/sink.py renders the rest): not streamed, as each stream write costs the worker a statement
 UNSHOWN = (CallRecorded, DebateStarted, RoundCompleted)
+AT_ONCE = (TurnStarted, TextDelta)  # written when delivered, with what is held before them
 
 
 class StreamSink:
@@ -50,7 +53,7 @@ class StreamSink:
         if isinstance(event, UNSHOWN):
             return
         self._held.append(event.model_dump(mode="json"))
-        if isinstance(event, TextDelta) or self._hold_s <= 0 or not in_step():
+        if isinstance(event, AT_ONCE) or self._hold_s <= 0 or not in_step():
             await self.flush()
         elif self._due is None:
             # the call-back runs in this step's context (asyncio copies it), so its write is this step's
