@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from dbos._sys_db import SystemDatabase
 from orchestrator.durable import dbos_step_hops, dbos_steps_ahead
 from orchestrator.durable.config import _sqlalchemy_url, dbos_config
 from orchestrator.durable.dbos_steps_on_loop import install, loop_steps
+from orchestrator.durable.dbos_stream_writes import StepStreams, StreamWrite, StreamWriter
 from tests.dbos_launched import config_for, launched, sqlite_url
 from tests.test_dbos_step_hops import answer, hops_per_step, ran, refusal, steps
 
@@ -36,6 +38,15 @@ async def gated(key: str) -> int:
     at_gate[key].set()
     await gate[key].wait()
     return first + await DBOS.run_step_async({"name": "answer"}, answer, 2)
+
+
+@DBOS.workflow(name="on_loop_riding")
+async def riding(n: int) -> list[bool]:
+    """n steps, each handing a value to its record; what `ride` said for each."""
+    async def hand(i: int) -> bool:
+        return StepStreams().ride("s", [f"v{i}"])
+
+    return [await DBOS.run_step_async({"name": "hand"}, hand, i) for i in range(n)]
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -75,6 +86,7 @@ def recorded(sys_db: SystemDatabase, workflow_id: str) -> list[tuple[Any, ...]]:
 
 async def test_a_step_sends_its_check_and_record_from_the_loop(sys_db: SystemDatabase,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    await quiet(sys_db, monkeypatch)  # on SQLite a step never finds the file taken (the hops are counted)
     assert await run(steps, "dbos-values", 3) == [0, 2, 4]
     assert await run(refusal, "dbos-error") == "caught: no 7"
     assert dbos_step_hops.install()
@@ -193,3 +205,96 @@ async def test_on_sqlite_a_locked_file_sends_the_step_through_the_pool(sys_db: S
     assert len(hops) == 1 and [row[:3] for row in recorded(sys_db, "locked")] == [(1, "answer", "o")]
     await steps.record(result, 5, "me")  # the file free again: the loop's own connection, no hop
     assert len(hops) == 1
+
+
+async def quiet(sys_db: SystemDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On SQLite, no write of DBOS's own from here on, so that the loop has the file at once, never DBOS's
+    pool: its background jobs (a write transaction each, every second) do nothing once they have run once
+    as patched, which says the run that may have been under way has ended."""
+    if sys_db.engine.dialect.name != "sqlite":
+        return
+    ran_patched = threading.Event()
+
+    def nothing_delayed(*args: Any, **kwargs: Any) -> None:
+        ran_patched.set()
+
+    monkeypatch.setattr(sys_db, "transition_delayed_workflows", nothing_delayed)
+    monkeypatch.setattr(sys_db, "cancel_timed_out_workflows", lambda *args, **kwargs: [])
+    assert await asyncio.to_thread(ran_patched.wait, 30)
+
+
+def streamed(sys_db: SystemDatabase, workflow_id: str) -> list[tuple[int, int, str]]:
+    """The stream `s` of `workflow_id` as stored: (offset, step id, value)."""
+    streams = sys_db.tables.streams
+    with sys_db.engine.begin() as c:
+        rows = c.execute(sa.select(streams.c.offset, streams.c.function_id, streams.c.value)
+                         .where(streams.c.workflow_uuid == workflow_id, streams.c.key == "s")
+                         .order_by(streams.c.offset)).all()
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+async def test_a_stream_write_handed_to_a_step_goes_with_its_record_or_not_at_all(
+        sys_db: SystemDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = loop_steps(sys_db)
+    assert steps is not None
+    await quiet(sys_db, monkeypatch)
+    status = sys_db.tables.workflow_status
+    with sys_db.engine.begin() as c:
+        c.execute(sa.insert(status).values(workflow_uuid="rode", status="PENDING", owner_xid="me"))
+    result = {"workflow_uuid": "rode", "function_id": 7, "function_name": "answer", "started_at_epoch_ms": 1,
+              "output": "o", "error": None, "child_workflow_id": None, "serialization": "py_pickle"}
+
+    async def no_write_of_its_own(self: StreamWriter, write: StreamWrite) -> None:
+        raise AssertionError("a ride was written apart from its record")
+
+    monkeypatch.setattr(StreamWriter, "write", no_write_of_its_own)
+    theirs = StreamWrite("rode", 7, "another-execution", "s", [("v0", "json")])
+    with pytest.raises(DBOSWorkflowConflictIDError):  # the record refused: its ride is not written either
+        await steps.record(result, 5, "another-execution", rides=[theirs])
+    assert recorded(sys_db, "rode") == [] and streamed(sys_db, "rode") == []
+
+    sent = steps.sent
+    mine = [StreamWrite("rode", 7, "me", "s", [("v0", "json")]), StreamWrite("rode", 7, "me", "s", [("v1", "json")])]
+    await steps.record(result, 5, "me", rides=mine)
+    assert (steps.sent, steps.pooled) == (sent + 1, 0)  # one statement (Postgres) or transaction (SQLite) for both
+    assert [row[:3] for row in recorded(sys_db, "rode")] == [(7, "answer", "o")]
+    assert streamed(sys_db, "rode") == [(0, 7, "v0"), (1, 7, "v1")]
+
+
+@pytest.mark.postgres
+async def test_on_postgres_a_ride_whose_offset_was_taken_meanwhile_tries_again_after_it(
+        sys_db: SystemDatabase, postgres_url: str) -> None:
+    if sys_db.engine.dialect.name != "postgresql":
+        pytest.skip("Postgres's unique key seen by a statement that waited")
+    import psycopg
+
+    steps = loop_steps(sys_db)
+    assert steps is not None
+    status, streams = sys_db.tables.workflow_status, sys_db.tables.streams
+    with sys_db.engine.begin() as c:
+        c.execute(sa.insert(status).values(workflow_uuid="raced", status="PENDING", owner_xid="me"))
+    result = {"workflow_uuid": "raced", "function_id": 2, "function_name": "answer", "started_at_epoch_ms": 1,
+              "output": "o", "error": None, "child_workflow_id": None, "serialization": "py_pickle"}
+    with psycopg.connect(postgres_url) as other:  # another writer took offset 0 and has not committed yet
+        other.execute(f"insert into {sys_db.schema}.{streams.name} (workflow_uuid, function_id, key, value,"
+                      " serialization, \"offset\") values ('raced', 1, 's', 'theirs', 'json', 0)")
+        record = asyncio.ensure_future(steps.record(result, 5, "me",
+                                                    rides=[StreamWrite("raced", 2, "me", "s", [("mine", "json")])]))
+        with psycopg.connect(postgres_url, autocommit=True) as watch:  # until the record waits on the other's key
+            while not watch.execute("select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
+                                    " and query like '%%streamed%%'").fetchone()[0]:  # type: ignore[index]
+                assert not record.done()
+                await asyncio.sleep(0.01)
+        other.commit()
+    await asyncio.wait_for(record, 30)
+    assert streamed(sys_db, "raced") == [(0, 1, "theirs"), (1, 2, "mine")]
+    assert [row[:3] for row in recorded(sys_db, "raced")] == [(2, "answer", "o")]
+
+
+async def test_a_steps_end_hands_its_writes_to_its_record_only_where_the_loop_records_it(
+        sys_db: SystemDatabase) -> None:
+    assert await run(riding, "dbos-records", 2) == [False, False]  # DBOS's own records: nothing to hand to
+    assert dbos_step_hops.install()
+    assert await run(riding, "loop-records", 3) == [True, True, True]
+    assert [(offset, step) for offset, step, _value in streamed(sys_db, "loop-records")] == [(0, 1), (1, 2), (2, 3)]
+    assert [value async for value in DBOS.read_stream_async("loop-records", "s")] == ["v0", "v1", "v2"]

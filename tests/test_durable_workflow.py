@@ -259,23 +259,33 @@ async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes
     assert Counter(r.model for r in srv.requests if not is_judge(r)) == {"model-a": 1, "model-b": 2}
 
 
-async def test_a_stream_write_takes_the_events_held_before_it_and_every_write_precedes_its_steps_record(
+async def test_a_stream_write_takes_the_events_held_before_it_and_a_steps_end_goes_with_its_record(
     llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     srv = llm_server
     script_judge(srv, "A")
     spec = make_spec("challenge", rounds=1)
-    writes: list[tuple[list[str], bool]] = []  # each write: its events' types, whether its step was recorded then
-    write = StepStreams.write
+    # each write, in order: its events' types, and whether it went with its step's record (else: whether the
+    # step was recorded already when it was committed)
+    writes: list[tuple[list[str], bool]] = []
+    write, ride = StepStreams.write, StepStreams.ride
 
     async def traced(self: StepStreams, key: str, values: list[Any]) -> None:
         step = DBOS.step_id
         await write(self, key, values)
         recorded = {s["function_id"] for s in await DBOS.list_workflow_steps_async(workflow_id(spec.id),
                                                                                   load_output=False)}
-        writes.append(([v["type"] for v in values], step in recorded))
+        assert step not in recorded  # a step's own writes are all made before DBOS records it
+        writes.append(([v["type"] for v in values], False))
+
+    def rode(self: StepStreams, key: str, values: list[Any]) -> bool:
+        took = ride(self, key, values)
+        if took:
+            writes.append(([v["type"] for v in values], True))
+        return took
 
     monkeypatch.setattr(StepStreams, "write", traced)
+    monkeypatch.setattr(StepStreams, "ride", rode)
     log = backend.log(tmp_path, "durable.db")
     async with worker_host(srv, log, backend):
         handle = await enqueue(spec, "request-held")
@@ -283,23 +293,32 @@ async def test_a_stream_write_takes_the_events_held_before_it_and_every_write_pr
         events = await read_events(backend.workflow_db, spec.id)
 
     assert [e.type for e in events] == [t for types, _ in writes for t in types]  # type: ignore[attr-defined]
-    assert not any(recorded for _, recorded in writes)  # a step's writes are all made before DBOS records it
     grouped = [types for types, _ in writes]
     # a turn's start is written at once (a thread may post its message before the text comes); the judging's
-    # notice, the verdict and the debate's end go in one write
+    # notice, the verdict and the debate's end go in one write, with the step's record
     assert all(types[-1] == "turn_started" for types in grouped if "turn_started" in types)
-    assert grouped[-1][-2:] == ["verdict", "debate_finished"] and len(grouped[-1]) >= 3
-    assert len(writes) <= len(events) - 2
+    assert writes[-1][0][-2:] == ["verdict", "debate_finished"] and len(writes[-1][0]) >= 3 and writes[-1][1]
+    # what a step's end holds (a round's start, a turn's closing event) goes with its record
+    assert [types for types, with_record in writes if with_record] == [
+        ["round_started"], ["turn_completed"], ["turn_completed"], writes[-1][0]]
+    assert len([1 for _, with_record in writes if not with_record]) <= len(events) - 6
 
 
 class _Streams:
-    def __init__(self) -> None:
+    def __init__(self, *, records_take: bool = False) -> None:
         self.writes: list[list[str]] = []
+        self.rides: list[list[str]] = []
         self.written = asyncio.Event()
+        self.records_take = records_take  # whether a step's record takes what its end hands over
 
     async def write(self, key: str, values: list[Any]) -> None:
         self.writes.append([v["type"] for v in values])
         self.written.set()
+
+    def ride(self, key: str, values: list[Any]) -> bool:
+        if self.records_take:
+            self.rides.append([v["type"] for v in values])
+        return self.records_take
 
 
 async def test_a_held_event_is_written_when_its_hold_ends_and_a_text_or_the_step_end_writes_at_once(
@@ -326,6 +345,26 @@ async def test_a_held_event_is_written_when_its_hold_ends_and_a_text_or_the_step
     await sink.handle(CallRecorded(debate_id="d1", attempt="a1", model="openai:m", purpose="judge"))
     await sink.step_ended()
     assert len(streams.writes) == 4  # what no thread shows is never written
+
+
+async def test_a_steps_end_hands_what_it_holds_to_its_record_but_in_a_parallel_branch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stream_sink, "in_step", lambda: True)
+    sink = stream_sink.StreamSink()
+    streams = sink._streams = _Streams(records_take=True)  # type: ignore[assignment]
+    await sink.handle(RoundStarted(debate_id="d1", round=1, total=2))
+    await sink.handle(Notice(debate_id="d1", text="A note"))
+    await sink.step_ended()
+    assert (streams.rides, streams.writes) == ([["round_started", "notice"]], [])
+    await sink.step_ended()  # nothing held: nothing handed over
+    assert len(streams.rides) == 1
+
+    # branches of a parallel round would race for the stream's next offsets outside the sink's lock
+    monkeypatch.setattr(stream_sink, "in_lane", lambda: True)
+    await sink.handle(RoundStarted(debate_id="d1", round=2, total=2))
+    await sink.step_ended()
+    assert (len(streams.rides), streams.writes) == (1, [["round_started"]])
 
 
 async def test_outside_a_step_an_event_is_written_at_once(monkeypatch: pytest.MonkeyPatch) -> None:

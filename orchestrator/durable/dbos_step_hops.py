@@ -13,7 +13,9 @@ own connection while the file is free), a step hops to the pool not at all: `ins
 `intercept`, and a step's check (`intercept`) and record (`then`) run DBOS's own code on the loop with the
 statement sent from there. DBOS's check, asked there, says what to read; the loop reads it and asks again with
 the answer. DBOS's record leaves its row to the loop to write. Only DBOS's step functions are run so (known by
-name, STEP_CHECK and STEP_RECORD); a workflow's own start and end still hop.
+name, STEP_CHECK and STEP_RECORD); a workflow's own start and end still hop. Around a step whose record the loop
+writes, `riding` takes the stream writes the step's end hands over (dbos_stream_writes.Rides), and the record
+writes them with it.
 
 DBOS's private API, pinned with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_hops.py runs
 steps and workflows through it on a real SQLite system database and counts the hops (without the loop's
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dbos._dbos import _get_dbos_instance
@@ -31,6 +34,7 @@ from dbos._logger import dbos_logger
 from dbos._outcome import DeferredResult, NoResult, Pending
 
 from orchestrator.durable.dbos_steps_on_loop import POOL, Fetch, LoopSteps, OnLoop, loop_steps, on_loop
+from orchestrator.durable.dbos_stream_writes import Rides, riding
 
 if TYPE_CHECKING:
     from dbos import DBOS
@@ -46,38 +50,43 @@ STEP_RECORD = "invoke_step.<locals>.record_step_result"
 async def _then(func: Callable[[], Coroutine[Any, Any, T]], after: Callable[[Callable[[], T]], R],
                 dbos: DBOS | None) -> R:
     """DBOS's `Pending._wrap` with `after` given, not fetched from the pool; a step's record written from
-    the loop where the system database allows (`_after`)."""
+    the loop where the system database allows (`_after`), with the stream writes its end handed over."""
     if dbos is not None:
         await dbos._configure_asyncio_thread_pool()
     records = _loop_records(after, STEP_RECORD)
-    try:
-        value = await func()
-        result = await _after(after, lambda: value, records)
-    except asyncio.CancelledError:
-        dbos_logger.warning(f"Asyncio task cancelled for workflow or step {func}")
-        raise
-    except BaseException as exp:
-        saved = exp  # not the `as` name: Python deletes that at the end of the block, before the lambda runs
-        result = await _after(after, lambda: Pending._raise(saved), records)
+    with riding(records.records.sys_db) if records is not None else nullcontext() as rides:
+        try:
+            value = await func()
+            result = await _after(after, lambda: value, records, rides)
+        except asyncio.CancelledError:
+            dbos_logger.warning(f"Asyncio task cancelled for workflow or step {func}")
+            raise
+        except BaseException as exp:
+            saved = exp  # not the `as` name: Python deletes that at the end of the block, before the lambda runs
+            result = await _after(after, lambda: Pending._raise(saved), records, rides)
     if isinstance(result, DeferredResult):
         return cast(R, await result.resolve_async())
     return result
 
 
-async def _after(after: Callable[[Callable[[], T]], R], value: Callable[[], T], records: LoopSteps | None) -> R:
+async def _after(after: Callable[[Callable[[], T]], R], value: Callable[[], T], records: LoopSteps | None,
+                 rides: Rides | None = None) -> R:
     """`after(value)`: in the pool, or (a step's record, `records` given) on the loop, the record it leaves
-    written from there (dbos_steps_on_loop.LoopSteps); an error of the record's replaces the step's, as when
-    DBOS's record raises."""
+    written from there (dbos_steps_on_loop.LoopSteps) with the stream writes the step handed over (`rides`);
+    an error of the record's replaces the step's, as when DBOS's record raises."""
     if records is None:
         return await asyncio.to_thread(after, value)
     step = OnLoop()
     token = on_loop.set(step)
     try:
-        return after(value)
+        result = after(value)
     finally:
         on_loop.reset(token)
         if step.record is not None:
-            await records.record(*step.record)
+            await records.record(*step.record, rides=rides.take() if rides is not None else None)
+    if rides is not None:
+        await rides.write_alone()  # none left, unless DBOS recorded the step its own way (a child workflow's)
+    return result
 
 
 async def _intercept(func: Callable[[], Coroutine[Any, Any, T]],

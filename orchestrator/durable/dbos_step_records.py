@@ -153,6 +153,7 @@ class StepRecords:
         self.record = Prepared(keep_on_conflict(sys_db.dialect.insert(outputs).values(
             workflow_uuid=wf, function_id=fid, retention_timestamp=sys_db._now_ms_sql(), **recorded), sys_db), sys_db)
         self.record_owned: Prepared | None = None
+        self.owned_insert: Any = None  # record_owned's statement, before compiling (a stream write joins it)
         if autocommits(sys_db):
             # The ownership check and the insert in one statement: the SELECT yields the row to insert only
             # if the workflow's owner, read FOR NO KEY UPDATE, is :owner. The lock is taken first (an InitPlan
@@ -163,8 +164,9 @@ class StepRecords:
             # statement, a later snapshot) does. No row comes back when the owner was another, or none.
             owned = sa.select(wf, fid, *recorded.values(), sys_db._now_ms_sql()).where(
                 locked_owner(sys_db, wf) == sa.bindparam("owner", type_=sa.Text))
-            self.record_owned = Prepared(keep_on_conflict(sys_db.dialect.insert(outputs).from_select(
-                ["workflow_uuid", "function_id", *RECORDED, "retention_timestamp"], owned), sys_db), sys_db)
+            self.owned_insert = keep_on_conflict(sys_db.dialect.insert(outputs).from_select(
+                ["workflow_uuid", "function_id", *RECORDED, "retention_timestamp"], owned), sys_db)
+            self.record_owned = Prepared(self.owned_insert, sys_db)
         self.record_alone: Callable[..., None] = db_retry(sys_db=sys_db)(self._record_alone)
 
     def prepared_for(self, conn: Any) -> bool:
@@ -267,8 +269,9 @@ class StepRecords:
         return self.record, values
 
     def _verify(self, statement: Prepared, rows: Sequence[Any], result: Any, completed_at: int) -> None:
-        """What the insert gave back says it wrote this record (or found this very one there)."""
-        if statement is self.record_owned and not rows:
+        """What the insert gave back says it wrote this record (or found this very one there). Only a
+        statement that checks the owner (any but `record`) gives back nothing: the owner was another."""
+        if statement is not self.record and not rows:
             raise DBOSWorkflowConflictIDError(result["workflow_uuid"])
         if rows and (rows[0][0] is None or int(rows[0][0]) != completed_at):
             raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"])

@@ -13,6 +13,9 @@ read and, asked again, returns the answer the loop read; the record leaves its r
 - SQLite: the loop's own connection to the file (dbos_loop_sqlite.py), the record in its own transaction
   (the owner checked, then the insert), as DBOS's; when the file is locked by another connection the step
   goes through DBOS's pool as before (`POOL`).
+
+A record takes with it the stream writes its step's end handed over (dbos_stream_writes.Rides): on Postgres
+in its statement, on SQLite in its transaction; through DBOS's pool they are written just before it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, uni
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
 from orchestrator.durable.dbos_steps_ahead import StepsAhead
+from orchestrator.durable.dbos_stream_writes import StreamWrite, StreamWriter, joined, writer_for
 
 _UNASKED = object()
 log = logging.getLogger(__name__)
@@ -126,32 +130,59 @@ class LoopSteps:
         self.ahead.checked(workflow_id, owner, function_id, run=answer is None, highest=rows[0][6])
         return answer
 
-    async def record(self, result: Any, completed_at: int, owner_xid: str | None) -> None:
+    async def record(self, result: Any, completed_at: int, owner_xid: str | None,
+                     rides: list[StreamWrite] | None = None) -> None:
         """DBOS's record of the step's `result`, written from the loop (or, the file locked, by DBOS in the
-        pool), its errors DBOS's."""
+        pool), its errors DBOS's; with it, the stream writes its step handed over (`rides`, Rides): on
+        Postgres in its statement, on SQLite in its transaction (else written just before it)."""
         records = self.records
         statement, values = records._record_values(result, completed_at, owner_xid, merged=self.postgres is not None)
+        writer = writer_for(records.sys_db)
+        ride = joined(rides or [], values["wf"], values["fid"], values["owner"])
+        if rides and (ride is None or (self.postgres is not None and statement is not records.record_owned)):
+            for write in rides:  # not this step's own (never so far): each alone, first
+                await writer.write(write)
+            ride = None
         if self.postgres is not None:
-            try:
-                rows = await self.postgres.rows(statement.sql, statement.params(values))
-            except psycopg.errors.UniqueViolation as exc:
-                raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
+            if ride is not None:
+                statement, values = writer.record_with(records), {**values, **writer.riding_values(ride)}
+            rows = await self._record_postgres(self.postgres, statement, values, result, ride is not None)
             records._verify(statement, rows, result, completed_at)
             self.ahead.recorded(result["workflow_uuid"], values["owner"])
-        elif not self._record_in_file(statement, values, result, completed_at):
+        elif not self._record_in_file(statement, values, result, completed_at, ride, writer):
             self.pooled += 1
+            if ride is not None:
+                await writer.write(ride)
+                ride = None
             await asyncio.to_thread(records.sys_db.record_operation_result, result,
                                     completed_at_epoch_ms=completed_at, owner_xid=owner_xid)
             return
+        if ride is not None:
+            writer.written(ride)
         self.sent += 1
         DebugTriggers.debug_trigger_point(DebugTriggers.DEBUG_TRIGGER_STEP_COMMIT)
 
-    def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int) -> bool:
-        """SQLite: the owner checked and the row inserted in one transaction of the loop's; False (nothing
-        written) when another connection holds the file's write lock."""
+    @staticmethod
+    async def _record_postgres(postgres: LoopStatements, statement: Any, values: dict[str, Any], result: Any,
+                               streamed: bool) -> list[tuple[Any, ...]]:
+        while True:
+            try:
+                return await postgres.rows(statement.sql, statement.params(values))
+            except psycopg.errors.UniqueViolation as exc:
+                if streamed and exc.diag.table_name == "streams":  # an offset taken meanwhile: as a write does
+                    await asyncio.sleep(0.1)
+                    continue
+                raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
+
+    def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int,
+                        ride: StreamWrite | None, writer: StreamWriter) -> bool:
+        """SQLite: the owner checked and the row inserted in one transaction of the loop's, after `ride`'s
+        values; False (nothing written) when another connection holds the file's write lock."""
         assert self.sqlite is not None
         try:
             with self.sqlite.writing() as conn:
+                if ride is not None:
+                    writer.write_in(on_driver(conn), ride)
                 self.records.write_record(on_driver(conn), statement, values, result, completed_at)
         except Busy:
             return False

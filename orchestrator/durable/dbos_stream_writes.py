@@ -5,9 +5,10 @@ transaction; the same serialisation; on Postgres the same coalesced NOTIFY), wit
 one transaction (`StreamWriter`), on the loop's own connection when the file is free (dbos_loop_sqlite.py).
 On Postgres a write is one statement in autocommit (`StreamWriter.alone`), where a transaction sends BEGIN,
 the INSERT, the owner's row locked and COMMIT, sent from the event loop (dbos_loop_statements.py). Both
-leave DBOS's thread pool out, but for a write the loop could not make at once. DBOS's private API, pinned
-with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py compares the rows with DBOS's
-own, tests/test_dbos_autocommit.py the statements sent and races.
+leave DBOS's thread pool out, but for a write the loop could not make at once. What a step's end writes
+rides with the step's record instead (`StepStreams.ride`, `Rides`, dbos_steps_on_loop.LoopSteps.record).
+DBOS's private API, pinned with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_records.py
+compares the rows with DBOS's own, tests/test_dbos_autocommit.py the statements sent and races.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import asyncio
 import sqlite3
 import time
 import weakref
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -36,6 +40,7 @@ from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import (
     Prepared,
     Run,
+    StepRecords,
     autocommits,
     locked_owner,
     on_connection,
@@ -65,10 +70,28 @@ class StepStreams:
                 await DBOS.write_stream_async(key, value)
             return
         sys_db = _get_dbos_instance()._sys_db
-        fmt = ctx.serialization_type or WorkflowSerializationFormat.DEFAULT
-        write = StreamWrite(ctx.workflow_id, ctx.function_id, ctx.owner_xid, key,
-                            [serialize_value(value, fmt, sys_db.serializer) for value in values])
-        await _writer_for(sys_db).write(write)
+        await writer_for(sys_db).write(_step_write(ctx, sys_db, key, values))
+
+    def ride(self, key: str, values: list[Any]) -> bool:
+        """Hand `values` to the running step's record, to be appended to the stream `key` with it (`Rides`);
+        False, nothing taken, when the step's record cannot take them (then `write` them)."""
+        rides = _rides.get()
+        if rides is None:
+            return False
+        ctx = snapshot_step_context(reserve_sleep_id=False)
+        if ctx is None or not ctx.is_step():
+            return False
+        sys_db = _get_dbos_instance()._sys_db
+        if sys_db is not rides.sys_db:
+            return False
+        rides.writes.append(_step_write(ctx, sys_db, key, values))
+        return True
+
+
+def _step_write(ctx: Any, sys_db: SystemDatabase, key: str, values: list[Any]) -> StreamWrite:
+    fmt = ctx.serialization_type or WorkflowSerializationFormat.DEFAULT
+    return StreamWrite(ctx.workflow_id, ctx.function_id, ctx.owner_xid, key,
+                       [serialize_value(value, fmt, sys_db.serializer) for value in values])
 
 
 @dataclass
@@ -80,6 +103,40 @@ class StreamWrite:
     owner_xid: str | None  # the execution that may write (None: unchecked)
     key: str
     rows: list[tuple[str | None, str]]
+
+
+@dataclass
+class Rides:
+    """The stream writes a step hands to its record (`StepStreams.ride`, from its end: stream_sink.py), which
+    writes them with it: on Postgres in the record's statement, on SQLite in its transaction
+    (dbos_steps_on_loop.LoopSteps.record). A step's events are then committed with the record that says they
+    were delivered, in one round trip where there were two."""
+
+    sys_db: SystemDatabase
+    writes: list[StreamWrite] = field(default_factory=list)
+
+    def take(self) -> list[StreamWrite]:
+        writes, self.writes = self.writes, []
+        return writes
+
+    async def write_alone(self) -> None:
+        """What no record took, written as a step's writes are (a record DBOS made its own way)."""
+        for write in self.take():
+            await writer_for(self.sys_db).write(write)
+
+
+_rides: ContextVar[Rides | None] = ContextVar("dbos_stream_rides", default=None)
+
+
+@contextmanager
+def riding(sys_db: SystemDatabase) -> Iterator[Rides]:
+    """While a step runs whose record the loop writes: the writes its end hands over (`StepStreams.ride`)."""
+    rides = Rides(sys_db)
+    token = _rides.set(rides)
+    try:
+        yield rides
+    finally:
+        _rides.reset(token)
 
 
 class StreamWriter:
@@ -107,6 +164,7 @@ class StreamWriter:
                       sa.bindparam("ser", type_=sa.Text), next_offset)), sys_db)
         self._owner = Prepared(owner_statement(sys_db, wf), sys_db)
         self._alone: dict[bool, Prepared] = {}  # by whether the owner is checked
+        self._record_with: Prepared | None = None
         self._loop_sqlite = LoopSQLite(sys_db) if file_of(sys_db) is not None else None
         self.loop_statements: LoopStatements | None = None
         self.notifier: LoopNotifier | None = None  # Postgres with LISTEN/NOTIFY: a write's wake-up sent from the loop
@@ -204,6 +262,37 @@ class StreamWriter:
             if error is None:
                 self.sys_db._signal_notification(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
 
+    # -- writes that ride with their step's record (Rides) ---------------------------------------------
+
+    def record_with(self, records: StepRecords) -> Prepared:
+        """Postgres: the step's record (`StepRecords.record_owned`) with a write's values (`alone_statement`,
+        the owner checked) as a data-modifying CTE: one statement, one snapshot, one commit. Both lock the
+        workflow's row and compare its owner, so both write or neither does."""
+        if self._record_with is None:
+            streamed = alone_statement(self.sys_db, checked=True).cte("streamed")
+            self._record_with = Prepared(records.owned_insert.add_cte(streamed), self.sys_db)
+        return self._record_with
+
+    @staticmethod
+    def riding_values(write: StreamWrite) -> dict[str, Any]:
+        """`write`'s values for `record_with`, beside the record's own."""
+        return {"key": write.key, "values": [serialized for serialized, _ in write.rows],
+                "sers": [serialization for _, serialization in write.rows]}
+
+    def write_in(self, run: Run, write: StreamWrite) -> None:
+        """SQLite: `write` inside the caller's transaction (a step's record's), or DBOSWorkflowConflictIDError."""
+        refused = self._write_all(run, [write])[0]
+        if refused is not None:
+            raise refused
+
+    def written(self, write: StreamWrite) -> None:
+        """`write` committed with its record: its readers woken, as after a write of its own."""
+        if self.notifier is not None:
+            self.notifier.signal(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
+        else:
+            self._signal([write], [None])
+
+
     async def alone(self, write: StreamWrite) -> None:
         """Postgres: `write` (one value or more) as one statement in autocommit, sent from the loop
         (dbos_loop_statements.py); raises DBOSWorkflowConflictIDError, having written nothing, when another
@@ -223,6 +312,15 @@ class StreamWriter:
             raise DBOSWorkflowConflictIDError(write.workflow_id)
         if self.notifier is not None:
             self.notifier.signal(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
+
+
+def joined(writes: list[StreamWrite], workflow_id: str, function_id: int, owner_xid: str | None) -> StreamWrite | None:
+    """`writes` as one write for the step (`workflow_id`, `function_id`) of the execution `owner_xid`, in
+    order; None when one of them is another's, or of another stream."""
+    if not writes or any((w.workflow_id, w.function_id, w.owner_xid, w.key)
+                         != (workflow_id, function_id, owner_xid, writes[0].key) for w in writes):
+        return None
+    return StreamWrite(workflow_id, function_id, owner_xid, writes[0].key, [row for w in writes for row in w.rows])
 
 
 def alone_statement(sys_db: SystemDatabase, checked: bool) -> sa.Executable:
@@ -252,7 +350,8 @@ BATCH_MAX = 64  # writes in one transaction at most
 _writers: weakref.WeakKeyDictionary[SystemDatabase, StreamWriter] = weakref.WeakKeyDictionary()
 
 
-def _writer_for(sys_db: SystemDatabase) -> StreamWriter:
+def writer_for(sys_db: SystemDatabase) -> StreamWriter:
+    """The stream writer of `sys_db` (one a system database)."""
     writer = _writers.get(sys_db)
     if writer is None:
         writer = _writers[sys_db] = StreamWriter(sys_db)

@@ -84,6 +84,11 @@ class _Lane:
 _lane: ContextVar[_Lane | None] = ContextVar("debate_step_lane", default=None)
 
 
+def in_lane() -> bool:
+    """Whether this runs in a parallel branch of a workflow (`Durable.gather`), beside others."""
+    return _lane.get() is not None
+
+
 class Durable:
     task_cancel_is_stop = False  # a stop is a DBOS cancel; a task cancellation is the process going away
 
@@ -125,7 +130,7 @@ class Durable:
             await self.call(deferred.deliver_deferred)
 
     async def gather(self, *coros: Awaitable[T]) -> list[T]:
-        if _lane.get() is not None:
+        if in_lane():
             raise RuntimeError("a parallel branch of a debate cannot fan out again")
         lanes = [_Lane([DBOS.reserve_step() for _ in range(LANE_SLOTS)]) for _ in coros]
         inherited = deferred.take()

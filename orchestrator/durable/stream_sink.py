@@ -11,9 +11,10 @@ turn's start for its first text too made 12, and Discord's first texts later, as
 waited for the text to be posted at all).
 
 The end of a step flushes (`Durable` runs `step_ended` at the end of every step of the workflow, before DBOS
-records it): a step recorded has written everything it delivered, so a replay that gets its record back
-has nothing to deliver again. An event delivered outside a step (DBOS checkpoints those writes itself)
-is written at once.
+records it): what it holds then goes with the step's record (`StepStreams.ride`: on Postgres in the record's
+statement, on SQLite in its transaction), or is written at once where the record cannot take it. Either way
+a step recorded has written everything it delivered, so a replay that gets its record back has nothing to
+deliver again. An event delivered outside a step (DBOS checkpoints those writes itself) is written at once.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from orchestrator.durable.dbos_stream_writes import StepStreams, in_step
 from orchestrator.durable.names import STREAM
+from orchestrator.durable.steps import in_lane
 from orchestrator.events import CallRecorded, DebateStarted, EventBase, RoundCompleted, TextDelta, TurnStarted
 
 log = logging.getLogger(__name__)
@@ -73,8 +75,18 @@ class StreamSink:
                 await self._streams.write(STREAM, values)
 
     async def step_ended(self) -> None:
-        """The end of a step of the workflow (before DBOS records it): everything it delivered is written.
-        A write that fails is logged, as the bus does for a sink's failure; the step goes on."""
+        """The end of a step of the workflow (before DBOS records it): what it delivered and holds still goes
+        with its record (`StepStreams.ride`: in the record's statement on Postgres, its transaction on SQLite),
+        or where the record cannot take it, or in a parallel branch (whose writes would race another's for
+        the stream's next offsets), in a write of its own now. A write that fails is logged, as the bus does
+        for a sink's failure; the step goes on."""
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
+        async with self._lock:
+            if self._held and not in_lane() and self._streams.ride(STREAM, self._held):
+                self._held = []
+                return
         await self._flush_logged()
 
     async def _flush_logged(self, *, only_in_step: bool = False) -> None:
