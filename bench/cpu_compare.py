@@ -3,11 +3,16 @@
 
 Each build runs as bench.durable runs the product (subprocesses: `debate serve --slack --front-only` and
 `debate worker` processes, the LLM peer in a process of its own), its code taken from its tree through
-PYTHONPATH. The measurements alternate between the builds (before, after, before, after, …), so whatever
-else the shared machine runs weighs on both alike. CPU is process time (user + sys from /proc), not wall:
+PYTHONPATH. The measurements alternate between the builds, every other repeat in the reverse order (before,
+after; after, before; …), so whatever else the shared machine runs weighs on both alike, and so does what a
+measurement leaves behind for the next (issue 24 round 18: in A B A B order the second build measured higher in
+6 of 6 Postgres pairs of one run, the probe slower in 5 of them). CPU is process time (user + sys from /proc), not wall:
 the front's and the workers' summed, and Postgres's beside it. A probe (bench/machine_speed.py) times a fixed
-piece of Python beside each measurement: how fast the machine ran meanwhile. `--profile` keeps each process's cProfile
-(main-thread CPU over the measuring window) under `--keep DIR` and prints the top functions by own time.
+piece of Python beside each measurement: how fast the machine ran meanwhile. `--together` runs the builds at
+the same time instead, each with its own processes, peers and database: the machine's swings then weigh on
+both at once, and the figure is the product's CPU alone (one Postgres server serves both). `--profile` keeps
+each process's cProfile (main-thread CPU over the measuring window) under `--keep DIR` and prints the top
+functions by own time.
 """
 
 from __future__ import annotations
@@ -65,7 +70,9 @@ async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[
         for rep in range(repeats):
             for backend in backends:
                 for count in workers:
-                    for base, tree, cap in variants:
+                    # every other repeat in the reverse order (A B, B A, …): a measurement leaves work behind it
+                    # (its database dropped, the server's writes flushed) that weighs on the next one
+                    for base, tree, cap in (variants if rep % 2 == 0 else variants[::-1]):
                         name = base if cap is None else f"{base}@{cap}"  # @N: each worker runs ≤ N at once
                         bench.served.ROOT = tree  # the product's code for this build (PYTHONPATH)
                         url = server.create_database(f"{name}_{count}") if server and backend == "postgres" else None
@@ -122,6 +129,54 @@ def add_profiles(table: Table, root: Path) -> None:
             table.add(f"    {fn[:90]}", f"{own:.2f} s own, {cum:.2f} s cum")
 
 
+async def run_together(trees: list[tuple[str, Path]], backends: list[str], workers: list[int], debates: int,
+                       repeats: int, within: float) -> Table:
+    """The builds at the same time, each its own deployment, LLM peer and database, so that the shared machine's
+    swings weigh on both at once. Only the product's processes' CPU: one Postgres server serves both."""
+    plan, rounds = plan_for(False)
+    table = Table(f"cpu_compare --together — CPU per model call of the product's processes, the builds run at "
+                  f"once ({debates} debates each, challenge {rounds} rounds, peer {plan.latency_s:g} s)")
+    root = Path(tempfile.mkdtemp(prefix="bench-cpu-together-"))
+    server = BenchPostgres.start() if "postgres" in backends else None
+    per: dict[tuple[str, int], list[dict[str, float]]] = defaultdict(list)
+    try:
+        for rep in range(repeats):
+            for backend in backends:
+                for count in workers:
+                    urls = {name: server.create_database(f"{name}_{count}") if server and backend == "postgres"
+                            else None for name, _tree in trees}
+                    try:
+                        async with SpeedProbe() as probe:
+                            levels = await asyncio.gather(*(
+                                measure_level(count, debates, root, plan, rounds, database_url=urls[name],
+                                              within=within, spread=True, warm=count, code=tree,
+                                              label=f"-{name}-{backend}-{count}-{rep}-together")
+                                for name, tree in trees))
+                    finally:
+                        for url in urls.values():
+                            if url and server:
+                                server.drop_database(url)
+                    ms = {name: level.cpu_ms_per_call for (name, _), level in zip(trees, levels, strict=True)}
+                    print(f"{backend} +{count} run {rep}: " + ", ".join(f"{n} {v:.1f}" for n, v in ms.items())
+                          + f" ms/call; probe {probe.median_ms or float('nan'):.3f} ms; completed "
+                          + ", ".join(f"{level.completed}/{debates}" for level in levels), flush=True)
+                    per[(backend, count)].append(ms)
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    first = trees[0][0]
+    for (backend, count), runs in sorted(per.items()):
+        for name, _tree in trees:
+            table.add(f"{backend} · front + {count} · {name}: CPU per call (median; runs)",
+                      f"{median([r[name] for r in runs]):.1f} ms ({', '.join(f'{r[name]:.1f}' for r in runs)})")
+            if name != first:
+                ratios = [r[name] / r[first] for r in runs]
+                table.add(f"{backend} · front + {count} · {name} ÷ {first}, run by run (median; lower in)",
+                          f"{median(ratios):.3f} ({sum(1 for x in ratios if x < 1)} of {len(ratios)})")
+    return table
+
+
 async def run_ack(trees: list[tuple[str, Path]], backends: list[str], workers: int, repeats: int) -> Table:
     """Slack ack latency (bench.durable's 150 commands in 3 batches while the earlier debates stream), the
     builds interleaved."""
@@ -169,7 +224,13 @@ def main() -> None:
     parser.add_argument("--cap", default="", help="worker concurrencies to try, comma-separated (`none`: "
                         "each worker's share of the debates); each tree runs once per cap")
     parser.add_argument("--ack", action="store_true", help="Slack ack latency instead (front + first --workers)")
+    parser.add_argument("--together", action="store_true",
+                        help="run the builds at the same time, not in turn (the product's CPU only)")
     args = parser.parse_args()
+    if args.together:
+        print(asyncio.run(run_together(args.tree, args.backend.split(","), [int(w) for w in args.workers.split(",")],
+                                       args.debates, args.repeats, args.within)).render())
+        return
     if args.ack:
         print(asyncio.run(run_ack(args.tree, args.backend.split(","), int(args.workers.split(",")[0]),
                                   args.repeats)).render())

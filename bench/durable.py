@@ -68,12 +68,16 @@ class Deployment:
 @asynccontextmanager
 async def deployment(workers: int, peers: Peers, workdir: Path, llm: PeerProcess, *,
                      database_url: str | None = None, worker_concurrency: int | None = None,
-                     profile: bool = False, graceful: bool = True) -> AsyncIterator[Deployment]:
+                     profile: bool = False, graceful: bool = True,
+                     code: Path | None = None) -> AsyncIterator[Deployment]:
     """The front (serving Slack HTTP) and `workers` worker processes, ready (a worker: DBOS launched).
     `database_url`: the log and the workflows in that Postgres database (DEBATE_DATABASE_URL), else
     SQLite files in `workdir`. `profile`: every process runs under cProfile (`<name>.prof` in workdir).
-    Not `graceful`: the processes are SIGKILLed at the end (a smoke run: see Proc.stop)."""
+    Not `graceful`: the processes are SIGKILLed at the end (a smoke run: see Proc.stop). `code`: the source tree
+    the processes run (PYTHONPATH; default bench.served.ROOT)."""
     extra = {"DEBATE_DATABASE_URL": database_url} if database_url else {}
+    if code is not None:
+        extra["PYTHONPATH"] = str(code)
     env = peers.env(workdir, openai_url=llm.openai_base_url, anthropic_url=llm.anthropic_base_url,
                     DEBATE_PROPOSER=PROPOSER, DEBATE_CHALLENGER=CHALLENGER, DEBATE_JUDGE=JUDGE, **extra)
     front = Proc.serve(workdir, env, front_only=workers > 0, platforms=("slack",), name="front")
@@ -210,13 +214,14 @@ async def measure_level(workers: int, concurrency: int, root: Path, plan: ReplyP
                         database_url: str | None = None, server: BenchPostgres | None = None,
                         within: float = FINISH_WITHIN_S, spread: bool = False, profile: bool = False,
                         warm: int = 0, label: str = "", graceful: bool = True,
-                        cap: int | None = None) -> Level:
+                        cap: int | None = None, code: Path | None = None) -> Level:
     """`concurrency` debates through the front, all at once (50 POSTs in flight), until they end or
     `within` seconds have passed. `spread`: each worker takes at most its share (concurrency ÷ workers),
     so the debates split evenly rather than going to whichever worker polls the queue first. `warm`:
     that many one-round debates run first, off the clock (a worker imports each provider's SDK on its
     first call to it: ~1 s each, on the event loop). Not `graceful`: see `deployment`. `cap`: each worker runs
-    at most that many debates at once (`debate worker --concurrency`), the rest wait in the queue."""
+    at most that many debates at once (`debate worker --concurrency`), the rest wait in the queue. `code`: the
+    source tree the product's processes run (see `deployment`)."""
     workdir = root / f"overhead-{workers}-{concurrency}{label}"
     workdir.mkdir()
     db: LogSource = database_url or workdir / "debates.db"
@@ -226,7 +231,7 @@ async def measure_level(workers: int, concurrency: int, root: Path, plan: ReplyP
     async with PeerProcess(plan) as llm:
         async with (Peers() as peers,
                     deployment(workers, peers, workdir, llm, database_url=database_url, worker_concurrency=share,
-                               profile=profile, graceful=graceful) as shape):
+                               profile=profile, graceful=graceful, code=code) as shape):
             window = await level_on(shape, peers, db, concurrency, rounds, server=server, within=within, warm=warm)
         stats = await llm.stop()
     return level_from(window, stats, plan, rounds, workdir)
