@@ -6,9 +6,9 @@ read), and some of a debate's events come in runs a few milliseconds apart: a no
 debate's end. So an event is held (`HOLD_S` at most) and goes in one write with the events after it: the
 next one that is written at once (a turn's start, so that a thread can post the turn's message before its
 text comes, and its text, which is already paced), the end of the step, or the hold's end, whichever comes
-first. A 2-round challenge writes 15 times where it wrote 18 (BENCHMARKS.md, issue 24 round 17: holding a
-turn's start for its first text too made 12, and Discord's first texts later, as its placeholder then
-waited for the text to be posted at all).
+first. bench.durable_pg's 2-round challenge writes 16 times where it wrote 18 (BENCHMARKS.md, issue 24 rounds
+17 and 18, where 7 of the 16 now go with a step's record; holding a turn's start for its first text too made
+12, and Discord's first texts later, as its placeholder then waited for the text to be posted at all).
 
 The end of a step flushes (`Durable` runs `step_ended` at the end of every step of the workflow, before DBOS
 records it): what it holds then goes with the step's record (`StepStreams.ride`: on Postgres in the record's
