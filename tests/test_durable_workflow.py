@@ -297,7 +297,10 @@ async def test_a_stream_write_takes_the_events_held_before_it_and_a_steps_end_go
     # a turn's start is written at once (a thread may post its message before the text comes); the judging's
     # notice, the verdict and the debate's end go in one write, with the step's record
     assert all(types[-1] == "turn_started" for types in grouped if "turn_started" in types)
-    assert writes[-1][0][-2:] == ["verdict", "debate_finished"] and len(writes[-1][0]) >= 3 and writes[-1][1]
+    assert writes[-1][0][-2:] == ["verdict", "debate_finished"] and len(writes[-1][0]) >= 3
+    if backend.name != "postgres":  # SQLite's records take none: its stream writes share a transaction already
+        assert not any(with_record for _, with_record in writes) and len(writes) <= len(events) - 2
+        return
     # what a step's end holds (a round's start, a turn's closing event) goes with its record
     assert [types for types, with_record in writes if with_record] == [
         ["round_started"], ["turn_completed"], ["turn_completed"], writes[-1][0]]

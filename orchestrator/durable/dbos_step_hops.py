@@ -14,8 +14,8 @@ own connection while the file is free), a step hops to the pool not at all: `ins
 statement sent from there. DBOS's check, asked there, says what to read; the loop reads it and asks again with
 the answer. DBOS's record leaves its row to the loop to write. Only DBOS's step functions are run so (known by
 name, STEP_CHECK and STEP_RECORD); a workflow's own start and end still hop. Around a step whose record the loop
-writes, `riding` takes the stream writes the step's end hands over (dbos_stream_writes.Rides), and the record
-writes them with it.
+writes on Postgres, `riding` takes the stream writes the step's end hands over (dbos_stream_writes.Rides), and
+the record's statement writes them with it.
 
 DBOS's private API, pinned with the rest (dbos_private.py PINNED_MINOR); tests/test_dbos_step_hops.py runs
 steps and workflows through it on a real SQLite system database and counts the hops (without the loop's
@@ -54,7 +54,9 @@ async def _then(func: Callable[[], Coroutine[Any, Any, T]], after: Callable[[Cal
     if dbos is not None:
         await dbos._configure_asyncio_thread_pool()
     records = _loop_records(after, STEP_RECORD)
-    with riding(records.records.sys_db) if records is not None else nullcontext() as rides:
+    # a record sent as one statement (Postgres) takes the stream writes its step's end hands over
+    sys_db = records.records.sys_db if records is not None and records.postgres is not None else None
+    with riding(sys_db) if sys_db is not None else nullcontext() as rides:
         try:
             value = await func()
             result = await _after(after, lambda: value, records, rides)

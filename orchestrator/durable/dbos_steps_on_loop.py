@@ -14,8 +14,10 @@ read and, asked again, returns the answer the loop read; the record leaves its r
   (the owner checked, then the insert), as DBOS's; when the file is locked by another connection the step
   goes through DBOS's pool as before (`POOL`).
 
-A record takes with it the stream writes its step's end handed over (dbos_stream_writes.Rides): on Postgres
-in its statement, on SQLite in its transaction; through DBOS's pool they are written just before it.
+On Postgres a record takes with it, in its statement, the stream writes its step's end handed over
+(dbos_stream_writes.Rides). SQLite keeps them apart: its stream writes already share one transaction across
+debates, and a record's transaction that wrote them too would hold the file longer (bench.cpu_compare
+--together: no less CPU, 2 workers 1.036× as much).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, uni
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
 from orchestrator.durable.dbos_steps_ahead import StepsAhead
-from orchestrator.durable.dbos_stream_writes import StreamWrite, StreamWriter, joined, writer_for
+from orchestrator.durable.dbos_stream_writes import StreamWrite, joined, writer_for
 
 _UNASKED = object()
 log = logging.getLogger(__name__)
@@ -133,14 +135,14 @@ class LoopSteps:
     async def record(self, result: Any, completed_at: int, owner_xid: str | None,
                      rides: list[StreamWrite] | None = None) -> None:
         """DBOS's record of the step's `result`, written from the loop (or, the file locked, by DBOS in the
-        pool), its errors DBOS's; with it, the stream writes its step handed over (`rides`, Rides): on
-        Postgres in its statement, on SQLite in its transaction (else written just before it)."""
+        pool), its errors DBOS's; on Postgres with the stream writes its step handed over (`rides`, Rides) in
+        its statement (elsewhere, or another step's, each written just before it)."""
         records = self.records
         statement, values = records._record_values(result, completed_at, owner_xid, merged=self.postgres is not None)
         writer = writer_for(records.sys_db)
         ride = joined(rides or [], values["wf"], values["fid"], values["owner"])
-        if rides and (ride is None or (self.postgres is not None and statement is not records.record_owned)):
-            for write in rides:  # not this step's own (never so far): each alone, first
+        if rides and (ride is None or self.postgres is None or statement is not records.record_owned):
+            for write in rides:
                 await writer.write(write)
             ride = None
         if self.postgres is not None:
@@ -149,16 +151,13 @@ class LoopSteps:
             rows = await self._record_postgres(self.postgres, statement, values, result, ride is not None)
             records._verify(statement, rows, result, completed_at)
             self.ahead.recorded(result["workflow_uuid"], values["owner"])
-        elif not self._record_in_file(statement, values, result, completed_at, ride, writer):
-            self.pooled += 1
             if ride is not None:
-                await writer.write(ride)
-                ride = None
+                writer.written(ride)
+        elif not self._record_in_file(statement, values, result, completed_at):
+            self.pooled += 1
             await asyncio.to_thread(records.sys_db.record_operation_result, result,
                                     completed_at_epoch_ms=completed_at, owner_xid=owner_xid)
             return
-        if ride is not None:
-            writer.written(ride)
         self.sent += 1
         DebugTriggers.debug_trigger_point(DebugTriggers.DEBUG_TRIGGER_STEP_COMMIT)
 
@@ -174,15 +173,12 @@ class LoopSteps:
                     continue
                 raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
 
-    def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int,
-                        ride: StreamWrite | None, writer: StreamWriter) -> bool:
-        """SQLite: the owner checked and the row inserted in one transaction of the loop's, after `ride`'s
-        values; False (nothing written) when another connection holds the file's write lock."""
+    def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int) -> bool:
+        """SQLite: the owner checked and the row inserted in one transaction of the loop's; False (nothing
+        written) when another connection holds the file's write lock."""
         assert self.sqlite is not None
         try:
             with self.sqlite.writing() as conn:
-                if ride is not None:
-                    writer.write_in(on_driver(conn), ride)
                 self.records.write_record(on_driver(conn), statement, values, result, completed_at)
         except Busy:
             return False

@@ -108,9 +108,8 @@ class StreamWrite:
 @dataclass
 class Rides:
     """The stream writes a step hands to its record (`StepStreams.ride`, from its end: stream_sink.py), which
-    writes them with it: on Postgres in the record's statement, on SQLite in its transaction
-    (dbos_steps_on_loop.LoopSteps.record). A step's events are then committed with the record that says they
-    were delivered, in one round trip where there were two."""
+    writes them in its own statement on Postgres (dbos_steps_on_loop.LoopSteps.record). A step's events are
+    then committed with the record that says they were delivered, in one round trip where there were two."""
 
     sys_db: SystemDatabase
     writes: list[StreamWrite] = field(default_factory=list)
@@ -130,7 +129,8 @@ _rides: ContextVar[Rides | None] = ContextVar("dbos_stream_rides", default=None)
 
 @contextmanager
 def riding(sys_db: SystemDatabase) -> Iterator[Rides]:
-    """While a step runs whose record the loop writes: the writes its end hands over (`StepStreams.ride`)."""
+    """While a step runs whose record the loop writes on Postgres: the writes its end hands over
+    (`StepStreams.ride`)."""
     rides = Rides(sys_db)
     token = _rides.set(rides)
     try:
@@ -279,14 +279,8 @@ class StreamWriter:
         return {"key": write.key, "values": [serialized for serialized, _ in write.rows],
                 "sers": [serialization for _, serialization in write.rows]}
 
-    def write_in(self, run: Run, write: StreamWrite) -> None:
-        """SQLite: `write` inside the caller's transaction (a step's record's), or DBOSWorkflowConflictIDError."""
-        refused = self._write_all(run, [write])[0]
-        if refused is not None:
-            raise refused
-
     def written(self, write: StreamWrite) -> None:
-        """`write` committed with its record: its readers woken, as after a write of its own."""
+        """`write` committed with its record (Postgres): its readers woken, as after a write of its own."""
         if self.notifier is not None:
             self.notifier.signal(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
         else:

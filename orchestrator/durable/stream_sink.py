@@ -12,7 +12,7 @@ first. bench.durable_pg's 2-round challenge writes 16 times where it wrote 18 (B
 
 The end of a step flushes (`Durable` runs `step_ended` at the end of every step of the workflow, before DBOS
 records it): what it holds then goes with the step's record (`StepStreams.ride`: on Postgres in the record's
-statement, on SQLite in its transaction), or is written at once where the record cannot take it. Either way
+statement), or is written at once where the record cannot take it (SQLite). Either way
 a step recorded has written everything it delivered, so a replay that gets its record back has nothing to
 deliver again. An event delivered outside a step (DBOS checkpoints those writes itself) is written at once.
 """
@@ -76,8 +76,8 @@ class StreamSink:
 
     async def step_ended(self) -> None:
         """The end of a step of the workflow (before DBOS records it): what it delivered and holds still goes
-        with its record (`StepStreams.ride`: in the record's statement on Postgres, its transaction on SQLite),
-        or where the record cannot take it, or in a parallel branch (whose writes would race another's for
+        with its record (`StepStreams.ride`: in the record's statement, on Postgres), or where the record
+        cannot take it, or in a parallel branch (whose writes would race another's for
         the stream's next offsets), in a write of its own now. A write that fails is logged, as the bus does
         for a sink's failure; the step goes on."""
         if self._due is not None:
