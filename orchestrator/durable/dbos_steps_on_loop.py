@@ -139,12 +139,14 @@ class LoopSteps:
         its statement (elsewhere, or another step's, each written just before it)."""
         records = self.records
         statement, values = records._record_values(result, completed_at, owner_xid, merged=self.postgres is not None)
-        writer = writer_for(records.sys_db)
-        ride = joined(rides or [], values["wf"], values["fid"], values["owner"])
-        if rides and (ride is None or self.postgres is None or statement is not records.record_owned):
-            for write in rides:
-                await writer.write(write)
-            ride = None
+        ride = None
+        if rides:
+            writer = writer_for(records.sys_db)
+            if self.postgres is not None and statement is records.record_owned:
+                ride = joined(rides, values["wf"], values["fid"], values["owner"])
+            if ride is None:
+                for write in rides:
+                    await writer.write(write)
         if self.postgres is not None:
             if ride is not None:
                 statement, values = writer.record_with(records), {**values, **writer.riding_values(ride)}

@@ -280,12 +280,9 @@ class StreamWriter:
                 "sers": [serialization for _, serialization in write.rows]}
 
     def written(self, write: StreamWrite) -> None:
-        """`write` committed with its record (Postgres): its readers woken, as after a write of its own."""
+        """Postgres: `write` committed (alone, or with its record): its readers woken."""
         if self.notifier is not None:
             self.notifier.signal(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
-        else:
-            self._signal([write], [None])
-
 
     async def alone(self, write: StreamWrite) -> None:
         """Postgres: `write` (one value or more) as one statement in autocommit, sent from the loop
@@ -304,8 +301,7 @@ class StreamWriter:
                 await asyncio.sleep(0.1)
         if written != len(write.rows):  # none: the owner check held them all back
             raise DBOSWorkflowConflictIDError(write.workflow_id)
-        if self.notifier is not None:
-            self.notifier.signal(_dbos_streams_channel, f"{write.workflow_id}::{write.key}")
+        self.written(write)
 
 
 def joined(writes: list[StreamWrite], workflow_id: str, function_id: int, owner_xid: str | None) -> StreamWrite | None:

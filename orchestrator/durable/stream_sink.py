@@ -64,9 +64,7 @@ class StreamSink:
     async def flush(self, *, only_in_step: bool = False) -> None:
         """Write what is held, after any write under way; returns once it is committed. `only_in_step`:
         not once the step this runs in has ended (its end wrote what it held)."""
-        if self._due is not None:
-            self._due.cancel()
-            self._due = None
+        self._cancel_hold()
         async with self._lock:
             if only_in_step and not in_step():
                 return
@@ -80,9 +78,7 @@ class StreamSink:
         cannot take it, or in a parallel branch (whose writes would race another's for
         the stream's next offsets), in a write of its own now. A write that fails is logged, as the bus does
         for a sink's failure; the step goes on."""
-        if self._due is not None:
-            self._due.cancel()
-            self._due = None
+        self._cancel_hold()
         async with self._lock:
             if self._held and not in_lane() and self._streams.ride(STREAM, self._held):
                 self._held = []
@@ -94,6 +90,11 @@ class StreamSink:
             await self.flush(only_in_step=only_in_step)
         except Exception:
             log.exception("stream write failed")
+
+    def _cancel_hold(self) -> None:
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
 
     def _hold_ended(self) -> None:
         """The hold's end, in the context of the step that began it: its write, unless that step ends first
