@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import signal
 import threading
 import uuid
@@ -109,8 +110,9 @@ class BenchPostgres:
         self.statements_enabled = True
 
     def create_database(self, prefix: str = "bench") -> str:
-        """A fresh database; its URL (what DEBATE_DATABASE_URL holds)."""
-        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        """A fresh database; its URL (what DEBATE_DATABASE_URL holds). The prefix may be any label: what is not a
+        letter, digit or underscore becomes an underscore (a build's `r18@200` too)."""
+        name = f"{re.sub(r'[^A-Za-z0-9_]', '_', prefix)}_{uuid.uuid4().hex[:10]}"
         with psycopg.connect(self.server.url(), autocommit=True) as conn:
             conn.execute(f"create database {name}")
             if self.statements_enabled:

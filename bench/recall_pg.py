@@ -236,6 +236,11 @@ async def run(smoke: bool, *, turns: int | None = None, keep: Path | None = None
              f"{len(compared.differ)} of {asked}")
     grid.add("  scoped to a channel that sees every debate (/debate search): p50 / p99", "",
              f"{_p(scoped.everything, 50)} / {_p(scoped.everything, 99)} ms")
+    for kind in queries:
+        grid.add(f"    {kind}: p50 / p99", "", f"{_p(scoped.ms[kind], 50)} / {_p(scoped.ms[kind], 99)} ms")
+    # the channel sees every debate, so its scoped search must return the unscoped one's debates, in order
+    grid.add("    queries whose scoped hits differ from the unscoped ones (debates, order)", "",
+             f"{sum(scoped.ids[key] != on_pg.ids[key] for key in on_pg.ids)} of {len(on_pg.ids)}")
     grid.add(f"top-20 debates both return: {' / '.join(queries)}", "",
              " / ".join(f"{_overlap(on_sqlite, on_pg, kind):.0%}" for kind in queries))
     grid.add(f"add_turn, {writes:,} sequential: p50 / mean",

@@ -10,11 +10,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from orchestrator.log.postgres.search import HEADLINE_OPTIONS, search_sql
+from orchestrator.log.postgres.search import search_args, search_sql
 from orchestrator.log.postgres.store import _spelled
-from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import Scope
-from orchestrator.log.search import SEARCH_CANDIDATES_PER_HIT, SEARCH_RECENT_MATCHES
 
 pytestmark = pytest.mark.postgres
 
@@ -50,9 +48,7 @@ def loaded(postgres_log_url: str) -> str:
 
 
 def _rows(conn: psycopg.Connection[Any], sql: str, query: str, hits: int, scope: Scope | None) -> list[Any]:
-    args = {"query": query, "window": SEARCH_RECENT_MATCHES, "limit": hits * SEARCH_CANDIDATES_PER_HIT,
-            "hits": hits, "options": HEADLINE_OPTIONS, **scope_sql(scope)[1]}
-    return conn.execute(_spelled(sql), args, prepare=False).fetchall()
+    return conn.execute(_spelled(sql), search_args(query, hits, scope), prepare=False).fetchall()
 
 
 @pytest.mark.parametrize("scope", SCOPES, ids=("everything", "one channel"))

@@ -1,12 +1,17 @@
-"""`debate_turn_window` (orchestrator/log/turn_window.py, migration m016) gives the window a plain
+"""`debate_turn_window` (orchestrator/log/turn_window.py, migrations m016 and m017) gives the window a plain
 statement gives, the newest matches of a query among the turns with their score, whichever way it finds
 them: from the planner's statistics or its own sample, through an id range or the plain statement, with
-turns deleted from the middle, and for words whose density changes along the log."""
+turns deleted from the middle, and for words whose density changes along the log; with a search's scope,
+the newest matches among the turns that scope may see, as the plain statement joined to the debates."""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
+
+from orchestrator.log import turn_window
+from orchestrator.log.reads import scope_sql
+from orchestrator.log.records import Scope
 
 pytestmark = pytest.mark.postgres
 
@@ -89,3 +94,68 @@ def test_the_setting_it_changes_is_the_callers_again_afterwards(loaded: str) -> 
             conn.execute(WINDOW, {"q": "twentieth", "n": 13}).fetchall()
             row = conn.execute("show enable_indexscan").fetchone()
             assert row is not None and row[0] == setting
+
+
+# Where each debate was started: platforms, workspaces (some none), channels, public and private ones, so
+# the scopes below each see a different share of the turns, from most of them to none.
+SCOPES = (
+    Scope(platform="slack", workspace="T1", channel="C2"),  # T1's public channels and its own channel
+    Scope(platform="slack", workspace=None, channel="C1"),  # a DM-like place: its own channel only
+    Scope(platform="discord", workspace="T2", channel="C0"),
+    Scope(platform="slack", workspace="T9", channel="C9"),  # sees nothing
+)
+
+
+def _place(d: int) -> tuple[str, str | None, str, bool]:
+    platform = "discord" if d % 5 == 4 else "slack"
+    workspace = None if d % 11 == 0 else ("T1" if d % 3 else "T2")
+    return platform, workspace, f"C{d % 4}", d % 7 == 0
+
+
+def _place_debates(url: str) -> None:
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        cur.executemany("update debates set platform = %s, workspace = %s, channel = %s, channel_private = %s"
+                        " where id = %s", [(*_place(d), f"d{d:05d}") for d in range(TURNS // PER_DEBATE)])
+
+
+def _scoped_windows(url: str) -> dict[tuple[int, str, int], list[tuple[object, ...]]]:
+    """Per scope, query and size: the function's window with the scope's condition, checked against the
+    plain statement's with the same condition."""
+    out = {}
+    with psycopg.connect(url) as conn:
+        for number, scope in enumerate(SCOPES):
+            visible, values = scope_sql(scope)
+            plain = ("select t.id, t.debate_id, -ts_rank(t.text_tsv, debate_tsquery(%(q)s)) from turns t"
+                     " join debates d on d.id = t.debate_id where t.text_tsv @@ debate_tsquery(%(q)s) and "
+                     + visible.replace(":scope_platform", "%(scope_platform)s")
+                     .replace(":scope_channel", "%(scope_channel)s").replace(":scope_workspace", "%(scope_workspace)s")
+                     + " order by t.id desc limit %(n)s")
+            scoped = ("select turn_id, turn_debate, turn_score from debate_turn_window(debate_tsquery(%(q)s), %(n)s,"
+                      " %(visible)s, array[%(scope_platform)s, %(scope_channel)s, %(scope_workspace)s]::text[])"
+                      " order by turn_id desc limit %(n)s")
+            for q in QUERIES:
+                for n in WANTED:
+                    args = {"q": q, "n": n, "visible": turn_window.scope_condition(visible), **values}
+                    window = conn.execute(scoped, args).fetchall()
+                    assert window == conn.execute(plain, args).fetchall(), (scope, q, n)
+                    out[(number, q, n)] = window
+    return out
+
+
+def test_a_scoped_window_holds_the_newest_matches_that_scope_may_see(loaded: str) -> None:
+    _place_debates(loaded)
+    before = _scoped_windows(loaded)
+    with psycopg.connect(loaded, autocommit=True) as conn:
+        conn.execute("analyze turns")
+        conn.execute("analyze debates")
+    after = _scoped_windows(loaded)
+    assert before == after
+    # the scopes see different shares: T1's channel many, the DM-like channel fewer, the stranger none
+    sizes = [len(after[(number, "everywhere", 1_000)]) for number in range(len(SCOPES))]
+    assert sizes[0] > sizes[1] > 0 and sizes[2] > 0 and sizes[3] == 0, sizes
+    # and the unscoped call is as before: every match, not only a scope's
+    with psycopg.connect(loaded) as conn:
+        everything = conn.execute(WINDOW, {"q": "everywhere", "n": 1_000}).fetchall()
+        assert everything == conn.execute(PLAIN, {"q": "everywhere", "n": 1_000}).fetchall()
+    assert everything != after[(0, "everywhere", 1_000)]
+

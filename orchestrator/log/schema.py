@@ -20,7 +20,7 @@ from sqlite_utils import Database
 from sqlite_utils.db import Table
 from sqlite_utils.migrations import Migrations
 
-from orchestrator.log.turn_window import TURN_WINDOW_SQL
+from orchestrator.log.turn_window import SCOPED_TURN_WINDOW_SQL, TURN_WINDOW_SQL
 
 MIGRATION_SET = "debate_bot"
 MIGRATIONS_TABLE = Migrations.migrations_table  # "_sqlite_migrations"
@@ -399,3 +399,10 @@ def m016_turn_search_window(step: Step) -> None:
     """Postgres: `debate_turn_window` (turn_window.py), the newest matches of a search among the turns read
     from an id range that holds them rather than by walking every turn or reading every match."""
     step.postgres(TURN_WINDOW_SQL)
+
+
+@migration
+def m017_scoped_turn_search_window(step: Step) -> None:
+    """Postgres: `debate_turn_window` takes a search's scope (turn_window.py), so `/debate search` in a
+    channel reads its window from an id range too, not by walking the turns and joining each match."""
+    step.postgres(SCOPED_TURN_WINDOW_SQL)

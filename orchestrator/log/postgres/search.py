@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -57,10 +58,10 @@ class _Source:
         place among them (`pos`). The query is folded to a constant when planned (`debate_tsquery` is
         immutable), so the planner sees how common its words are: a common word walks the newest rows
         backwards by an index and stops at the window; a rarer one reads its matches from the GIN index.
-        An unscoped search takes the turns' window from `debate_turn_window` (../turn_window.py): the
-        matches of an id range that holds the newest, for a word between the two. Only the window's rows
-        are ranked, and without their `tsvector` in tow (sorting wide rows spilled to disk); with a scope,
-        the window holds only the rows the scope may see."""
+        The turns' window comes from `debate_turn_window` (../turn_window.py): the matches of an id range
+        that holds the newest, for a word between the two. Only the window's rows are ranked, and without
+        their `tsvector` in tow (sorting wide rows spilled to disk); with a scope, the window holds only the
+        rows the scope may see (the turns' function is given the scope's condition and values)."""
         ages = [part.split()[0] for part in self.newest.split(",")]  # "s.at desc nulls last" -> "s.at"
         aged = ", ".join(f"{column} as {column[2:]}" for column in ages)
         order = f"score, {self.newest.replace('s.', '')}"
@@ -72,10 +73,12 @@ class _Source:
 
     def _recent_sql(self, scope: Scope | None, aged: str) -> str:
         """The newest `:window` matches, with their score (see `best_sql`)."""
-        if self.window is not None and scope is None:  # the turns: ../turn_window.py
+        if self.window is not None:  # the turns: ../turn_window.py
+            values = ", ".join(f":{name}" for name in turn_window.SCOPE_PARAMETERS)
+            scoped = "" if scope is None else f", :window_visible, array[{values}]::text[]"
             return f"""
                     select s.turn_id as key, s.turn_debate as debate_id, s.turn_id as id, s.turn_score as score
-                    from {self.window}(debate_tsquery(:query), :window) s
+                    from {self.window}(debate_tsquery(:query), :window{scoped}) s
                     order by s.turn_id desc limit :window"""
         visible, _ = scope_sql(scope, "d" if self.join else "s")
         join = self.join if scope is not None else ""
@@ -134,12 +137,19 @@ def search_sql(scope: Scope | None) -> str:
 _PLACES = 1_000_000_000
 
 
+def search_args(query: str, hits: int, scope: Scope | None) -> dict[str, Any]:
+    """The values `search_sql(scope)` takes for the best `hits` debates of `query`."""
+    visible, scope_args = scope_sql(scope)
+    args = {"query": query, "window": SEARCH_RECENT_MATCHES, "limit": hits * SEARCH_CANDIDATES_PER_HIT,
+            "hits": hits, "options": HEADLINE_OPTIONS, **scope_args}
+    if scope is not None:  # the turns' window applies the scope's condition itself (../turn_window.py)
+        args["window_visible"] = turn_window.scope_condition(visible)
+    return args
+
+
 async def _ranked(c: Conn, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
-    _, scope_args = scope_sql(scope)
-    args = {"query": query, "window": SEARCH_RECENT_MATCHES, "limit": limit * SEARCH_CANDIDATES_PER_HIT,
-            "hits": limit, "options": HEADLINE_OPTIONS, **scope_args}
     # never a prepared statement: each query is planned for its own words
-    found = await c.rows(search_sql(scope), args, prepare=False)
+    found = await c.rows(search_sql(scope), search_args(query, limit, scope), prepare=False)
     return [SearchHit(debate_id=r["id"], topic=r["topic"], where=SOURCES[r["src"]].where, snippet=r["snippet"] or "",
                       created_at=c.epoch(r["created_at"]) or 0.0, status=r["status"], rank=float(r["score"]))
             for r in found]
