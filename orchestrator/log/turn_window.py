@@ -25,8 +25,9 @@ A scoped search (`/debate search` in a channel) passes the scope's condition on 
 `reads.scope_sql` writes it with its values as `$2`, `$3`, `$4` (`scope_condition`), and the values: each
 step then joins the debates and keeps the matches the scope may see, and the density the function goes by
 is of those. Without it a scoped search walked the turns newest first, joining each match to its debate:
-for a word in 3 % of turns, 32,000 turns for its 1,000 newest matches (a scoped search's p99 37.6 → 22.0 ms,
-a mid-frequency word's p50 28.3 → 19.2 ms: BENCHMARKS.md, issue 24 round 19).
+for a word in 3 % of turns, 32,000 turns for its 1,000 newest matches. A range's matches are then looked up
+among their own debates only (`= any`): a join hashed every debate the scope may see. (A scoped search's
+p99 38.9 → 17.5 ms, a mid-frequency word's p50 31.0 → 15.7 ms: BENCHMARKS.md, issue 24 round 19.)
 """
 
 FUNCTION = "debate_turn_window"
@@ -35,7 +36,7 @@ FUNCTION = "debate_turn_window"
 SCOPE_PARAMETERS = ("scope_platform", "scope_channel", "scope_workspace")
 
 
-def _function_sql(head: str, ranked: str, using: str) -> str:
+def _function_sql(head: str, ranked: str, range_step: str, using: str) -> str:
     return f"""
 {head}
 returns table (turn_id bigint, turn_debate text, turn_score real)
@@ -79,7 +80,7 @@ begin
             end if;
             perform set_config('enable_indexscan', 'off', true);
         end if;
-        return query execute ranked || format('t.id >= %s and t.id < %s', hi - span, hi) using {using};
+        return query execute {range_step} using {using};
         get diagnostics got = row_count;
         found := found + got;
         covered := covered + span;
@@ -97,16 +98,24 @@ TURN_WINDOW_SQL = _function_sql(  # m016
     f"create function {FUNCTION}(query tsquery, wanted bigint)",
     """'select t.id, t.debate_id, -ts_rank(t.text_tsv, $1) from turns t'
                             ' where t.text_tsv @@ $1 and '""",
+    "ranked || format('t.id >= %s and t.id < %s', hi - span, hi)",
     "query")
 
 # m017: the same, with the scope's condition (`visible`, on the turn's debate `d`) and its values (`scope`).
-# Its defaults keep the unscoped call as it was; the old signature goes, or that call would match both.
+# Its defaults keep the unscoped call as it was; the old signature goes, or that call would match both. A
+# range's matches are checked against the scope by looking up only their own debates (`= any`), where a
+# join hashed every debate the scope may see (a search in a channel that sees 16,666 debates: +3–6 ms).
 SCOPED_TURN_WINDOW_SQL = f"drop function {FUNCTION}(tsquery, bigint);\n" + _function_sql(
     f"create function {FUNCTION}(query tsquery, wanted bigint, visible text default 'true',"
     " scope text[] default '{}')",
     """'select t.id, t.debate_id, -ts_rank(t.text_tsv, $1) from turns t'
                             || case when visible = 'true' then '' else ' join debates d on d.id = t.debate_id' end
                             || ' where t.text_tsv @@ $1 and (' || visible || ') and '""",
+    """case when visible = 'true' then ranked || format('t.id >= %s and t.id < %s', hi - span, hi)
+            else 'with m as materialized (select t.id, t.debate_id, -ts_rank(t.text_tsv, $1) from turns t'
+                 || format(' where t.text_tsv @@ $1 and t.id >= %s and t.id < %s', hi - span, hi)
+                 || ') select m.* from m where m.debate_id in (select d.id from debates d'
+                 || ' where d.id = any(array(select distinct m.debate_id from m)) and (' || visible || '))' end""",
     "query, scope[1], scope[2], scope[3]")
 
 
