@@ -183,6 +183,8 @@ class Level:
     calls: int = 0  # model calls the peer answered in full
     cpu_s: float = 0.0  # front + workers, from the first POST to the deadline or the last debate's end
     pg_cpu_s: float | None = None  # the Postgres server over the same window (None on SQLite)
+    peer_cpu_s: float = 0.0  # the LLM peer's process, its whole life (the warm-up's few calls too): not ours,
+    # but on the same cores
     logged: int = 0  # debates in the log (admitted)
     threads: dict[str, dict[str, float]] = field(default_factory=dict)  # per process: CPU of main / other threads
     workdir: Path | None = None
@@ -302,7 +304,7 @@ def level_from(window: Window, stats: PeerStats, plan: ReplyPlan, rounds: int, w
     return Level(n, sum(1 for _, r in rows if r["status"] == "completed"), median(ratios),
                  max(ratios, default=float("nan")), window.wall_s, sum(1 for _, r in rows if r["status"] == "running"),
                  ratio_completed=median(completed_ratios), calls=calls, cpu_s=window.cpu_s, pg_cpu_s=window.pg_cpu_s,
-                 logged=len(rows), threads=window.threads, workdir=workdir)
+                 logged=len(rows), threads=window.threads, workdir=workdir, peer_cpu_s=stats.cpu_s)
 
 
 def add_level(table: Table, level: Level, label: str, *, target: bool, within: float) -> None:
