@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bots import event_loop
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 
 # The same split the fake server streams by (one piece per word, whitespace attached).
@@ -216,7 +217,10 @@ def main() -> None:
     # A client cut off mid-stream (the overhead bench's deadline) is expected, not an error worth a traceback.
     logging.basicConfig(level=logging.CRITICAL)
     plan = ReplyPlan(args.latency, args.tps, args.words, args.judge_words, args.summary_words)
-    asyncio.run(_serve(plan))
+    # On uvloop where installed, as the product's processes run: the peer shares the bench's cores with them
+    # (at 1,000 debates, 10 s of CPU beside the product's 34: BENCHMARKS.md, issue 24 round 19)
+    with asyncio.Runner(loop_factory=event_loop.factory("uvloop")) as runner:
+        runner.run(_serve(plan))
 
 
 if __name__ == "__main__":
