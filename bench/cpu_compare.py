@@ -89,18 +89,18 @@ async def run(trees: list[tuple[str, Path]], backends: list[str], workers: list[
                         except Exception as exc:  # a shared machine: a process that never got ready
                             print(f"{label}: did not run: {exc}", flush=True)
                             continue
+                        floor, with_peer = level.wall_s / _floor_s(level), level.wall_s / _floor_s(level, peer=True)
                         print(f"{label}: {level.cpu_ms_per_call:.1f} ms/call + pg {level.pg_cpu_ms_per_call:.1f}, "
                               f"probe {probe.median_ms or float('nan'):.3f} ms, "
                               f"{level.calls} calls, {level.completed}/{debates} completed, "
                               f"ratio {level.ratio:.2f}, wall {level.wall_s:.0f} s ÷ CPU floor "
-                              f"{_floor_s(level):.0f} s = {level.wall_s / _floor_s(level):.2f} (without the "
+                              f"{_floor_s(level):.0f} s = {floor:.2f} (without the "
                               f"database's CPU {level.wall_s / _floor_s(level, database=False):.2f}; with the "
-                              f"LLM peer's {level.peer_cpu_s:.1f} s {level.wall_s / _floor_s(level, peer=True):.2f}), "
+                              f"LLM peer's {level.peer_cpu_s:.1f} s {with_peer:.2f}), "
                               f"threads {level.threads}", flush=True)
                         per[(backend, name, count)].append((level.cpu_ms_per_call, level.pg_cpu_ms_per_call if url
                                                             else 0.0, level.completed, level.ratio, probe.median_ms,
-                                                            level.wall_s / _floor_s(level),
-                                                            level.wall_s / _floor_s(level, peer=True)))
+                                                            floor, with_peer))
                         for proc, split in level.threads.items():
                             table.add(f"  {backend} · {count} w · {name} · run {rep}: {proc} CPU loop / other "
                                       "threads", f"{split.get('main thread', 0):.1f} / "

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from orchestrator.log import turn_window
+from orchestrator.log.postgres.store import _spelled
 from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import Scope
 
@@ -125,11 +126,9 @@ def _scoped_windows(url: str) -> dict[tuple[int, str, int], list[tuple[object, .
     with psycopg.connect(url) as conn:
         for number, scope in enumerate(SCOPES):
             visible, values = scope_sql(scope)
-            plain = ("select t.id, t.debate_id, -ts_rank(t.text_tsv, debate_tsquery(%(q)s)) from turns t"
-                     " join debates d on d.id = t.debate_id where t.text_tsv @@ debate_tsquery(%(q)s) and "
-                     + visible.replace(":scope_platform", "%(scope_platform)s")
-                     .replace(":scope_channel", "%(scope_channel)s").replace(":scope_workspace", "%(scope_workspace)s")
-                     + " order by t.id desc limit %(n)s")
+            plain = _spelled("select t.id, t.debate_id, -ts_rank(t.text_tsv, debate_tsquery(:q)) from turns t"
+                             " join debates d on d.id = t.debate_id where t.text_tsv @@ debate_tsquery(:q) and "
+                             f"{visible} order by t.id desc limit :n")
             scoped = ("select turn_id, turn_debate, turn_score from debate_turn_window(debate_tsquery(%(q)s), %(n)s,"
                       " %(visible)s, array[%(scope_platform)s, %(scope_channel)s, %(scope_workspace)s]::text[])"
                       " order by turn_id desc limit %(n)s")

@@ -43,7 +43,7 @@ from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, uni
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
 from orchestrator.durable.dbos_steps_ahead import StepsAhead
-from orchestrator.durable.dbos_stream_writes import StreamWrite, joined, writer_for
+from orchestrator.durable.dbos_stream_writes import StreamWrite, joined, write_each, writer_for
 
 _UNASKED = object()
 log = logging.getLogger(__name__)
@@ -141,20 +141,19 @@ class LoopSteps:
         statement, values = records._record_values(result, completed_at, owner_xid, merged=self.postgres is not None)
         ride = None
         if rides:
-            writer = writer_for(records.sys_db)
             if self.postgres is not None and statement is records.record_owned:
                 ride = joined(rides, values["wf"], values["fid"], values["owner"])
             if ride is None:
-                for write in rides:
-                    await writer.write(write)
+                await write_each(records.sys_db, rides)
         if self.postgres is not None:
             if ride is not None:
+                writer = writer_for(records.sys_db)
                 statement, values = writer.record_with(records), {**values, **writer.riding_values(ride)}
             rows = await self._record_postgres(self.postgres, statement, values, result, ride is not None)
             records._verify(statement, rows, result, completed_at)
             self.ahead.recorded(result["workflow_uuid"], values["owner"])
             if ride is not None:
-                writer.written(ride)
+                writer_for(records.sys_db).written(ride)
         elif not self._record_in_file(statement, values, result, completed_at):
             self.pooled += 1
             await asyncio.to_thread(records.sys_db.record_operation_result, result,

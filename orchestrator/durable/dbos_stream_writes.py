@@ -120,8 +120,7 @@ class Rides:
 
     async def write_alone(self) -> None:
         """What no record took, written as a step's writes are (a record DBOS made its own way)."""
-        for write in self.take():
-            await writer_for(self.sys_db).write(write)
+        await write_each(self.sys_db, self.take())
 
 
 _rides: ContextVar[Rides | None] = ContextVar("dbos_stream_rides", default=None)
@@ -338,6 +337,13 @@ def alone_statement(sys_db: SystemDatabase, checked: bool) -> sa.Executable:
 
 BATCH_MAX = 64  # writes in one transaction at most
 _writers: weakref.WeakKeyDictionary[SystemDatabase, StreamWriter] = weakref.WeakKeyDictionary()
+
+
+async def write_each(sys_db: SystemDatabase, writes: list[StreamWrite]) -> None:
+    """`writes` in order, each as a step's write is (`StreamWriter.write`)."""
+    writer = writer_for(sys_db)
+    for write in writes:
+        await writer.write(write)
 
 
 def writer_for(sys_db: SystemDatabase) -> StreamWriter:
