@@ -9,9 +9,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.pq import TransactionStatus
 
+from orchestrator.log.postgres import search as pg_search
 from orchestrator.log.postgres.search import search_args, search_sql
-from orchestrator.log.postgres.store import _spelled
+from orchestrator.log.postgres.store import PgConn, _spelled
 from orchestrator.log.records import Scope
 
 pytestmark = pytest.mark.postgres
@@ -67,3 +69,42 @@ def test_joining_only_the_best_scores_gives_the_rows_of_joining_every_debate(loa
         # equal scores across the cut, so the creation-time tie-break decides there
         scores = [r[1] for r in _rows(conn, every, "kafka", 200, scope)]
         assert scores[4] == scores[5] and len(set(scores)) < len(scores) // 3
+
+
+async def _setting(conn: psycopg.AsyncConnection[Any]) -> str:
+    row = await (await conn.execute("show random_page_cost")).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+async def test_a_scoped_search_is_planned_as_cached_and_the_setting_ends_with_it(
+        loaded: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scoped search runs with PLANNED_AS_CACHED's setting; the connection, and a caller's transaction it ran
+    in, have their own after it; an unscoped search is left at the default; a query Postgres refuses still
+    leaves the caller's transaction usable."""
+    seen: list[str] = []
+    ranked = pg_search._ranked
+
+    async def spied(c: Any, query: str, limit: int, scope: Scope | None) -> Any:
+        seen.append(await _setting(c.conn))
+        return await ranked(c, query, limit, scope)
+
+    monkeypatch.setattr(pg_search, "_ranked", spied)
+    async with await psycopg.AsyncConnection.connect(loaded, autocommit=True) as conn:
+        default = await _setting(conn)
+        assert default != "1.1"
+        channel = SCOPES[1]
+        hits = await pg_search.search(PgConn(conn), conn, "kafka", 5, channel)
+        assert hits and seen == ["1.1"]
+        assert conn.info.transaction_status == TransactionStatus.IDLE and await _setting(conn) == default
+        assert [h.debate_id for h in await pg_search.search(PgConn(conn), conn, "kafka", 5, None)]
+        assert seen == ["1.1", default]
+        async with conn.transaction():
+            await conn.execute("set local random_page_cost = 2.5")
+            again = await pg_search.search(PgConn(conn), conn, "kafka", 5, channel)
+            assert [h.debate_id for h in again] == [h.debate_id for h in hits] and seen[-1] == "1.1"
+            assert await _setting(conn) == "2.5"
+            monkeypatch.setattr(pg_search, "MAX_WORD_BYTES", 10**6)
+            assert await pg_search.search(PgConn(conn), conn, "é" * 3000, 5, channel) == []
+            assert await _setting(conn) == "2.5"  # the transaction is still usable, its own setting in place
+        assert await _setting(conn) == default
