@@ -1,9 +1,11 @@
 """orchestrator/durable/dbos_loop_sqlite.py on a real SQLite file: the loop's connection never waits. A file
 another connection holds is `Busy` at once, whether at the first statement of a new connection, a read or a
-write, with nothing written; once it is free, the same connection reads and writes."""
+write, with nothing written; once it is free, the same connection reads and writes. `when_free` tries again
+while the loop runs on, and gives up with Busy."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of
+from orchestrator.durable.dbos_loop_sqlite import RETRY_WAITS_S, Busy, LoopSQLite, file_of, when_free
 
 
 def loop_sqlite(path: Path) -> LoopSQLite:
@@ -75,5 +77,57 @@ def test_a_write_while_another_connection_writes_is_busy_and_writes_nothing(path
         conn.execute("insert into t values ('rolled back')")
         raise ValueError("no")
     assert other.execute("select v from t").fetchall() == [("ours",)]
+    other.close()
+    ours.close()
+
+
+def _write_ours(ours: LoopSQLite) -> str:
+    with ours.writing() as conn:
+        conn.execute("insert into t values ('ours')")
+    return "written"
+
+
+async def test_a_write_that_finds_the_file_taken_is_tried_again_while_the_loop_runs_on(path: Path) -> None:
+    """`when_free`: the other connection commits while ours waits between tries; other tasks ran meanwhile."""
+    ours = loop_sqlite(path)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    ticks = 0
+
+    async def meanwhile() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            if ticks == 3:
+                other.execute("COMMIT")  # the lock goes after a few turns of the loop
+            await asyncio.sleep(0)
+
+    running = asyncio.create_task(meanwhile())
+    try:
+        assert await when_free(lambda: _write_ours(ours)) == "written"
+    finally:
+        running.cancel()
+    assert ticks >= 3
+    assert other.execute("select v from t").fetchall() == [("ours",)]
+    other.close()
+    ours.close()
+
+
+async def test_a_file_taken_through_every_try_is_busy_with_nothing_written(path: Path) -> None:
+    ours = loop_sqlite(path)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    tries = 0
+
+    def attempt() -> str:
+        nonlocal tries
+        tries += 1
+        return _write_ours(ours)
+
+    with pytest.raises(Busy):
+        await when_free(attempt)
+    assert tries == len(RETRY_WAITS_S) + 1
+    other.execute("ROLLBACK")
+    assert ours.rows("select count(*) from t", ()) == [(0,)]
     other.close()
     ours.close()

@@ -11,8 +11,8 @@ read and, asked again, returns the answer the loop read; the record leaves its r
 - Postgres: one statement each through async psycopg (dbos_loop_statements.py); a check the statements
   before it have answered already is not sent (dbos_steps_ahead.py).
 - SQLite: the loop's own connection to the file (dbos_loop_sqlite.py), the record in its own transaction
-  (the owner checked, then the insert), as DBOS's; when the file is locked by another connection the step
-  goes through DBOS's pool as before (`POOL`).
+  (the owner checked, then the insert), as DBOS's; when the file stays locked by another connection through
+  a few short tries (`when_free`) the step goes through DBOS's pool as before (`POOL`).
 
 On Postgres a record takes with it, in its statement, the stream writes its step's end handed over
 (dbos_stream_writes.Rides). SQLite keeps them apart: its stream writes already share one transaction across
@@ -39,7 +39,7 @@ from dbos._error import DBOSStepNondeterminismError
 from dbos._sys_db import SystemDatabase
 
 from orchestrator.durable import dbos_loop_notify, dbos_loop_sqlite, dbos_loop_statements, dbos_step_records
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation, when_free
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import StepRecords, on_driver, swap
 from orchestrator.durable.dbos_steps_ahead import StepsAhead
@@ -111,8 +111,9 @@ class LoopSteps:
             return await self._check_postgres(self.postgres, workflow_id, function_id, function_name)
         check = self.records.check
         assert self.sqlite is not None
+        sqlite, params = self.sqlite, check.params({"wf": workflow_id, "fid": function_id})
         try:
-            rows = self.sqlite.rows(check.sql, check.params({"wf": workflow_id, "fid": function_id}))
+            rows = await when_free(lambda: sqlite.rows(check.sql, params))
         except Busy:
             self.pooled += 1
             return POOL
@@ -154,7 +155,7 @@ class LoopSteps:
             self.ahead.recorded(result["workflow_uuid"], values["owner"])
             if ride is not None:
                 writer_for(records.sys_db).written(ride)
-        elif not self._record_in_file(statement, values, result, completed_at):
+        elif not await self._record_in_file(statement, values, result, completed_at):
             self.pooled += 1
             await asyncio.to_thread(records.sys_db.record_operation_result, result,
                                     completed_at_epoch_ms=completed_at, owner_xid=owner_xid)
@@ -174,13 +175,18 @@ class LoopSteps:
                     continue
                 raise DBOSStepNondeterminismError(result["workflow_uuid"], result["function_id"]) from exc
 
-    def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int) -> bool:
+    async def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int) -> bool:
         """SQLite: the owner checked and the row inserted in one transaction of the loop's; False (nothing
-        written) when another connection holds the file's write lock."""
-        assert self.sqlite is not None
+        written) when another connection held the file's write lock at every try (`when_free`)."""
+        sqlite, records = self.sqlite, self.records
+        assert sqlite is not None
+
+        def write() -> None:
+            with sqlite.writing() as conn:
+                records.write_record(on_driver(conn), statement, values, result, completed_at)
+
         try:
-            with self.sqlite.writing() as conn:
-                self.records.write_record(on_driver(conn), statement, values, result, completed_at)
+            await when_free(write)
         except Busy:
             return False
         except sqlite3.IntegrityError as exc:

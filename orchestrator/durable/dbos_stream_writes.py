@@ -35,7 +35,7 @@ from sqlalchemy.dialects import postgresql
 
 from orchestrator.durable import dbos_loop_notify
 from orchestrator.durable.dbos_loop_notify import LoopNotifier
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation, when_free
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import (
     Prepared,
@@ -194,7 +194,7 @@ class StreamWriter:
             batch, self._waiting = self._waiting[:BATCH_MAX], self._waiting[BATCH_MAX:]
             writes = [write for write, _done in batch]
             try:
-                refused = self._commit_on_loop(writes)
+                refused = await self._commit_on_loop(writes)
                 if refused is None:
                     refused = await asyncio.to_thread(db_retry(sys_db=self.sys_db)(self._commit), writes)
             except Exception as exc:
@@ -221,14 +221,20 @@ class StreamWriter:
         self._signal(writes, refused)
         return refused
 
-    def _commit_on_loop(self, writes: list[StreamWrite]) -> list[Exception | None] | None:
-        """SQLite: `_commit` on the loop's own connection (dbos_loop_sqlite.py), when the file is free at
-        once; None, with nothing written, when it is not (or an offset was taken meanwhile): the pool's then."""
-        if self._loop_sqlite is None:
+    async def _commit_on_loop(self, writes: list[StreamWrite]) -> list[Exception | None] | None:
+        """SQLite: `_commit` on the loop's own connection (dbos_loop_sqlite.py), when the file is free within a
+        few short tries (`when_free`); None, with nothing written, when it is not (or an offset was taken
+        meanwhile): the pool's then. The batches are written one at a time, so the order holds while one waits."""
+        loop_sqlite = self._loop_sqlite
+        if loop_sqlite is None:
             return None
+
+        def write_all() -> list[Exception | None]:
+            with loop_sqlite.writing() as conn:
+                return self._write_all(on_driver(conn), writes)
+
         try:
-            with self._loop_sqlite.writing() as conn:
-                refused = self._write_all(on_driver(conn), writes)
+            refused = await when_free(write_all)
         except Busy:
             return None
         except sqlite3.IntegrityError as exc:
