@@ -341,19 +341,48 @@ def check_port(host: str, port: int) -> None:
                                   "choose another with --host/--port") from None
 
 
-async def _bind(runner: web.AppRunner, host: str, port: int, tries: int) -> web.TCPSite:
+BACKLOG = 128  # aiohttp's TCPSite default
+
+
+def _listening(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to host:port and listening, one per address `host` has, as the loop's `create_server` makes
+    them, but made here so that a port taken between our bind and our listen is an OSError here: two processes
+    can both bind a port with SO_REUSEADDR before either listens, and the second one's listen fails. uvloop then
+    only reports EADDRINUSE to its exception handler and returns a server without a socket (aiohttp's
+    TCPSite.start then fails on it: two `debate worker` started at once failed 3 times in 40)."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    made: list[socket.socket] = []
+    try:
+        for family, kind, proto, _name, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            made.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds: TIME_WAIT is no conflict
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(BACKLOG)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in made:
+            sock.close()
+        raise
+    return made
+
+
+async def _bind(runner: web.AppRunner, host: str, port: int, tries: int) -> web.BaseSite:
     for candidate in range(port, port + max(1, tries)):
-        site = web.TCPSite(runner, host, candidate)
         try:
-            await site.start()
-            return site
+            sockets = _listening(host, candidate)
         except OSError as exc:
-            await site.stop()  # unregisters it from the runner
             if exc.errno == errno.EADDRINUSE and candidate + 1 < port + tries:
                 continue
             taken = f"{host}:{port}" if candidate == port else f"{host}:{port}–{candidate}"
             raise ConfigError(f"cannot listen on {taken} ({exc.strerror or exc}); "
                               "choose another with --host/--port") from None
+        sites = [web.SockSite(runner, sock) for sock in sockets]
+        for site in sites:
+            await site.start()
+        return sites[0]
     raise ConfigError(f"cannot listen on {host}:{port}; choose another with --host/--port")
 
 
