@@ -121,6 +121,16 @@ class LoopSQLite:
                     conn.execute("ROLLBACK")
                 raise
 
+    async def written(self, write: Callable[[sqlite3.Connection], T]) -> T:
+        """`write(conn)` in one write transaction (`writing`), tried again while the file is locked (`when_free`);
+        Busy, with nothing written, if it never found the file free."""
+
+        def attempt() -> T:
+            with self.writing() as conn:
+                return write(conn)
+
+        return await when_free(attempt)
+
     def close(self) -> None:
         """Close this thread's connection."""
         conn = getattr(self._local, "conn", None)

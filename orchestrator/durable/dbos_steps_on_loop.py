@@ -178,15 +178,11 @@ class LoopSteps:
     async def _record_in_file(self, statement: Any, values: dict[str, Any], result: Any, completed_at: int) -> bool:
         """SQLite: the owner checked and the row inserted in one transaction of the loop's; False (nothing
         written) when another connection held the file's write lock at every try (`when_free`)."""
-        sqlite, records = self.sqlite, self.records
-        assert sqlite is not None
-
-        def write() -> None:
-            with sqlite.writing() as conn:
-                records.write_record(on_driver(conn), statement, values, result, completed_at)
-
+        assert self.sqlite is not None
+        records = self.records
         try:
-            await when_free(write)
+            await self.sqlite.written(
+                lambda conn: records.write_record(on_driver(conn), statement, values, result, completed_at))
         except Busy:
             return False
         except sqlite3.IntegrityError as exc:

@@ -35,7 +35,7 @@ from sqlalchemy.dialects import postgresql
 
 from orchestrator.durable import dbos_loop_notify
 from orchestrator.durable.dbos_loop_notify import LoopNotifier
-from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation, when_free
+from orchestrator.durable.dbos_loop_sqlite import Busy, LoopSQLite, file_of, unique_violation
 from orchestrator.durable.dbos_loop_statements import LoopStatements
 from orchestrator.durable.dbos_step_records import (
     Prepared,
@@ -225,16 +225,10 @@ class StreamWriter:
         """SQLite: `_commit` on the loop's own connection (dbos_loop_sqlite.py), when the file is free within a
         few short tries (`when_free`); None, with nothing written, when it is not (or an offset was taken
         meanwhile): the pool's then. The batches are written one at a time, so the order holds while one waits."""
-        loop_sqlite = self._loop_sqlite
-        if loop_sqlite is None:
+        if self._loop_sqlite is None:
             return None
-
-        def write_all() -> list[Exception | None]:
-            with loop_sqlite.writing() as conn:
-                return self._write_all(on_driver(conn), writes)
-
         try:
-            refused = await when_free(write_all)
+            refused = await self._loop_sqlite.written(lambda conn: self._write_all(on_driver(conn), writes))
         except Busy:
             return None
         except sqlite3.IntegrityError as exc:

@@ -40,8 +40,7 @@ MAX_WORD_BYTES = 1_000
 # up their debate by its key hashed every debate the channel may see instead (~16,000 rows, +1–3 ms a search).
 # An unscoped search's plans are the same either way, and it spares the round trips that set it.
 PLANNED_AS_CACHED = "set local random_page_cost = 1.1"
-_NAME = "debate_search"
-_SAVEPOINT = f"savepoint {_NAME}"
+_NAME = "debate_search"  # the savepoint a search inside a caller's transaction runs in
 
 HEADLINE_OPTIONS = (f"StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords={SNIPPET_TOKENS // 3},"
                     " ShortWord=0, MaxFragments=1, FragmentDelimiter=…")
@@ -182,8 +181,8 @@ async def search(c: Conn, conn: psycopg.AsyncConnection, query: str, limit: int,
         # A scoped search runs in a transaction of its own begun with the planner's setting in the same round trip,
         # and rolled back after, so the setting ends with it; inside the caller's transaction, in a savepoint, so
         # that a refused query leaves that transaction usable.
-        planned = "" if scope is None else f"; {PLANNED_AS_CACHED}"
-        await conn.execute(f"{_SAVEPOINT if inside else 'begin'}{planned}", prepare=False)
+        begin = f"savepoint {_NAME}" if inside else "begin"
+        await conn.execute(begin if scope is None else f"{begin}; {PLANNED_AS_CACHED}", prepare=False)
         try:
             return await _ranked(c, query, limit, scope)
         finally:
