@@ -3,8 +3,8 @@ installed, or asyncio's own (`asyncio`, or wherever uvloop is not, as on Windows
 
 uvloop runs the same asyncio code with the loop, its transports and its timers written in C. A durable
 debate is mostly the loop's own work: many small reads of streamed answers, many short database round
-trips, one task switch each. bench.cpu_compare measured 2–15 % less CPU per model call with it (BENCHMARKS.md,
-issue 24 round 14). The front's HTTP server loop (bots/web.py) is made by the same factory as the main loop.
+trips, one task switch each, so it takes less CPU per model call. The front's HTTP server loop (bots/web.py) is
+made by the same factory as the main loop.
 """
 
 from __future__ import annotations

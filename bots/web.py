@@ -48,9 +48,9 @@ log = logging.getLogger("bots.web")
 
 # How long a thread that holds the GIL keeps it from one that waits (CPython's default: 5 ms). The server's
 # thread gives the GIL up at each system call (epoll, recv, send) and waits to get it back from a busy main
-# loop, several times a request: at 5 ms a wait, 50 requests at once took hundreds of ms (BENCHMARKS.md,
-# issue 24). Lowered only while a route answered on the server's loop is mounted (Slack's HTTP events), not
-# in a worker, whose many threads (the log's writer, DBOS's pool) would hand the GIL over ten times as often.
+# loop, several times a request: at 5 ms a wait, a burst of requests queues for hundreds of ms. Lowered only
+# while a route answered on the server's loop is mounted (Slack's HTTP events), not in a worker, whose many
+# threads (the log's writer, DBOS's pool) would hand the GIL over ten times as often.
 SWITCH_INTERVAL_S = 0.0005
 
 HEALTH_PATH = "/healthz"

@@ -1,20 +1,16 @@
-"""The one redactor and sanitizer: secrets out of text before anyone stores or sees it, control
-characters out of untrusted text, and short safe metadata from errors.
+"""The one redactor and sanitizer: secrets out of text before anyone stores or sees it, control characters out of
+untrusted text, and short safe metadata from errors.
 
-Model output can echo the environment (a CLI tool reads the user's repo; a prompt-injected model can
-print a key it saw), and a topic can carry bidi overrides that make a message read backwards. The
-engine applies one `Redactor` to every event where it is emitted (`DebateRun.emit`), before any sink,
-the log included, sees it; nothing downstream redacts again.
+Model output can echo the environment (a CLI tool reads the user's repo; a prompt-injected model can print a key it
+saw), and a topic can carry bidi overrides that make a message read backwards. The engine applies one `Redactor` to
+every event where it is emitted (`DebateRun.emit`), before any sink, the log included; nothing downstream redacts
+again. User text is scrubbed earlier, on the way in: the models at the boundary (DebateSpec, Interjection,
+ChannelDefaults) pass it through `scrub_user_text`, so a key pasted into a topic or a note is never posted, stored or
+sent to a model.
 
-User text is scrubbed earlier, on the way in: a person who pastes a key into a topic, a note, the facts of
-a `continue` or a channel setting would otherwise see it posted, stored and sent to every model before any
-event exists. The models at the boundary (DebateSpec, Interjection, ChannelDefaults) pass what they carry
-through `scrub_user_text`, the same redactor holding the configured secrets of this process.
-
-Streamed text is redacted through `Redactor.stream()`: it holds back the tail of the turn that could
-still be the start of a secret (the last unfinished word, `Bearer ` or `api_key = ` waiting for its
-value, the beginning of a configured secret) and releases it once it cannot be, so a key split across
-deltas never leaves in pieces. Key shapes carry word boundaries, so `risk-adjusted` is not a key.
+Streamed text goes through `Redactor.stream()`, which holds back the tail that could still begin a secret (an
+unfinished word, `Bearer ` or `api_key = ` awaiting its value, a configured secret's start) until it cannot, so a key
+split across deltas never leaves in pieces. Key shapes carry word boundaries: `risk-adjusted` is not a key.
 """
 
 from __future__ import annotations
@@ -43,8 +39,8 @@ KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
 )
 
 # For each shape above, in order, a search for what it cannot match without (the literal it starts with, or for
-# Discord's the dotted middle), with the same flags: prose holds none of them, and a search for a literal is
-# ~0.5 µs over a 700-character turn where each shape's own scan tests its look-behind at every character (~8 µs).
+# Discord's the dotted middle), with the same flags: prose holds none of them, and a search for a literal is far
+# cheaper than the shape's own scan, which tests its look-behind at every character.
 _NEEDS: tuple[re.Pattern[str], ...] = (
     re.compile("sk-ant-"),
     re.compile("sk-"),

@@ -66,7 +66,7 @@ def slack_limits(post_interval: float = 1.0, updates: int = 45, window: float = 
     has room, else it is posted and updated (True: `slack_streams(window)`; False: always post and
     update). Off by default, on with SLACK_NATIVE_STREAMS=true: a stream's message carries no key a
     resumed renderer can find it by, so only posts keep the no-duplicate-after-kill guarantee, and the
-    gain measured in bench.pacing is within one run's noise (BENCHMARKS.md, issue 23)."""
+    streams' gain in first-text time is within a run's noise."""
     stream_limits = slack_streams(window) if streams is True else streams or None
     return Limits(streams=stream_limits,
         channel_writes=1, channel_window=post_interval, edit_interval=edit_interval, edits=updates,

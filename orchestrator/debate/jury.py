@@ -1,20 +1,16 @@
-"""A jury: two to five judges (`spec.judges`), each asked about the anonymous transcript on its own, all
-at once, the verdict the majority's.
+"""A jury: two to five judges (`spec.judges`), each asked about the anonymous transcript on its own, all at once,
+the verdict the majority's.
 
-Every juror gets the same prompt as a single judge (no model or family is named to anyone) and, by
-default (`JURY_ORDER = "swapped"`), two passes with the debaters' order swapped: a juror whose two
-passes disagree is undecided and casts no vote, so a juror's position bias costs its vote instead of
-deciding the verdict. `"alternating"` asks each juror once, the order alternating across the panel
-(half the calls); bench/jury.py measures both on the same scripted cases (BENCHMARKS.md).
+Every juror gets a single judge's prompt (no model or family named to anyone) and, by default (`JURY_ORDER =
+"swapped"`), two passes with the debaters' order swapped: a juror whose passes disagree is undecided and casts no
+vote, so its position bias costs its vote instead of deciding the verdict. `"alternating"` asks each juror once, the
+order alternating across the panel (half the calls).
 
-Majority wins; the vote count (`Jury 2–1 for A`), each dissent's reasoning and each juror's tokens and
-cost travel with the verdict. Confidence comes from agreement: every seated juror for the winner is
-high, a majority with dissent (or an undecided juror) is medium, a tie or a single counted vote is
-low. The tie rule: a tied vote goes to the first-named juror's pick among the tied debaters (the
-order of `--judges`), at low confidence. A juror that fails is dropped with a warning, and the rest
-decide. The verdict's body (reasoning, recommendation, agreements …) is the first-named winning
-juror's. Nothing here reads the clock or draws a random number: a resumed run replays to the same
-verdict.
+The vote count (`Jury 2–1 for A`), each dissent's reasoning and each juror's tokens and cost travel with the
+verdict. Confidence comes from agreement: every seated juror for the winner is high, a majority with dissent or an
+undecided juror medium, a tie or a single counted vote low. A tie goes to the first-named juror's pick among the tied
+(the order of `--judges`). A juror that fails is dropped with a warning; the verdict's body is the first-named winning
+juror's. Nothing here reads the clock or draws a random number: a resumed run replays to the same verdict.
 """
 
 from __future__ import annotations

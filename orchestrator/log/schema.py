@@ -345,8 +345,8 @@ def m010_running_slots(step: Step) -> None:
 @migration
 def m011_turn_vectors_inline(step: Step) -> None:
     """Postgres: a turn's search vector (~1.8 KB) kept inside its row rather than in TOAST storage: a
-    search for a mid-frequency word walks turns newest first and would otherwise fetch each vector apart
-    (bench recall_pg: p99 85 -> 44 ms at 100k turns). `update … set text = text` rewrites the rows."""
+    search for a mid-frequency word walks turns newest first and would otherwise fetch each vector apart.
+    `update … set text = text` rewrites the rows."""
     step.postgres("alter table turns alter column text_tsv set storage main; update turns set text = text;")
 
 

@@ -1,33 +1,14 @@
-"""Postgres: `debate_turn_window`, the newest matches of a search among the turns (migration m016, and
-m017's version, which keeps only the turns a search's scope may see; the SQL of an applied migration never
-changes: a new version is a new migration's).
+"""Postgres: `debate_turn_window`, the newest matches of a search among the turns (migrations m016 and m017;
+the SQL of an applied migration never changes: a new version is a new migration).
 
-Search ranks only a query's newest `wanted` matches per table (search.py `SEARCH_RECENT_MATCHES`). On
-the turns, a plain statement finds them one of two ways: walking the turns newest first and testing
-each one (a word in 3 % of turns visits ~33,000 to find 1,000), or reading every match from the GIN
-index and sorting. For a word of middling frequency neither reads few rows. An id range that holds
-just the newest `wanted` matches does: the GIN index's matches `BitmapAnd` the range of the primary
-key, and only those rows are read. The function finds that range as it goes: it estimates how many
-ids hold `wanted` matches from the lexeme's frequency in the planner's statistics (a query of one
-word), or from the matches among the newest 512 turns (any other query), reads the matches in that
-range, and, when the estimate fell short, carries on below it with the density it has seen. Words too
-rare or too common for a range to pay (a range of more than half the remaining turns, or a word in
-1 turn of 5 or more) take the plain statement: every match from the GIN index where there are fewer
-matches than a walk to the window's end would visit, the walk otherwise.
-
-The rows are the matches' (id, debate, score), not necessarily only `wanted` of them nor in order: the
-caller keeps the newest `wanted`. Each step is planned with its range as constants (EXECUTE), with
-plain index scans off where the bitmaps read fewer rows (the planner counts a walk's test of each row
-as nearly free, so it walks there); the function's `set` clause restores the caller's setting on return.
-`stable`: every step reads the snapshot of the calling statement, so the window is the one statement's.
-
-A scoped search (`/debate search` in a channel) passes the scope's condition on the turn's debate `d`, as
-`reads.scope_sql` writes it with its values as `$2`, `$3`, `$4` (`scope_condition`), and the values: each
-step then joins the debates and keeps the matches the scope may see, and the density the function goes by
-is of those. Without it a scoped search walked the turns newest first, joining each match to its debate:
-for a word in 3 % of turns, 32,000 turns for its 1,000 newest matches. A range's matches are then looked up
-among their own debates only (`= any`): a join hashed every debate the scope may see. (A scoped search's
-p99 38.9 → 17.5 ms, a mid-frequency word's p50 31.0 → 15.7 ms: BENCHMARKS.md, issue 24 round 19.)
+Search ranks only a query's newest `wanted` matches per table (search.py `SEARCH_RECENT_MATCHES`). For a word of
+middling frequency a plain statement reads many rows either way (the turns newest first, or every GIN match). The
+function reads an id range estimated to hold the newest `wanted` matches (from the planner's statistics for one
+word, else from the newest 512 turns), the GIN matches `BitmapAnd` the key's range, and carries on below with the
+density it saw when the range fell short; words too rare or too common for a range take the plain statement. Rows
+are (id, debate, score), not necessarily `wanted` nor in order: the caller keeps the newest. `stable`: every step
+reads the calling statement's snapshot. A scoped search (`/debate search` in a channel) passes the scope's condition
+as `reads.scope_sql` writes it (`scope_condition`) and its values, so each step keeps only what the scope may see.
 """
 
 FUNCTION = "debate_turn_window"
@@ -104,7 +85,7 @@ TURN_WINDOW_SQL = _function_sql(  # m016
 # m017: the same, with the scope's condition (`visible`, on the turn's debate `d`) and its values (`scope`).
 # Its defaults keep the unscoped call as it was; the old signature goes, or that call would match both. A
 # range's matches are checked against the scope by looking up only their own debates (`= any`), where a
-# join hashed every debate the scope may see (a search in a channel that sees 16,666 debates: +3–6 ms).
+# join hashed every debate the scope may see.
 SCOPED_TURN_WINDOW_SQL = f"drop function {FUNCTION}(tsquery, bigint);\n" + _function_sql(
     f"create function {FUNCTION}(query tsquery, wanted bigint, visible text default 'true',"
     " scope text[] default '{}')",

@@ -5,7 +5,7 @@ pattern). Each callable runs in its own transaction; its result or exception com
 awaiting coroutine through `loop.call_soon_threadsafe`, so the event loop never blocks on SQLite.
 Writes queued together share one commit (group commit): each runs in a savepoint of its own, so one
 that fails is undone alone, and none is answered before the commit that makes them all durable. A
-commit costs ~1 ms of kernel CPU, and a worker running 100 debates queues several writes at a time.
+commit's kernel work is the costly part, and a worker running many debates queues several writes at a time.
 
 A writer creates the file mode 0600 whatever the umask (SQLite gives the -wal and -shm files the
 database's own mode) and brings the schema up to date. A reader opens it read-only: no migration,

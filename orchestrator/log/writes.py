@@ -67,7 +67,7 @@ async def create_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None
     filled = [k for k in _FILLED_IN_AT_START if row[k] is not None]
     sets = ", ".join(f'"{k}" = excluded."{k}"' for k in filled)
     # a row that says so already (the worker's start after the front's) is not written again: on Postgres an
-    # update is a new row version, its topic's tsvector and every index entry made again (~0.4 ms)
+    # update is a new row version, its topic's tsvector and every index entry made again
     changed = " or ".join(f'debates."{k}" is distinct from excluded."{k}"' for k in filled)
     await _send_debate(c, spec, at, runner, f"on conflict (id) do update set {sets} where {changed}" if sets
                        else "on conflict (id) do nothing")

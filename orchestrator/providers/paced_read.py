@@ -1,22 +1,16 @@
 """A streamed answer's bytes off aiohttp's reader, read no more often than the text is shown.
 
-A model streams one SSE event a token or so, each in its own TCP segment, and aiohttp hands each one
-on as it lands: the loop wakes, reads, parses the chunked body, wakes the reading task and runs the
-decoder and the delta callback, once per event, tens of times a second per call. Nobody sees the text
-that often: a durable stream is written once a second, a live thread is edited about as often, a
-terminal's deltas go out every 50 ms (orchestrator/debate/deltas.py). So with `every_s` set, when the
-next read is asked for sooner than `every_s` after the last one, the connection's transport stops
-reading for the rest of that time; what the model sent meanwhile waits in the kernel's socket buffer
-and arrives in one read, as several events.
+A model streams an SSE event a token or so, and aiohttp hands each one on as it lands: a wake-up, a read,
+a parse and a callback per event, tens of times a second per call, while nobody sees the text that often
+(a durable stream is written once a second, a terminal's deltas every 50 ms). So with `every_s` set, a read
+asked for sooner than `every_s` after the last one pauses the transport for the rest of that time; what the
+model sent meanwhile waits in the socket buffer and arrives in one read.
 
-- **Only while the loop keeps time.** A loop that wakes its timers late is busy, and its reads already
-  bring many events each; there a wait only makes every answer later (and on a worker running 1,000
-  debates, the debates slower and the front's polling of them longer: BENCHMARKS.md, issue 24 round 13).
-  Each wait measures how late its wake-up came; when the loop's running mean of that (`LoopLag`) passes
-  half of `every_s`, the loop's streams read without waiting for a second (QUIET_S), then try again.
-- Nothing waits once the body has ended (the connection went back to the pool), and `unpace()` (the
-  provider has seen the final event) reads the rest as it comes.
-- The transport is paused only during a wait and resumed however the wait ends (a cancelled call too).
+- Only while the loop keeps time: a busy loop's reads already bring many events, and a wait there only
+  makes answers later. When the running mean of how late the waits wake (`LoopLag`) passes half of
+  `every_s`, the loop's streams read without waiting for QUIET_S, then try again.
+- Nothing waits once the body has ended, or after `unpace()` (the provider has seen the final event); the
+  transport is resumed however a wait ends (a cancelled call too).
 """
 
 from __future__ import annotations

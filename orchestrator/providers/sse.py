@@ -139,7 +139,7 @@ def body(response: Any, every_s: float = 0.0) -> AsyncIterator[bytes]:
     reader, whatever has arrived in one piece, with aiohttp's errors mapped to httpx2's as the transport
     maps them, and reads at least `every_s` apart (orchestrator/providers/paced_read.py). The SDK's
     `iter_bytes` passes each piece through five generators (the SDK's, httpx2's decoded and raw bytes and
-    timer, the transport's): 6–13 % of a streamed call's CPU (bench.provider_read). A body with a content
+    timer, the transport's), a noticeable share of a streamed call's CPU. A body with a content
     encoding, or another transport, is read through the SDK, unpaced."""
     http = response.http_response
     stream = getattr(http.stream, "_stream", http.stream)  # inside httpx2's BoundAsyncStream (its timer)

@@ -37,7 +37,7 @@ MAX_WORD_BYTES = 1_000
 
 # A scoped search is planned with a random read priced as a cached one, as the log's indexes are when it runs (the
 # pages it probes are in memory). At Postgres's default (4.0) a window whose few hundred matches could each look
-# up their debate by its key hashed every debate the channel may see instead (~16,000 rows, +1–3 ms a search).
+# up their debate by its key hashed every debate the channel may see instead.
 # An unscoped search's plans are the same either way, and it spares the round trips that set it.
 PLANNED_AS_CACHED = "set local random_page_cost = 1.1"
 _NAME = "debate_search"  # the savepoint a search inside a caller's transaction runs in

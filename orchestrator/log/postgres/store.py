@@ -43,8 +43,7 @@ T = TypeVar("T")
 # Connections a process keeps to the log. A write holds one for its one round trip, so a few serve hundreds
 # of debates, and every backend more costs the server: at a burst the pool grows (a backend started, its
 # caches and plans warmed, inside the burst), and each statement's snapshot and scheduling cost grow with the
-# backends running. 16 → 4 (with the loop's 4 → 2, dbos_loop_statements.py): Postgres's CPU per model call at
-# 1,000 debates 5.1 → 2.7 ms, and Slack's ack p99 no worse (BENCHMARKS.md, issue 24, round 15).
+# backends running.
 POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 10.0
 # how long one read or write waits for a free connection before the log counts as failed (a debate's
@@ -83,7 +82,7 @@ class PgConn(Conn):
     a pipeline sends up to its Sync is one implicit transaction in Postgres's protocol, committed at the Sync
     and rolled back whole if a statement fails. A transaction that waits for an answer half-way sends BEGIN
     before that Sync, which makes what it sent so far the start of an explicit transaction, and COMMIT at the
-    end. Two statements fewer for most writes: ~0.1 ms of the client's CPU and some of the server's."""
+    end. Two statements fewer for most writes, on the client and on the server."""
 
     seq = "seq"
     lock = " for no key update"
@@ -302,8 +301,7 @@ class PostgresLog(DebateLog):
         return await self._run(fn)
 
     async def _read_one_statement(self, fn: Op[T], empty: T) -> T:
-        """On a connection in autocommit, no BEGIN and COMMIT around the statement (search: ~1.5 ms
-        of round trips saved of ~15)."""
+        """On a connection in autocommit, no BEGIN and COMMIT around the statement: two round trips fewer."""
         if self._empty and self._pool is not None:
             return empty
         return await self._run(fn, transaction=False)
