@@ -1,31 +1,17 @@
 """Streams turns into a chat thread as they are written, whatever the platform.
 
-Each turn becomes one message, edited as text arrives (at most once per the pacer's
-`min_edit_interval`) and continued in a new message before the surface's `stream_limit`. Several turns
-may stream at once (parallel rounds); each has its own flusher task. The surface renders each message;
-this class owns timing, and records every message's id under its key (`turn:{round}:{seat}:{kind}:{part}`)
-as soon as it is posted, and every part again as final once the turn's final text shows.
+Each turn becomes one message, edited as text arrives (at most once per the pacer's `min_edit_interval`) and
+continued in a new message before the surface's `stream_limit`; several turns may stream at once, each with its own
+flusher task. The surface renders; this class owns timing and records each message's id under its key as soon as it
+is posted, and again as final once the turn's final text shows. Idempotent for events delivered at least once and
+replayed after a restart: a turn is not begun or shown twice, one recorded final is skipped, one not final is
+streamed again into its messages; a delta seen before adds nothing, and a new attempt starts the turn's text over.
 
-Idempotent, for an event stream delivered at least once and replayed after a restart: a turn that began
-already is not begun again, a finished turn is not shown again, and one whose messages were recorded
-final (`recorded`, from the log) is skipped. A turn whose messages exist but are not final is streamed
-again into those messages. Text arrives as deltas of one attempt at the turn, each at its offset in that
-attempt's text: a delta seen before adds nothing, and a new attempt (the model call ran again) starts
-the turn's text over, in the same messages.
-
-With `first_post_grace` None a turn's message is posted as a placeholder when the turn starts.
-With a number the first post waits for the turn's first text instead, so it is the post that shows the
-text: where edits are scarcer than posts (Slack), a turn's first words then never wait for an edit.
-Either way the first text a turn shows is a phrase (`FIRST_WORDS`), not the word or two a durable
-stream's first write may carry (it waits for a phrase, but not past half a second): the first post, or the edit
-that replaces a placeholder, waits for a phrase, at most `first_text_wait()` after the first text (an
-edit could not have brought the phrase sooner), and then goes at once: a placeholder's first edit does
-not keep the edit interval from the placeholder's post, and jumps the edit budget's queue ahead of the
-edits of turns that already show text.
-Every post and edit is rendered only when the pacer lets it go (`Paced`), so a call that waited long
-carries the newest text, and a turn that ended meanwhile needs no further edit. Where the surface has
-native streams and the pacer a start for one, a part is a stream instead of a post (`bots.thread.streams`:
-appended to as it grows, stopped when it ends or stops growing as a prefix, then edited as usual).
+A turn's first post is a placeholder (`first_post_grace` None) or waits for its first text (where edits are scarcer
+than posts: Slack). Either way the first text shown is a phrase (`FIRST_WORDS`), waited for at most
+`first_text_wait()`, then sent at once, ahead of the edits of turns already showing text. Every write is rendered
+when the pacer lets it go (`Paced`), so it carries the newest text. Where the surface has native streams and the
+pacer a start for one, a part is a stream instead (`bots.thread.streams`).
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
 """One pacing model for every platform's writes, shared by every debate a `Pacer` serves.
 
-A platform states its limits as a `Limits` (Slack: `bots.slack.surface.slack_limits`, Discord:
-`bots.discord.surface.discord_limits`); the pacer makes writers wait their turn instead of collecting
-429s. Three budgets, each present or not per platform:
+A platform states its limits as a `Limits` (`bots.slack.surface.slack_limits`, `bots.discord.surface.discord_limits`);
+the pacer makes writers wait their turn instead of collecting 429s. Three budgets, each present or not per platform:
+**channel** (`channel_writes` per `channel_window` in one channel, counted from when a write was answered, writes in
+flight counting too; Slack's posts, every Discord write), **edits** (a token bucket for everything the pacer serves:
+Slack's chat.update per workspace) and **one message** (an edit waits `edit_interval` after the previous edit of that
+message; `min_edit_interval()` grows with the messages streaming at once, so live turns coalesce harder).
 
-- **channel**: at most `channel_writes` writes per `channel_window` seconds in one channel, a write
-  counted from when it was answered and writes in flight counting too, so requests that bunch up on the
-  way never arrive closer together than the platform allows. Slack: posts, 1 per 1 s. Discord: every
-  write (`edits_use_channel`), 5 per 5 s; a thread is a channel of its own.
-- **edits**: `edits` per `edit_window` for everything the pacer serves, a token bucket refilled
-  continuously (Slack's chat.update, Tier 3: about 50 a minute per workspace). None: no such budget.
-- **one message**: an edit waits `edit_interval` after the previous edit of that message was answered.
-  `min_edit_interval()` grows with the number of messages streaming at once, so live turns coalesce
-  harder when many debates share the edit budget.
-
-Waiting writes are not served in arrival order but by `Urgency`, decided when a slot opens: a request's
-place is its time plus a handicap per urgency counted in that budget's period (`write_order` for the
-channel, `edit_order` for the edit budget). Small handicaps (Slack) only tilt the queue, so no urgency
-starves; handicaps far apart (Discord, `STRICT`) make a strict priority, then arrival order. In the edit
-budget, streamed text (`Urgency.TEXT`) queues by when its message last changed, so the message that has
-shown nothing new for longest is edited first.
-
-A platform with native streams of its own (Slack's chat.startStream / appendStream / stopStream) adds
-`StreamLimits`: a turn's message is then a stream when the workspace's start budget (Tier 2: a start and
-its stop, both taken when it starts) has room right now, else it is posted and updated as before;
-appends draw on a budget of their own (Tier 4), so streamed turns leave the scarce update budget to the
-rest. The first refusal of a stream switches that workspace (this pacer) to posts and updates for good.
+Waiting writes are served by `Urgency`, decided when a slot opens: a request's place is its time plus a handicap per
+urgency (`write_order`, `edit_order`). Small handicaps (Slack) only tilt the queue; far apart (Discord, `STRICT`) they
+make a strict priority. Streamed text queues by when its message last changed, so the one that has shown nothing new
+for longest goes first. `StreamLimits` adds a platform's native streams (Slack's Tier 2 starts, Tier 4 appends): a
+turn streams when a start is free, else it is posted and updated; a workspace's first refusal turns streams off there.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """Renders one debate's events into its thread, whatever the platform: the `Sink` the job is given.
 
-`handle()` only enqueues, so the engine never waits on a platform's pacing; one worker task per debate
-applies the events in order: streamed turns (`LiveTurns`), round markers and notices, audience notes
-(`Interjected`, in the surface's notice look), the verdict with its buttons, and the root message's
-status (a `Latest`: progress coalesces, the final state lands). A continuation (`continue` after the
-verdict) is rendered by a sink of its own in the same thread (`resume(..., segment=N)`): the root
-shows it running again, then its result, and its verdict is a new message (`verdict:N`); the earlier
-verdict stays as it is, its buttons still working.
-Every message is recorded in the log under its key (`bots.thread.keys`) as soon as the platform has
-answered its post, before anything else is written for the debate.
+`handle()` only enqueues, so the engine never waits on a platform's pacing; one worker task per debate applies the
+events in order: streamed turns (`LiveTurns`), round markers and notices, audience notes, the verdict with its
+buttons, and the root message's status (a `Latest`: progress coalesces, the final state lands). A continuation is
+rendered by a sink of its own in the same thread (`resume(..., segment=N)`), its verdict a new message. Every message
+is recorded in the log under its key (`bots.thread.keys`) as soon as the platform has answered its post.
 
-Many debates may share a channel and a workspace, so the thread spends their budgets on what readers
-wait for: the worker moves on once a finished turn's messages exist (its final edit follows in the
-background, drained at the end), round progress goes into the root's status (least urgent, coalesced),
-and the verdict is posted with its token counts: the debate ends right after its verdict, so the post
-waits up to `VERDICT_GRACE` for the final event, and renders when its slot comes (a debate that has not
-ended by then gets its counts edited in once it has).
-
-Idempotent: events may come more than once, and a front that restarted replays a debate's whole stream
-into a sink opened with `resume`, which loads the messages the thread has (key → id, final) from the
-log. A message that exists is edited, never posted again; one that is final is left alone; turns
-follow `LiveTurns`. Each message is recorded final once it shows its final text; the root last, once
-the debate's end shows on it.
+Many debates may share a channel's and a workspace's budgets, so they go to what readers wait for: the worker moves
+on once a finished turn's messages exist (its final edit follows in the background), round progress is the least
+urgent, and the verdict waits up to `VERDICT_GRACE` for the final event so it posts with its token counts.
+Idempotent: a restarted front replays a debate's whole stream into a sink opened with `resume`, which loads the
+thread's messages (key → id, final) from the log: a message that exists is edited, never posted again, and one that
+is final is left alone. Each message is recorded final once it shows its final text; the root last.
 """
 
 from __future__ import annotations

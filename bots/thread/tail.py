@@ -1,30 +1,16 @@
 """A front's live debates: each one's events read from the workers' stream into its thread.
 
-`FrontTailer` owns one task per live debate: it reads the debate's feed (for durable debates,
-`orchestrator.durable.FrontFeed`) and hands every event to that debate's `ThreadSink`. A debate a front
-started is followed with the sink it opened (`follow`). Debates found in the log whose thread may still
-change (running, or ended before their root message showed it) are followed from the start of their
-stream in a sink opened with `ThreadSink.resume`: the sink edits what exists and skips what is final, so
-replaying the whole stream posts nothing twice. A continued debate is followed in its last segment
-(each `continue` runs one, on a stream of its own); `follow_segment` follows a continuation the front has
-just started, in the same thread.
+`FrontTailer` owns one task per live debate, reading its feed (durable debates: `orchestrator.durable.FrontFeed`)
+into its `ThreadSink`: the sink the front opened when it started the debate (`follow`), or, for a debate the log says
+may still change, one opened with `ThreadSink.resume`, which edits what exists and skips what is final, so replaying
+the whole stream posts nothing twice. A continued debate is followed in its last segment (`follow_segment`).
 
-A front renders only the threads of the workspaces it holds a lease on (`leases.WorkspaceLeases`: one
-front per workspace, so its platform budget is paced in one process). Every `SWEEP_S` (`sweep`; `start`
-runs the first before the front takes requests) the tailer renews its leases and takes the workspaces of
-live threads that are free or whose lease ran out, then follows their threads: one read and one claim per
-sweep. A debate this front started in a workspace another front holds is left to that front (its next
-sweep picks it up). A workspace this front lost (it stalled past its lease and another front took it)
-stops being rendered here, its threads unfinished; closing releases every lease.
-
-A feed that ends with the debate failed while the log still calls it running (its worker could not
-log the failure) gets the failure logged here, retried until the log accepts it. A feed that ends
-without a final event means the debate ended without saying how (its workflow was
-stopped or failed outside the engine): the thread then shows what the log says, and a debate the log
-still calls running is failed there first. So is one with no workflow at all, once it cannot be one a
-front is still starting (a sweep may find a debate between its root's post and its queueing). `stop`
-is how the front stops a debate: the workflow is cancelled, the log gets the cancelled outcome, the
-thread shows it.
+A front renders only the threads of the workspaces it holds a lease on (`leases.WorkspaceLeases`: one front per
+workspace, so its platform budget is paced in one process). Every `SWEEP_S` the tailer renews its leases, takes free
+or expired workspaces and follows their live threads; a workspace it lost stops being rendered here, and closing
+releases every lease. A feed that ends with the debate failed, or without a final event, while the log still calls it
+running gets the failure logged here (so does a debate with no workflow, once it cannot be one still starting), and
+the thread shows what the log says. `stop` cancels the workflow, logs the cancelled outcome and shows it.
 """
 
 from __future__ import annotations

@@ -1,40 +1,17 @@
 """Command-line coding agents as debaters: `cli:claude`, `cli:gemini`, `cli:codex`, `cli:opencode`, `cli:copilot`.
 
-Each call runs the tool once as a subprocess (never through a shell), in a fresh empty working
-directory, in its own process group. The conversation is flattened into one prompt with role headers
-and sent on stdin (copilot takes it as an argument), and the tool's JSON output is parsed (in cli_output):
+Each call runs the tool once as a subprocess (never through a shell), in a fresh empty working directory and its own
+process group, bounded by `call.timeout_s` (on timeout or cancellation the whole group gets SIGKILL). The conversation
+is flattened into one prompt with role headers and sent on stdin (copilot takes it as an argument, capped); the tool's
+JSON output (copilot's plain text) is parsed by cli_output. `cli:<tool>/<model>` passes a model (`cli:claude/opus`);
+DEBATE_CLI_<TOOL> names the executable (default: the tool's name on PATH). `TOOLS` holds each tool's arguments.
 
-    claude    claude -p --output-format json              {"result", "usage": {"input_tokens", "output_tokens"}}
-    gemini    gemini -p "" --output-format json           {"response", "stats": {"models": {…: {"tokens": …}}}}
-    codex     codex exec --json --skip-git-repo-check -   JSON lines: item.completed agent_message, turn.completed
-    opencode  opencode run --format json                  JSON lines: {"type": "text", "part": {"text"}}
-    copilot   copilot -p PROMPT                           plain text (no JSON mode); prompt capped at 100,000 bytes
-
-`cli:<tool>/<model>` passes a model to the tool (`--model`/`-m`), e.g. `cli:claude/opus`.
-
-Where each tool lives: DEBATE_CLI_CLAUDE, DEBATE_CLI_GEMINI, DEBATE_CLI_CODEX, DEBATE_CLI_OPENCODE,
-DEBATE_CLI_COPILOT name the executable (a path, or a name looked up on PATH); default: the tool name.
-
-The tool's environment is minimal, never the bot's own: a chat user's topic becomes its prompt, so it
-must not find the bot's Slack or Discord tokens, nor other vendors' keys, in its environment. It gets
-
-    basics   PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR, TEMP, TMP, XDG_*_HOME,
-             XDG_RUNTIME_DIR (where the tools keep their logins), the proxy and CA-bundle variables
-             (HTTP(S)_PROXY, NO_PROXY, ALL_PROXY, SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS),
-             and TERM=dumb, NO_COLOR=1 (no colour codes or pager in the output we parse)
-    its own  per tool, below: its vendor's key from the settings (only when configured here), and its
-             own configuration variables from the host environment (only when set)
-
-    tool      vendor key (from the settings)          its own variables (from the host)
-    claude    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   CLAUDE_CONFIG_DIR
-    gemini    GEMINI_API_KEY                          GEMINI_CLI_HOME, GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION
-    codex     OPENAI_API_KEY, OPENAI_BASE_URL         CODEX_HOME
-    opencode  —  (many vendors; it uses its own login) OPENCODE_CONFIG, OPENCODE_CONFIG_DIR
-    copilot   —                                       COPILOT_GITHUB_TOKEN, GH_TOKEN, GITHUB_TOKEN, COPILOT_HOME
-
-A call is bounded by `call.timeout_s`: on timeout or cancellation the whole process group gets
-SIGKILL. A non-zero exit is reported by status only; stderr may hold tokens, so it only reaches the
-debug log, redacted. Token counts the tool does not report are estimated (about 4 characters a token).
+The tool's environment is minimal, never the bot's own: a chat user's topic becomes its prompt, so it must not find
+the bot's Slack or Discord tokens, nor other vendors' keys. It gets the basics (`BASIC_VARS`: paths, locale, proxies,
+CA bundles, where the tools keep their logins; TERM=dumb and NO_COLOR=1 for output we parse), its own vendor's key
+from the settings when configured here, and its own configuration variables from the host when set. A non-zero exit
+is reported by status only: stderr may hold tokens, so only the debug log sees it, redacted. Token counts the tool
+does not report are estimated (about 4 characters a token).
 """
 
 from __future__ import annotations
