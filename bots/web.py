@@ -1,23 +1,16 @@
-"""The serving process's one HTTP server: `GET /healthz` in every deployment shape (Socket Mode and
-Discord-only included, so a container's health check always has something to poll), plus the routes
-a platform mounts on it (Slack HTTP mode's /slack/events and install pages), and `GET /metrics`: the
-process's own counters in the Prometheus text format (orchestrator/metrics.py).
+"""The serving process's one HTTP server: `GET /healthz` in every deployment shape (so a container's health check always
+has something to poll), `GET /metrics` (the process's counters in Prometheus's text format, orchestrator/metrics.py),
+and the routes a platform mounts (Slack HTTP mode's /slack/events and install pages) through a table that may grow
+while serving, as the server listens before any platform has started.
 
-The server listens before any platform has started, and Slack mounts its routes once its app is
-built, so requests go through a table that may grow while serving (aiohttp freezes its own router).
+The server runs on a thread with an event loop of its own, so a busy main loop does not hold up an answer: a route
+mounted with `here=True` runs on the server's loop (Slack's /slack/events); every other handler runs on the main loop,
+where its objects live, and returns a `web.Response` or a `Streamed` (chunks produced there, written by the server's
+loop): a guard refuses a main-loop handler that writes to the connection itself.
 
-The server runs on a thread with an event loop of its own, so that a busy main loop (debates starting,
-threads being rendered) does not hold up a request waiting to be answered: a route mounted with
-`here=True` runs on the server's loop (Slack's /slack/events: the signature checked and a slash command
-answered there, its dispatch handed to the main loop); every other handler runs on the main loop, where
-the objects it uses live, and the server's loop awaits its answer. A handler on the main loop never
-writes to the connection itself (a guard refuses it): it returns a `web.Response`, or a `Streamed`,
-whose chunks it produces on the main loop while the server's loop writes them (the page's live events).
-
-/healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body:
-`{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}`. A platform is
-"starting" until its probe first says yes, then "up" or "down" as the probe says at each request.
-From the moment a graceful stop begins (SIGTERM) it answers 503 with `"status": "stopping"`, so a load
+/healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body such as
+`{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}` ("starting" until a platform's
+probe first says yes). Once a graceful stop begins (SIGTERM) it answers 503 with `"status": "stopping"`, so a load
 balancer sends nothing new to a process that refuses new debates.
 """
 

@@ -1,24 +1,16 @@
 """The core's services wired together once, in main(), and handed to every adapter.
 
-One way to open it per kind of process (`Role`):
-- `serve` (`debate serve`): a front and a worker in one process. It launches DBOS with the executor
-  `serve-<host>` (`host`: recovering, at launch, the debates this executor left unfinished) and talks
-  to the workflows through a `FrontFeed` (`feed`), exactly as a front on its own does.
-- `front` (`debate serve --front-only`): the feed only. It never launches DBOS, so it runs and
-  recovers no debate; the workers do.
-- `worker` (`debate worker`): the host only (executor `worker-<name>`), no platform, no feed.
-- `run` (`debate run`): debates run directly in this process (`jobs`, Direct steps), under their own
-  runner name; nothing durable, nothing recovered.
-- `read` (`history`, `show`, `search`, `export`, `discord-sync`): the log opened read-only; never
-  changes it and never touches the workflow database, whatever else is running.
+One way to open it per kind of process (`Role`): `serve` (`debate serve`: a front and a worker in one process, DBOS
+launched as executor `serve-<host>`, recovering at launch what it left unfinished, and talking to its workflows
+through a `FrontFeed` as a lone front does); `front` (`--front-only`: the feed only, never launching DBOS, running
+and recovering no debate); `worker` (`debate worker`: the host only, executor `worker-<name>`); `run` (`debate run`:
+debates run directly in this process, nothing durable); `read` (history, show, search, export, discord-sync: the log
+read-only, the workflow database never touched).
 
-No durable role fails its own "running" debates at start: their workflows resume (one the log stopped
-resumes at the step that writes its failure to the log, retried until the log accepts it). A
-debate a front shows as running without a workflow behind it is failed by the front's tailer
-(`bots.thread.tail`), with a message in its thread. Every role that writes sweeps, at start, the
-debates of `debate run` processes on this host that are gone (`sweep_dead_runs`): nothing resumes
-those, and a debate left "running" would hold its quota slot for hours. Importing DBOS costs ~0.4 s: only the durable
-roles import `orchestrator.durable`, inside `open`.
+No durable role fails its own "running" debates at start: their workflows resume. A debate a front shows as running
+without a workflow behind it is failed by the front's tailer (`bots.thread.tail`). Every role that writes sweeps, at
+start, the debates of gone `debate run` processes on this host (`sweep_dead_runs`): nothing resumes those, and they
+would hold their quota slots. Only the durable roles import `orchestrator.durable` (DBOS is slow to import), in `open`.
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """How many debates may run, and how often one person may start one: the quota rules in one place.
 
-Four limits, each set by one variable:
+Four limits, each one variable: `DEBATE_MAX_CONCURRENT` (debates running at once in the whole log, every process that
+shares it; the only one the CLI, the operator on the host, is held to), `DEBATE_MAX_RUNNING_PER_USER` (one chat user's,
+same platform and workspace), `DEBATE_MAX_RUNNING_PER_CHANNEL`, and `DEBATE_MAX_STARTS_PER_USER_HOUR` (rolling hour).
 
-- `DEBATE_MAX_CONCURRENT`: debates running at once in the whole log (every process that shares it:
-  each serving front and `debate run`). The only limit the CLI, the operator on the host, is held to.
-- `DEBATE_MAX_RUNNING_PER_USER`: debates one chat user has running at once (same platform and
-  workspace).
-- `DEBATE_MAX_RUNNING_PER_CHANNEL`: debates running at once in one channel.
-- `DEBATE_MAX_STARTS_PER_USER_HOUR`: debates one chat user may start in any rolling hour.
-
-The log does the counting and the reservation together: one write transaction counts, and takes the
-slot only when every limit has room, so concurrent requests, in one process or in several sharing
-the log, can never both take the last slot. A start (`DebateLog.admit`) inserts the debate's row; a
-`continue` (`DebateLog.begin_continuation`) is admitted the same way, for the person who asked, and
-runs the debate again. A refusal is a `QuotaExceeded`, whose `user_text()` names the limit, its
-variable, and when it frees up; it is shown to the requester alone, and nothing has been posted.
-
-A running debate's slot is held by whoever holds it (`debates.held_by`: who started it, or who asked
-for its latest continuation) since when (`held_since`: its start, or its continuation's), not by its
-first requester since its creation. A start in the hourly window is a debate created or a
-continuation asked for (`continuations`). A rematch is a new debate, started (and admitted) like any.
-
-A slot held longer than `STALE_AFTER_S` is free: its process died without a restart to sweep it
-(`DebateLog.mark_interrupted`), and a dead process must not lock everyone out for good.
+The log counts and reserves together: one write transaction counts and takes the slot only when every limit has
+room, so concurrent requests, in one process or several, never both take the last slot. A start (`DebateLog.admit`)
+and a `continue` (`DebateLog.begin_continuation`, for the person who asked) are admitted alike; a rematch is a new
+debate. A refusal is a `QuotaExceeded`, whose `user_text()` names the limit, its variable and when it frees up, shown
+to the requester alone with nothing posted. A slot is held by whoever holds it (`debates.held_by`: the starter or the
+latest continuation's asker) since `held_since`; the hourly window counts debates created and continuations asked
+for. A slot held longer than `STALE_AFTER_S` is free: a dead process must not lock everyone out for good.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """Slack's HTTP routes, mounted on the process's one server: the signature first, then bolt.
 
-bolt's aiohttp adapter parses the body while it builds the request (`AsyncBoltRequest.__init__`
-runs `json.loads`), before bolt's signature middleware runs, so unsigned malformed JSON used to end
-in a 500 and a logged traceback. Here the signature is checked on the raw bytes first: unsigned,
-stale or forged requests get 401 and nothing reads their body; a signed body bolt cannot read gets
-400. bolt checks the signature again (its middleware stays on), which costs one HMAC.
+bolt's aiohttp adapter parses the body before its signature middleware runs, so unsigned malformed JSON would end in
+a 500 and a traceback. Here the signature is checked on the raw bytes first: unsigned, stale or forged requests get
+401 and nothing reads their body; a signed body bolt cannot read gets 400 (bolt checks the signature again: one HMAC).
 
-This route runs on the server's own loop (bots/web.py), so a busy main loop (debates starting, threads
-being rendered) does not delay the answer: the signature, a refusal and a slash command's 200 are given
-there; bolt's dispatch is handed to the main loop before the 200 is written, and runs there once the
-burst of requests it came in is answered (bots/burst_gate.py).
-
-A slash command is answered here, as soon as its signature holds: every command listener acks with an
-empty 200 and spawns its work, so the answer is the same, and bolt's dispatch (its middleware, the
-listener, the command's work) runs as a task after it: nothing bolt waits on (an authorization's
-lookup, a middleware) delays the ack. bolt's `ack()` inside the listener then answers nothing. Other requests (a
-button, a modal's submission, whose ack may carry errors) go through bolt before they are answered.
-
+The route runs on the server's own loop (bots/web.py), so a busy main loop does not delay the answer. A slash command
+is answered there as soon as its signature holds (every command listener acks an empty 200 anyway), and bolt's
+dispatch (middleware, listener, the command's work) is handed to the main loop before the 200 is written, to run
+once the burst it came in is answered (bots/burst_gate.py); bolt's `ack()` in the listener then answers nothing.
+Other requests (a button, a modal's submission, whose ack may carry errors) go through bolt before they are answered.
 The OAuth pages are GETs whose body means nothing: it is never handed to bolt.
 """
 
