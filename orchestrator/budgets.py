@@ -1,22 +1,17 @@
 """Spend budgets in US dollars: what a start may cost, what has been spent, and when a window resets.
 
-Three budgets, each set by one variable and unset by default:
+Three budgets, each one variable, unset by default: `DEBATE_BUDGET_USD_PER_WORKSPACE_DAY` (a workspace's or guild's
+spend per UTC day), `DEBATE_BUDGET_USD_PER_USER_DAY` (a chat user's per UTC day; a debate's calls count for whoever
+holds it: its requester, or whoever asked for its latest continuation) and `DEBATE_BUDGET_USD_PER_MONTH` (the whole
+deployment's per UTC calendar month).
 
-- `DEBATE_BUDGET_USD_PER_WORKSPACE_DAY`: what one workspace (or guild) may spend per UTC day.
-- `DEBATE_BUDGET_USD_PER_USER_DAY`: what one chat user may spend per UTC day (the calls of a debate
-  count for whoever holds it: its requester, or whoever asked for its latest continuation).
-- `DEBATE_BUDGET_USD_PER_MONTH`: what the whole deployment may spend per UTC calendar month.
-
-Spend is what the log recorded for every model call in the window (debaters' turns, and the judge
-passes, tie-breaks and summaries in `model_calls`), so every process sharing the log counts the same.
-A call whose model has no known price counts at its vendor's highest known price
-(`providers.pricing.highest_price`): an unpriced model must not be a way around a budget.
-
-Admission (`check_room` in the log, in the transaction that takes the running slot) refuses a start, a
-`continue` or a rematch whose estimated cost (`estimate_usd`) would take a window past its budget, with
-a `BudgetExceeded` naming the variable, what is left and when the window resets. A running debate is
-checked after each round (`SpendWatch`): once its windows are spent, it stops after that round and
-gets its verdict, with a notice saying why.
+Spend is what the log recorded for every model call in the window (`model_calls`: turns, judge passes, tie-breaks,
+summaries), so every process sharing the log counts the same. A model with no known price counts at its vendor's
+highest (`providers.pricing.highest_price`): an unpriced model must not be a way around a budget. Admission
+(`check_room`, in the transaction that takes the running slot) refuses a start, a `continue` or a rematch whose
+estimate (`estimate_usd`) would pass a budget, with a `BudgetExceeded` naming the variable, what is left and when the
+window resets. A running debate is checked after each round (`SpendWatch`): once a window is spent, it stops after
+that round and gets its verdict, with a notice saying why.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """What the engine emits while a debate runs, the Sink protocol that consumes it, and the bus.
 
-Every event has a deterministic `key`: the same event of the same debate has the same key in any
-run, so a reader of an at-least-once stream drops an event whose key it has seen ("started",
-"round:2:start", "turn:1:A:opening:end", "notice:<hash>", "verdict", "final"). Text deltas share
-their turn's key and add `attempt` (one id per run of the model call: a new attempt means the turn
-restarted, reset its text) and `offset` (characters of that attempt before this delta). A turn
-that a format plays again with the same round, seat and kind (stances reruns a round nobody answered
-readably) is a new `take`: its keys end in `:t{take}` ("turn:2:A:rebuttal:t1:end"), so a reader that
-drops repeats by key still shows it; the log keeps the latest take under (round, seat, kind).
+Every event has a deterministic `key` ("started", "round:2:start", "turn:1:A:opening:end", "notice:<hash>",
+"verdict", "final"), the same in any run, so a reader of an at-least-once stream drops a key it has seen. Text deltas
+share their turn's key and add `attempt` (one id per run of the model call: a new one restarts the turn's text) and
+`offset` (characters of that attempt before the delta). A turn a format plays again with the same round, seat and
+kind is a new `take` (keys ending in `:t{take}`), so it still shows; the log keeps the latest take.
 
-Store first, enforced here: the bus hands each event to the log sink and only once that write has
-returned to the platform sinks, in order. When the log write fails the event goes no further, the
-debate stops, and the platforms get one DebateFailed saying why (LOG_WRITE_FAILED). The log gets
-that DebateFailed too: tried at once, and when the log still refuses it, again and again with a growing
-pause (`EventBus.record_failure`, awaited by whoever runs the debate) until it is accepted, so a log that
-was unwritable for a while never leaves the debate "running" and holding its quota slot. Platform sinks
-must return quickly: they buffer text deltas and flush them from their own tasks.
+Store first, enforced here: the bus hands each event to the log sink, and only once that write has returned to the
+platform sinks, in order. When the log write fails the event goes no further, the debate stops, and the platforms
+get one DebateFailed (LOG_WRITE_FAILED); the log gets it too, retried with a growing pause until accepted
+(`EventBus.record_failure`), so a log unwritable for a while never leaves the debate "running" and holding its quota
+slot. Platform sinks must return quickly: they buffer text deltas and flush them from their own tasks.
 """
 
 from __future__ import annotations

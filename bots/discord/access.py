@@ -1,22 +1,15 @@
 """Who may see and stop what in Discord: the `Scope` of an interaction, channel privacy, stop rights.
 
-The rules (README "Security and limits", CONTRACT "Who sees what"):
-
-- A debate records its guild (`workspace`) and whether its channel is private: a channel is private
-  when @everyone lacks View Channel there; anything that is not a guild channel (a DM, a channel the
-  bot cannot resolve) counts as private, and so does one whose privacy the bot cannot work out. A
-  debate's privacy is known before its first write to the log (`chat_spec`). Debates start only in
-  guild text channels; `start_channel` says why anywhere else (a DM, a thread, a voice channel, a forum).
-- Every read from chat passes `scope_of(interaction)`: the guild, and "the channel asked from". For a
-  thread that channel is its parent: Discord shows a thread only to those who can view its parent, and
-  a debate is logged under the parent (its thread is the `thread` column), so votes and quotes from
-  inside a debate's thread see that debate. A DM has no guild: it sees only debates started in that
-  DM, which is none.
-- Stopping is for the debate's requester, or a member with Manage Messages in the debate's channel.
-  That permission is the one Discord resolved for the interaction (`interaction.permissions`), so a
-  moderator stops a debate from its channel or its thread; from anywhere else only the requester can.
-- A channel's debate defaults (`/debate-config`) are changed by the same moderators: members with Manage
-  Messages (or Administrator) where they ask, in a guild; a thread's settings are its parent channel's.
+The rules (README "Security and limits", CONTRACT "Who sees what"): a debate records its guild (`workspace`) and
+whether its channel is private (@everyone lacks View Channel; anything not a guild channel, or whose privacy the bot
+cannot work out, counts as private), known before its first write to the log (`chat_spec`). Debates start only in
+guild text channels; `start_channel` says why anywhere else. Every read from chat passes `scope_of(interaction)`: the
+guild and the channel asked from, a thread's being its parent (Discord shows a thread only to those who see its
+parent, and a debate is logged under the parent), so votes and quotes from inside a debate's thread see it; a DM sees
+only debates started in that DM, which is none. Stopping is for the requester or a member with Manage Messages in the
+debate's channel, as Discord resolved it for the interaction (so from its channel or its thread). A channel's
+defaults (`/debate-config`) are changed by members with Manage Messages (or Administrator) there; a thread's are its
+parent's.
 """
 
 from __future__ import annotations

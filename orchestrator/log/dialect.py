@@ -1,19 +1,16 @@
 """`Conn`: what every log operation runs on, one transaction of one database.
 
-The operations (reads.py, writes.py, team.py, renderers.py) are written once, as `async def op(c: Conn, …)`
-over SQL both databases read: named `:name` parameters, `is not distinct from`, `true`/`false`,
-`on conflict … do update`, `returning`. What differs lives in one dialect module per database:
-sqlite.py (the connection its writer thread owns; the coroutine is driven there, it never suspends)
-and postgres/store.py (a pooled psycopg connection): how a statement runs and how its text is spelled,
-how a time is stored, what the insertion order is called, how rows are locked, and full-text search.
+The operations (reads.py, writes.py, team.py, renderers.py) are written once, as `async def op(c: Conn, …)` over SQL
+both databases read (`:name` parameters, `is not distinct from`, `true`/`false`, `on conflict … do update`,
+`returning`). What differs lives in one dialect module per database, sqlite.py (the connection its writer thread
+owns; the coroutine is driven there and never suspends) and postgres/store.py (a pooled psycopg connection): how a
+statement runs and is spelled, how a time is stored, the insertion order's name, row locks, full-text search.
 
-A statement is `send`t; its answer (`Sent`) is read when the operation needs it. SQLite runs it at once.
-Postgres sends it without waiting (pipeline mode): BEGIN goes out with the first statement, reading an
-answer waits once for everything sent before it, and COMMIT goes out with whatever is still unanswered.
-So an operation that sends its statements and reads nothing until `commit` costs one round trip. Under
-READ COMMITTED each statement sees what committed before it started, so a statement sent after
-`send_lock` sees every write of the debate that waited on the lock; a check inside the locking
-statement itself would not (its snapshot is older than its lock wait).
+A statement is `send`t; its answer (`Sent`) is read when the operation needs it. SQLite runs it at once; Postgres
+sends it without waiting (pipeline mode), and reading an answer waits once for everything sent before it, so an
+operation that reads nothing until `commit` costs one round trip. Under READ COMMITTED each statement sees what
+committed before it started: a statement sent after `send_lock` sees every write of the debate that waited on the
+lock, where a check inside the locking statement itself would not (its snapshot is older than its lock wait).
 """
 
 from __future__ import annotations
