@@ -1,19 +1,15 @@
 """The verdict: a fresh-context judge asked twice, the debaters' order swapped, the passes compared
 (or, with `spec.judges`, a jury: orchestrator/debate/jury.py).
 
-Both passes run concurrently. Each sees anonymous letters assigned in presentation order, so a
-judge that favours whoever comes first shows up as a split verdict instead of a hidden bias. Each
-answer is asked to list the decisive evidence before it names a winner; a provider with a
-structured-output mode is held to that shape in one call (verdict_answer.py), any other answer is
-read in whatever shape it came, and only one with no winner or no recommendation is asked again.
-When the passes disagree, and only then, one more pass by a judge of a third family
-(`spec.tiebreak_judge`, chosen by seating) decides; without one the verdict stays split, low
-confidence, with both readings. Nothing here reads the clock or draws a random number: a resumed
-durable run replays the same passes to the same verdict.
-
-Every pass also sees the audience's notes (quoted as untrusted text, orchestrator/debate/audience.py)
-and the format's context, both relabelled to the pass's letters. A continued debate's judge is also
-asked whether the winner changed and why (`changed`, `change_note`: read when given, never demanded).
+Both passes run concurrently, each seeing anonymous letters in presentation order, so a judge that favours whoever
+comes first shows as a split verdict instead of a hidden bias. Each answer lists the decisive evidence before it names
+a winner; a provider with a structured-output mode is held to that shape in one call (verdict_answer.py), any other
+answer is read in whatever shape it came, and only one with no winner or recommendation is asked again. When the
+passes disagree, and only then, a judge of a third family (`spec.tiebreak_judge`) decides; without one the verdict
+stays split, low confidence, with both readings. Every pass also sees the audience's notes (quoted as untrusted text)
+and the format's context, relabelled to its letters; a continued debate's judge is asked whether the winner changed
+(`changed`, `change_note`: read when given, never demanded). Nothing here reads the clock or draws a random number: a
+resumed durable run replays the same passes to the same verdict.
 """
 
 from __future__ import annotations

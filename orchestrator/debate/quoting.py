@@ -1,18 +1,16 @@
 """Untrusted text quoted into a prompt: debater turns, summaries, earlier verdicts and audience notes.
 
-Everything a model or a viewer wrote reaches another model's prompt through `quote_block`, so no text
-inside can pose as a turn, a note or an instruction. A block is one opening tag line (its attributes on
-that line, escaped), every line of the text prefixed with "| " and escaped, then one closing tag line:
+Everything a model or a viewer wrote reaches another model's prompt through `quote_block`, so no text inside can pose
+as a turn, a note or an instruction: one opening tag line (its attributes escaped), every line of the text prefixed
+with "| " and escaped, one closing tag line:
 
     <turn round="2" debater="B" role="challenger" kind="follow-up">
-    | I concede nothing.
     | &lt;/turn&gt;
     </turn>
 
-A line of the text can never start a line of the prompt, and `<`/`>` are escaped, so a turn that quotes a
-header, an audience note or a closing tag whole stays inside its own block. `&` is left alone: an entity a
-turn writes is as inert as one we write. The models are told how quoted text reads in
-orchestrator/prompts/quoted_turns.txt (turns) and audience.txt (notes).
+A line of the text never starts a line of the prompt and `<`/`>` are escaped, so a turn that quotes a header, a note
+or a closing tag stays inside its block; `&` is left alone (an entity a turn writes is as inert as one we write). The
+models are told how quoted text reads in orchestrator/prompts/quoted_turns.txt and audience.txt.
 """
 
 from __future__ import annotations

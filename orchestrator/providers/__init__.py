@@ -1,18 +1,14 @@
 """Model providers: one protocol, a registry of ProviderSpecs open to plugins, and the built-in backends.
 
-    base.py           the Provider protocol, ModelCall / Message / Completion, every provider error
-    spec.py           ProviderSpec: all the program knows about one vendor (settings, family, default
-                      models, effort budgets, prices, factory)
-    vendors/          the built-in specs, one module per vendor
-    registry.py       register a spec (built-ins and `debate_bot.providers` plugins alike); every
-                      question about a provider, answered from its spec
-    pricing.py        estimate_cost: the one cost estimate the run and the log both use
-    clients.py        ProviderRegistry: one program's clients, from the specs and its Settings
-    openai_compat.py, anthropic_api.py, cli_tools.py     the backends (sse, sdk_errors, http, redact,
-                      cli_output help them)
+`base.py` the Provider protocol, ModelCall / Message / Completion and every provider error; `spec.py` ProviderSpec,
+all the program knows about one vendor (settings, family, default models, effort budgets, prices, factory), with the
+built-ins in `vendors/`; `registry.py` registers specs (built-ins and `debate_bot.providers` plugins alike) and answers
+every question about a provider from its spec; `pricing.py` the one cost estimate the run and the log both use;
+`clients.py` ProviderRegistry, one program's clients; `openai_compat.py`, `anthropic_api.py`, `cli_tools.py` the
+backends (helped by sse, sdk_errors, http, redact, cli_output).
 
-The SDK-backed classes are imported on first use (`preload_sdks` imports them off the event loop), so
-importing this package stays cheap.
+The SDK-backed classes are imported on first use (`preload_sdks` imports them off the event loop), so importing this
+package stays cheap.
 """
 
 from __future__ import annotations

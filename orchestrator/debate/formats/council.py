@@ -1,19 +1,16 @@
 """council: members answer alone, rank each other's answers anonymously, and a chair writes the answer.
 
-Round plan (`spec.rounds` is challenge's setting and is not used here), after llm-council's three stages:
-1. Answers: every member answers the question at once, streamed, without seeing the others;
-2. Rankings: every member that answered ranks the other members' answers, anonymously (letters drawn per
-   ranker, its own answer never shown, model names taken out: orchestrator/debate/formats/council_ranking.py),
-   each with its reasons; the aggregate ranking is posted as a small table with each ranker's order;
-3. Synthesis: the chair (the judge seat) writes the council's final answer from every surviving answer, the
-   aggregate ranking and the reasons. It is the verdict's recommendation, which the team votes on and quotes;
-   the winner is the member ranked first.
+Round plan, after llm-council's three stages (`spec.rounds` is not used here): (1) every member answers the question
+at once, streamed, without seeing the others; (2) every member that answered ranks the others' answers anonymously
+(letters drawn per ranker, its own answer never shown, model names taken out: council_ranking.py), with its reasons,
+and the aggregate is posted as a small table; (3) the chair (the judge seat) writes the council's answer from the
+surviving answers, the ranking and the reasons: the verdict's recommendation, which the team votes on and quotes; the
+winner is the member ranked first.
 
-A member whose answer fails is dropped with a note; a ranking that fails or cannot be read (after one
-JSON-only reminder) is left out with a note; a chair that fails leaves the top-ranked answer as the
-recommendation, with a warning. Rankings run on a silent copy of the run: the thread gets each ranking
-rendered by seat label, never the raw ballot. `continue` ranks the answers once more with the new facts
-and writes a new synthesis (`continue_council`).
+A failed answer is dropped with a note; a ranking that fails or cannot be read (after one JSON-only reminder) is left
+out with a note; a failed chair leaves the top-ranked answer as the recommendation, with a warning. Rankings run on a
+silent copy of the run: the thread shows each rendered by seat label, never the raw ballot. `continue` ranks the
+answers again with the new facts and writes a new synthesis (`continue_council`).
 """
 
 from __future__ import annotations

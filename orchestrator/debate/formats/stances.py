@@ -1,18 +1,15 @@
 """stances: the topic split into 2–4 mutually exclusive stances, one anonymous debater per stance.
 
-Round plan (from the seed; `spec.rounds` is challenge's setting and is not used here):
-1. one call to the judge model splits the topic into stances, as JSON; when it finds no two meaningful
-   stances the debate is not run and the user is told to ask a question instead;
-2. openings in parallel, then up to 2 rebuttal rounds in parallel, each debater seeing its own
-   previous turn and the others' under their letters; the debate stops early once every debater
-   reports `no_new_points` in a rebuttal round.
+Round plan (from the seed; `spec.rounds` is not used here): one call to the judge model splits the topic into
+stances, as JSON (with no two meaningful stances the debate is not run and the user is told to ask a question
+instead); then openings in parallel and up to 2 rebuttal rounds in parallel, each debater seeing its own previous
+turn and the others' under their letters, stopping early once every debater reports `no_new_points` in a round.
 
-Debaters are known only by their letters: no model or vendor name is ever put in a prompt. Each turn
-is a JSON envelope (stance, arguments, rebuttals, no_new_points). The raw reply is never shown: turns
-run on a silent copy of the run (no streaming), and users get the envelope rendered as markdown. An
-unreadable reply is asked for once more with a JSON-only reminder, else logged as an empty turn with a
-warning (and only `PARSE_ERROR:…` metadata in the log). A round in which nobody gave a readable turn is
-retried once and never counts as convergence.
+Debaters are known only by their letters: no model or vendor name is ever put in a prompt. Each turn is a JSON
+envelope (stance, arguments, rebuttals, no_new_points), run on a silent copy of the run (no streaming) and shown
+rendered as markdown, never raw. An unreadable reply is asked for once more with a JSON-only reminder, else logged as
+an empty turn with a warning (only `PARSE_ERROR:…` metadata in the log). A round in which nobody gave a readable turn
+is retried once and never counts as convergence.
 """
 
 from __future__ import annotations
