@@ -5,14 +5,12 @@
     /debate interject <id> <text> | continue <id> [facts] | rematch <id> [--vs A,B] [--format F]
           | config [key=value …]          (their words: bots/grammar.py; their rules: bots/loop.py)
 
-`parse_command` reads that text (Slack). Options may appear anywhere; every word that is not an option
-is the topic, so apostrophes and quotes in a topic need no escaping. Slack turns `--` into an em dash
-on some clients; both work. Discord's typed options and the CLI's argparse values skip the text but
-not the rules: every surface calls `start_request`, which checks topic, format, rounds, debaters,
-effort and model strings against the limits in `orchestrator.models` with the same messages, then
-`build_spec`, which seats the debate and, for chat, holds it to the operator's `ChatPolicy`; chat
-surfaces then go through `chat_spec`, which fills what the user left unset from the channel's
-defaults (`/debate config`), and admits it under the quotas (orchestrator/quotas.py).
+`parse_command` reads that text (Slack): options anywhere, every other word the topic, so quotes need no escaping,
+and an em dash works for `--`. Discord's typed options and the CLI's argparse skip the text but not the rules: every
+surface calls `start_request` (topic, format, rounds, debaters, effort and models checked against
+`orchestrator.models`' limits, with the same messages), then `build_spec`, which seats the debate and holds chat to
+the operator's `ChatPolicy`; chat then goes through `chat_spec`, which fills what the user left unset from the
+channel's defaults and admits it under the quotas.
 """
 
 from __future__ import annotations

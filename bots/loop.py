@@ -1,18 +1,16 @@
 """The team in the loop, the same on every surface: interject, continue, rematch, and each channel's defaults.
 
-Slack, Discord and the CLI each turn their own input into these calls (the words: bots/grammar.py)
-and show what comes back; every refusal is a `CommandError` holding one sentence for the user.
+Slack, Discord and the CLI each turn their own input into these calls (the words: bots/grammar.py) and show what
+comes back; every refusal is a `CommandError` holding one sentence for the user.
 
-- `interject`: an audience note for a running debate, stored in the log as waiting; the engine takes
-  up to MAX_INTERJECTIONS_PER_ROUND of them when its next round starts (orchestrator/debate/audience.py).
-- `prepare_continuation` / `start_continuation`: one more round after the verdict, with optional new
-  facts (a note of kind "facts"), as the debate's next segment, admitted under the quotas like a new
-  debate for the person asking (orchestrator/quotas.py): the log begins it, a worker runs it
-  (orchestrator/durable/continuation.py), the front renders it into the same thread.
-- `rematch_request`: the same topic again, with other debaters or another format, started through a
-  surface's normal start path as a new debate linked to the first (`DebateSpec.rematch_of`).
-- `channel_config` / `set_channel_config` / `config_text`: what `/debate config` shows and sets. Who may
-  set them (channel admins) is each platform's rule, checked by the surface before it calls here.
+- `interject`: an audience note for a running debate, waiting in the log until the engine's next round takes up to
+  MAX_INTERJECTIONS_PER_ROUND of them (orchestrator/debate/audience.py).
+- `prepare_continuation` / `start_continuation`: one more round after the verdict, with optional new facts, as the
+  debate's next segment, admitted under the quotas for the person asking; a worker runs it and the front renders it
+  into the same thread.
+- `rematch_request`: the same topic with other debaters or another format, a new debate linked to the first.
+- `channel_config` / `set_channel_config` / `config_text`: what `/debate config` shows and sets; who may set it is
+  each platform's rule, checked by the surface before it calls here.
 """
 
 from __future__ import annotations

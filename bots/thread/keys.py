@@ -1,18 +1,17 @@
-"""The one scheme of message keys, for every platform: what each message a debate creates is called in
-the log (`messages` rows, written with `set_message` as soon as the platform has answered the post, and
-again with `final` once the message shows its final text). A continued debate's thread gains the
-continued round's turns and a numbered verdict (`verdict_key`). A renderer that resumes a debate finds each
-message it already posted under its key: it edits that message instead of posting again.
+"""The one scheme of message keys, for every platform: what each message a debate creates is called in the log
+(`messages` rows, written with `set_message` as soon as the platform has answered the post, and again with `final`
+once the message shows its final text). A renderer that resumes a debate finds each message it posted under its key
+and edits it instead of posting again; a continued debate's thread gains numbered verdicts (`verdict_key`).
 
-Where the surface can find a message by its key (`bots.thread.surface.Findable`: Slack, by the message's
-metadata), a post is announced first: the key is recorded with the id PENDING before the post goes out.
-A post whose answer never came back (the process was killed, the connection dropped) leaves that row
-behind, and whoever posts the key next looks the message up on the platform first (`intents.py`).
+Where the surface can find a message by its key (`bots.thread.surface.Findable`: Slack, by the message's metadata),
+a post is announced first, its key recorded with the id PENDING before it goes out; a post whose answer never came
+back leaves that row, and whoever posts the key next looks the message up on the platform first (`intents.py`).
 
-A message showing an event is named by the event's key (orchestrator/events.py) and its part, `message_key`:
-one scheme for the stream's keys and the log's. The stored shapes predate that and stay (rows written by
-earlier versions are found on resume): `turn:{round}:{seat}:{kind}[:t{take}]:{part}`, `notice:{hash}:{part}`,
-`interjection:{id}:{part}`, `round:{round}` (a round's key: the marker shows its start), `verdict[:N]`."""
+A message showing an event is named by the event's key (orchestrator/events.py) and its part, `message_key`. The
+stored shapes predate that and stay, so rows written by earlier versions are found on resume:
+`turn:{round}:{seat}:{kind}[:t{take}]:{part}`, `notice:{hash}:{part}`, `interjection:{id}:{part}`, `round:{round}`
+(the marker shows a round's start), `verdict[:N]`.
+"""
 
 from __future__ import annotations
 

@@ -1,18 +1,16 @@
 """consensus: two debaters work the same distilled question towards a shared answer.
 
-Round plan (from the seed; `spec.rounds` is challenge's setting and is not used here):
-1. one call to the judge model distills the user's text into one debatable question (the topic as
-   written if that fails);
-2. seed round: both debaters answer the question in parallel, without seeing each other;
-3. exchange rounds 2..4: both answer in parallel, each reading its own and the other's latest response;
-   the exchange stops after the first round in which either response carries CONSENSUS_REACHED (the
-   marker is only honoured from round 2: in the seed nobody has read the other side yet), and after
-   round 4 at the latest;
-4. the debater with the most complete final status section (see `elect_summarizer`) writes the joint
-   summary, a visible turn of kind "summary"; the judge then rules with the status and summary as context.
-
-A debater whose call fails is noted with a warning and leaves the exchange; the other debater's
-responses carry the summary and the verdict. Both failing in the seed round aborts the debate.
+Round plan (from the seed; `spec.rounds` is not used here):
+1. one call to the judge model distills the user's text into one debatable question (the topic as written if that
+   fails);
+2. seed round: both debaters answer in parallel, without seeing each other;
+3. exchange rounds 2..4: both answer in parallel, each reading its own and the other's latest response, stopping
+   after the first round in which either carries CONSENSUS_REACHED (honoured only from round 2: in the seed nobody
+   has read the other side yet), and after round 4 at the latest;
+4. the debater with the most complete final status section (`elect_summarizer`) writes the joint summary, a visible
+   turn of kind "summary"; the judge then rules with the status and summary as context.
+A debater whose call fails leaves the exchange with a warning, and the other's responses carry the summary and the
+verdict; both failing in the seed round aborts the debate.
 """
 
 from __future__ import annotations
