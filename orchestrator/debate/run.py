@@ -7,8 +7,8 @@ be deterministic given their results. A model call's step returns a `CallResult`
 or why it failed, and when it ran); the counters are updated from that result outside the step, so
 a replayed call counts the same. The call's streamed text is sent from inside its step, tagged with
 a random attempt id drawn there: a call that runs again after a restart streams as a new attempt.
-A debater's turn is one step: its TurnStarted, the call, and its TurnCompleted or TurnFailed (a
-step costs the workflow engine a few SQL statements, and a turn used to be three of them).
+A debater's turn is one step: its TurnStarted, the call, and its TurnCompleted or TurnFailed (each
+step costs the workflow engine a few SQL statements).
 A round's start is one step too (`round_started`): the audience's notes for the round are taken,
 then RoundStarted and the notes are delivered; from then on every debater's prompt ends with the
 notes, quoted as untrusted text.

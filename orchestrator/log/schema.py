@@ -390,7 +390,7 @@ def m014_jury_columns(step: Step) -> None:
 def m015_verdict_search_order(step: Step) -> None:
     """Postgres: the verdicts in the order search takes its window of newest matches (newest first, a
     verdict of unknown time last, insertion order between equal times), so a common word walks the
-    newest verdicts and stops instead of reading and sorting every match (bench recall_pg)."""
+    newest verdicts and stops instead of reading and sorting every match."""
     step.postgres("create index verdicts_search_order on verdicts (at desc nulls last, seq desc);")
 
 
