@@ -9,7 +9,7 @@ Two clients (the job's "client"):
   a few tens of µs a request, so a figure is the server's: Slack's senders are many hosts, not one loop.
 - "aiohttp": one aiohttp session sending them all, the figure earlier rounds quoted. Against a server that
   answers at once it measures 13 ms at p50 and 17–21 ms at p99 for 50 requests on an idle 2-core machine
-  (BENCHMARKS.md, issue 24 round 14): its own loop's work on the other 49 requests is in every figure.
+  (issue 24 round 14, `git log -p BENCHMARKS.md`): its own loop's work on the other 49 requests is in every figure.
 
 stdin: one JSON line `{"url": …, "requests": [[body, headers], …], "client": "raw"}`; stdout: one JSON line
 `[[status, seconds], …]` (status 0: the connection ended before a whole answer).

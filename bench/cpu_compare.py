@@ -44,7 +44,7 @@ def _floor_s(level: Level, *, database: bool = True, peer: bool = False) -> floa
     with Postgres's CPU in it, as in the issue's CPU per call (it runs on the same cores); `database=False`: the
     front's and workers' alone (SQLite's CPU is theirs either way). `peer`: the LLM peer's CPU too, which the
     bench runs on the same cores where a deployment's models run elsewhere (at 1,000 debates on SQLite, 10 s
-    of it beside the product's 34: BENCHMARKS.md, issue 24 round 19), so the wall cannot come under this."""
+    of it beside the product's 34 in issue 24 round 19), so the wall cannot come under this."""
     cpu = level.cpu_s + ((level.pg_cpu_s or 0.0) if database else 0.0) + (level.peer_cpu_s if peer else 0.0)
     return cpu / (os.cpu_count() or 1) or float("nan")
 

@@ -218,7 +218,7 @@ def main() -> None:
     logging.basicConfig(level=logging.CRITICAL)
     plan = ReplyPlan(args.latency, args.tps, args.words, args.judge_words, args.summary_words)
     # On uvloop where installed, as the product's processes run: the peer shares the bench's cores with them
-    # (at 1,000 debates, 10 s of CPU beside the product's 34: BENCHMARKS.md, issue 24 round 19)
+    # (at 1,000 debates, 10 s of CPU beside the product's 34 in issue 24 round 19)
     with asyncio.Runner(loop_factory=event_loop.factory("uvloop")) as runner:
         runner.run(_serve(plan))
 
