@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROMETHEUS = shutil.which("prometheus")
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    PROMETHEUS is None and not os.environ.get("CI"), reason="Debian's prometheus is not installed here (.ci/run installs it)")]
+    PROMETHEUS is None and not os.environ.get("CI"),
+    reason="Debian's prometheus is not installed here (.ci/run installs it)")]
 
 
 def dashboard_queries() -> list[str]:
