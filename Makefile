@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-smoke compile clean
+.PHONY: demo test test-fast check lint bench bench-smoke compile clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,14 @@ compile: $(STAMP)
 test: $(STAMP) compile
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n auto --dist loadfile
+
+# The edit-test loop: ruff and the tests that need no subprocess, DBOS launch, Postgres or browser
+# (tests/conftest.py fails a test of this lane that starts one, telling you to mark it slow).
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	DEBATE_FAST_LANE=1 $(BIN)/python -m pytest -n auto --dist loadfile -m "not slow and not postgres"
+
+check: test-fast
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,17 +1,26 @@
-"""Shared fixtures: loopback protocol peers and fake tools."""
+"""Shared fixtures: loopback protocol peers and fake tools; the fast lane's guard.
+
+`make test-fast` runs the tests marked neither `slow` nor `postgres` with DEBATE_FAST_LANE=1: there,
+starting a subprocess (a `debate` process, Postgres, a browser, a CLI tool) or launching DBOS fails the
+test at once, saying to mark it `slow`, so the lane stays what it promises as tests are added.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import multiprocessing.util
 import os
+import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
+from dbos import DBOS
 
 from orchestrator.log.postgres.store import PostgresLog
 from tests.durable_harness import BACKENDS, DurableBackend, durable_backend, postgres_backend_for, reap_workers
@@ -20,6 +29,31 @@ from tests.log_backends import LogBackend
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 CLI_BIN = Path(__file__).parent / "fakes" / "cli_bin"
+FAST_LANE = os.environ.get("DEBATE_FAST_LANE") == "1"
+
+
+class NotForTheFastLane(RuntimeError):
+    """A test in the fast lane started what the lane leaves out: mark the test (or its module) `slow`."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_lane_guard() -> Iterator[None]:
+    """In the fast lane, a test (or a fixture it needs) that starts a process or launches DBOS fails."""
+    if not FAST_LANE:
+        yield
+        return
+
+    def refuse(what: str) -> Callable[..., Any]:
+        def refused(*_args: Any, **_kwargs: Any) -> Any:
+            raise NotForTheFastLane(f"{what} in the fast lane: mark this test `@pytest.mark.slow`")
+        return refused
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "_execute_child", refuse("a subprocess"))
+        patch.setattr(multiprocessing.util, "spawnv_passfds", refuse("a child process"))
+        patch.setattr(os, "fork", refuse("a fork"))
+        patch.setattr(DBOS, "launch", refuse("DBOS.launch"))
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,8 @@ from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import FIRST_RECOMMENDATION, is_judge, script_judge
 from tests.test_discord_team import FAST, SIDE_CHANNEL, ask, finished, options, start, verdict_messages
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 DANA, LEE, NEWCOMER = "740000000000000401", "740000000000000402", "740000000000000403"
 PRIVATE_CHANNEL = "730000000000000009"
 HELD_TOPIC = "Should the held debate wait?"

@@ -206,6 +206,7 @@ async def test_a_log_from_before_keeps_its_running_debates_slots_with_their_requ
             await store.admit(spec("U1"), Quota(max_running=9, max_starts_per_user_hour=1), at=at)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_migrate_log_carries_who_holds_each_slot_and_who_asked_each_continuation(
     tmp_path: Path, postgres_url: str
@@ -226,6 +227,7 @@ async def test_migrate_log_carries_who_holds_each_slot_and_who_asked_each_contin
         assert refused("hourly", raised).frees_at == at + HOUR_S
 
 
+@pytest.mark.slow
 async def test_debate_continue_on_the_host_is_held_to_the_global_cap(tmp_path: Path, log_backend: LogBackend
                                                                      ) -> None:
     """`debate continue` in a real subprocess, sharing the log with a front whose chat debate runs."""

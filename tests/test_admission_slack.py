@@ -17,6 +17,8 @@ from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import FIRST_RECOMMENDATION, is_judge, script_judge
 from tests.test_slack_team import answer, ask, debated, root_of
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 LIMITS = slack_limits(post_interval=0.01, updates=1000, window=1.0, edit_interval=0.05)
 HELD_TOPIC = "Should the held debate wait?"
 

@@ -10,6 +10,8 @@ import pytest
 from tests.fakes.llm_server import FakeLLMServer
 from tests.test_cli import clean_env, debate, two_providers
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 COMMANDS = (
     ("run", "Should we rewrite ingest in Go?"),
     ("history",),

@@ -17,6 +17,7 @@ def _start() -> BenchPostgres:
         pytest.skip(f"PostgreSQL cannot start on this machine: {error}")
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_a_smoke_run_hands_its_postgres_server_from_bench_to_bench_and_stops_it_at_the_end() -> None:
     with shared_servers():
@@ -34,6 +35,7 @@ def test_a_smoke_run_hands_its_postgres_server_from_bench_to_bench_and_stops_it_
         psycopg.connect(url, connect_timeout=2)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_outside_a_smoke_run_each_bench_gets_a_server_of_its_own() -> None:
     first = _start()

@@ -19,6 +19,8 @@ from tests.test_admission_discord import DANA, LEE, debated, settings_for
 from tests.test_budgets_slack import LONG
 from tests.test_discord_team import FAST, SIDE_CHANNEL, ask, options
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 VARIABLE = "DEBATE_BUDGET_USD_PER_WORKSPACE_DAY"
 
 

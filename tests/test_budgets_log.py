@@ -162,6 +162,7 @@ async def test_two_processes_starting_at_once_cannot_both_count_on_the_same_mone
         assert raised.value.spent_usd == pytest.approx(estimate * 2)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_migrate_log_carries_every_calls_cost_and_the_reservations(tmp_path: Path, postgres_url: str) -> None:
     sqlite, postgres = LogBackend("sqlite", str(tmp_path / "a.db")), LogBackend("postgres", postgres_url)

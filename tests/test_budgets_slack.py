@@ -21,6 +21,8 @@ from tests.llm_scripts import is_judge, script_judge
 from tests.test_admission_slack import LIMITS
 from tests.test_slack_team import answer, ask, debated, root_of
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 LONG = "evidence " * 2000  # a turn that costs cents, not fractions of them
 HELD_TOPIC = "Should the held debate wait?"
 VARIABLES = {"DEBATE_BUDGET_USD_PER_WORKSPACE_DAY": ("U3", None), "DEBATE_BUDGET_USD_PER_USER_DAY": ("U1", "U3"),

@@ -72,6 +72,7 @@ def _ephemeral(peer: SlackAPIPeer) -> list[str]:
 # ---------------------------------------------------------------- Slack, through bolt's dispatch
 
 
+@pytest.mark.slow
 async def test_a_cli_tool_from_slack_is_refused_privately_and_never_runs(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer, marker: Path
 ) -> None:
@@ -88,6 +89,7 @@ async def test_a_cli_tool_from_slack_is_refused_privately_and_never_runs(
     assert _ran(marker) == "", "a refused cli: tool must not start"
 
 
+@pytest.mark.slow
 async def test_a_cli_tool_the_operator_lists_does_run(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer, marker: Path
 ) -> None:
@@ -102,6 +104,7 @@ async def test_a_cli_tool_the_operator_lists_does_run(
     assert "opencode" in _ran(marker)
 
 
+@pytest.mark.slow
 async def test_the_default_seats_are_held_to_the_policy_too(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer, marker: Path
 ) -> None:
@@ -114,6 +117,7 @@ async def test_the_default_seats_are_held_to_the_policy_too(
     assert _ran(marker) == ""
 
 
+@pytest.mark.slow
 async def test_rounds_and_effort_above_the_chat_ceilings_are_refused(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer, marker: Path
 ) -> None:
@@ -128,6 +132,7 @@ async def test_rounds_and_effort_above_the_chat_ceilings_are_refused(
         assert not slack_peer.of("chat.postMessage")
 
 
+@pytest.mark.slow
 async def test_slack_models_lists_only_what_chat_may_use(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer, marker: Path
 ) -> None:
@@ -152,6 +157,7 @@ async def discord_peer() -> AsyncIterator[DiscordPeer]:
         yield peer
 
 
+@pytest.mark.slow
 async def test_a_cli_tool_from_discord_is_refused_privately_and_never_runs(
     tmp_path: Path, discord_peer: DiscordPeer, llm_server: FakeLLMServer, marker: Path
 ) -> None:

@@ -14,6 +14,8 @@ import sqlite_utils
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDER_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
                  "OPENROUTER_API_KEY", "OLLAMA_BASE_URL", "VLLM_BASE_URL", "DEBATE_PROPOSER", "DEBATE_CHALLENGER",

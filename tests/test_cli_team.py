@@ -9,9 +9,13 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import is_judge, script_judge, verdict_json
 from tests.test_cli import debate, two_providers
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 NOTE = "Our staging cluster already runs Go 1.22 for the billing service."
 FACTS = "New fact: the ingest team has two Go developers since May."

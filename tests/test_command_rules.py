@@ -79,6 +79,7 @@ async def discord_peer() -> AsyncIterator[DiscordPeer]:
         yield peer
 
 
+@pytest.mark.slow
 async def test_a_bad_request_reads_the_same_in_slack_discord_and_the_cli(
     tmp_path: Path, slack_peer: SlackAPIPeer, discord_peer: DiscordPeer, llm_server: FakeLLMServer
 ) -> None:

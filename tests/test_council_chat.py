@@ -8,6 +8,8 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from bots.settings import load_settings
 from orchestrator.app import Core
 from tests.council_scripts import CHAIR, MODELS, SYNTHESIS, answer_text, is_answer, is_ranking, script_council
@@ -15,6 +17,8 @@ from tests.discord_harness import connected
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, action_payload, slack_settings
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 TOPIC = "Which queue should the ingest service use?"
 

@@ -10,10 +10,14 @@ import signal
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.council_scripts import SYNTHESIS, TOPIC, answer_text, is_answer, is_ranking, script_council
 from tests.debate_harness import make_spec
 from tests.durable_harness import DurableBackend, StreamFollower, finish, logged_turns, spawn_worker
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 MEMBERS = ("openai:member-a", "openai:member-b", "openai:member-c")
 

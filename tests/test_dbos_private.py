@@ -61,6 +61,7 @@ def test_the_installed_dbos_is_the_minor_version_pinned_and_checked() -> None:
     assert version("dbos").startswith(f"{PINNED_MINOR}.")
 
 
+@pytest.mark.slow
 async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_expects(client: DBOSClient) -> None:
     streams = SystemStreams(client)
     assert (await asyncio.to_thread(streams.read, "no-such-workflow", KEY, 0, 10)).status is None
@@ -116,6 +117,7 @@ async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_
     assert (limited_many["contract-1"].values, limited_many["contract-1"].closed) == (first, False)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_read_many_from_the_loop_finds_what_read_many_finds(postgres_url: str) -> None:
     url = _sqlalchemy_url(postgres_url)
@@ -153,6 +155,7 @@ async def test_read_many_from_the_loop_finds_what_read_many_finds(postgres_url: 
             await asyncio.to_thread(front.destroy)
 
 
+@pytest.mark.slow
 async def test_changed_since_names_the_streams_written_after_a_rowid_and_the_highest(client: DBOSClient) -> None:
     streams = SystemStreams(client)
     assert await asyncio.to_thread(streams.changed_since, KEY, None) == ({}, -1)  # no stream row yet
@@ -185,6 +188,7 @@ def test_no_other_module_reaches_into_dbos_private_api() -> None:
                      "orchestrator/durable/dbos_stream_writes.py"]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_a_process_that_hears_no_streams_is_sent_none_and_still_hears_its_messages(postgres_url: str) -> None:
     """A `debate worker` reads no stream: its listener does not LISTEN on the streams channel, so a write's

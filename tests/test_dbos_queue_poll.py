@@ -18,6 +18,8 @@ from orchestrator.durable import dbos_queue_poll
 from orchestrator.durable.config import _sqlalchemy_url
 from tests.dbos_launched import config_for, launched, sqlite_url
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 APP = "debate-bot-queue-poll-test"
 QUEUE = "queue-poll-test"
 runs: list[str] = []

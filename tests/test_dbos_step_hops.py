@@ -16,6 +16,8 @@ from dbos._outcome import Pending
 from orchestrator.durable import dbos_step_hops
 from tests.dbos_launched import config_for, launched, sqlite_url
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 APP = "debate-bot-step-hops-test"
 ran: list[str] = []
 

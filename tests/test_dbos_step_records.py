@@ -29,6 +29,8 @@ from orchestrator.durable.dbos_steps_on_loop import install
 from orchestrator.durable.dbos_stream_writes import StepStreams, StreamWrite, StreamWriter
 from tests.dbos_launched import config_for, launched
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 APP = "debate-bot-step-records-test"
 runs: list[str] = []  # what the steps ran (a replayed step does not run again)
 

@@ -27,6 +27,8 @@ from orchestrator.durable.dbos_stream_writes import StepStreams, StreamWrite, St
 from tests.dbos_launched import config_for, launched, sqlite_url
 from tests.test_dbos_step_hops import answer, hops_per_step, ran, refusal, steps
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 APP = "debate-bot-steps-on-loop-test"
 gate: dict[str, asyncio.Event] = {}  # what a gated workflow waits for after its first step
 at_gate: dict[str, asyncio.Event] = {}  # set when it waits

@@ -14,6 +14,8 @@ from dbos import DBOS, SetWorkflowID
 from orchestrator.durable.steps import LANE_SLOTS, Durable
 from tests.dbos_launched import config_for, launched, sqlite_url
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 APP = "debate-bot-deferred-test"
 made: list[str] = []  # the deliveries and the steps' work, in the order they ran
 durable = Durable()

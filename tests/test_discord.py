@@ -24,6 +24,8 @@ from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 USER_1 = "740000000000000101"
 USER_2 = "740000000000000102"
 MENTIONS = "Ping @everyone and @here, <@123> and <@&456> and <@!789>."

@@ -20,6 +20,8 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.test_discord_team import CLAUDE, FAST, GPT, finished, options, start, verdict_messages
 from tests.test_jury import picks
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 JURORS = ("gemini:juror-one", "ollama:qwen-juror-two", "ollama:llama-juror-three")
 
 

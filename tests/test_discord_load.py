@@ -92,6 +92,7 @@ async def _lost_turns(core: Core, peer: DiscordPeer) -> tuple[int, int]:
     return lost, turns
 
 
+@pytest.mark.slow
 async def test_debates_started_at_once_in_one_channel_share_its_budget(settings: Settings, peer: DiscordPeer) -> None:
     async with await Core.open(settings) as core, connected(core, pacing=PACING) as bot:
         records = [
@@ -130,6 +131,7 @@ async def _sinks_closed(bot: DebateBot) -> None:
     await bot.output.rendered()
 
 
+@pytest.mark.slow
 async def test_a_thread_is_opened_even_through_429s_discord_py_gives_up_on(
     settings: Settings, peer: DiscordPeer
 ) -> None:
@@ -194,6 +196,7 @@ async def test_urgent_writes_go_first_and_the_limit_holds() -> None:
     assert all(later - earlier >= 0.2 - 0.01 for earlier, later in zip(times, times[2:], strict=False))
 
 
+@pytest.mark.slow
 async def test_a_write_cancelled_in_flight_does_not_stall_the_next_one_on_its_route(
     settings: Settings, peer: DiscordPeer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

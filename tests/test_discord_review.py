@@ -118,6 +118,7 @@ async def _run(peer: DiscordPeer, channel: str, options: dict[str, Any]) -> dict
 # ---- item 0: private from the first write
 
 
+@pytest.mark.slow
 async def test_a_private_channels_debate_is_private_in_the_log_from_its_first_write(
     settings: Settings, peer: DiscordPeer
 ) -> None:
@@ -159,6 +160,7 @@ async def test_a_private_channels_debate_is_private_in_the_log_from_its_first_wr
 # ---- item 14: a reason for each place
 
 
+@pytest.mark.slow
 async def test_debate_outside_a_text_channel_says_why_for_each_place(settings: Settings, peer: DiscordPeer) -> None:
     places = {
         "dm": peer.slash_command("debate", _options("Tabs or spaces?"), user_id=USER, channel_id=DM, dm=True),
@@ -207,6 +209,7 @@ def _assert_within_discords_rules(peer: DiscordPeer) -> int:
     return len(writes)
 
 
+@pytest.mark.slow
 async def test_a_long_verdict_shows_agreements_disagreements_and_unresolved_in_a_second_embed(
     settings: Settings, peer: DiscordPeer
 ) -> None:
@@ -236,6 +239,7 @@ async def test_a_long_verdict_shows_agreements_disagreements_and_unresolved_in_a
     assert _assert_within_discords_rules(peer) > 5
 
 
+@pytest.mark.slow
 async def test_a_short_verdict_shows_the_judges_points_as_fields_of_its_one_embed(
     settings: Settings, peer: DiscordPeer
 ) -> None:

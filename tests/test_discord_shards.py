@@ -10,6 +10,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bots.discord import DebateBot, ShardedDebateBot, debate_bot, point_discord_at
 from bots.settings import load_settings
 from orchestrator.app import Core
@@ -18,6 +20,8 @@ from tests.fakes.discord_api import CHANNEL_ID, GUILD_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 from tests.test_durable_serve import OPENING, until
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 OTHER_GUILD = "720000000004194305"  # (id >> 22) % 2 == 0; GUILD_ID is on shard 1
 OTHER_CHANNEL = "730000000000000002"

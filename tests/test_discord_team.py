@@ -39,6 +39,8 @@ from tests.llm_scripts import (
     script_judge,
 )
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 FAST = discord_limits(writes=1000, window=1.0, edit_interval=0.05)
 GPT, CLAUDE = "openai:gpt-5", "anthropic:claude-sonnet-4-6"
 SIDE_CHANNEL = "730000000000000003"

@@ -35,6 +35,8 @@ from tests.fakes.discord_api import (
 )
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 PRIVATE_CHANNEL = "730000000000000002"
 SIDE_CHANNEL = "730000000000000003"  # another public channel of the same guild
 OTHER_GUILD = "720000000000000099"

@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from orchestrator.events import TextDelta, TurnCompleted
 from tests.debate_harness import make_spec
 from tests.durable_harness import (
@@ -25,6 +27,8 @@ from tests.durable_harness import (
 )
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import script_judge
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 SLOW_TEXT = " ".join(f"point{i}" for i in range(400))
 

@@ -34,6 +34,8 @@ from tests.llm_scripts import script_judge
 from tests.test_cli import clean_env
 from tests.test_serve import free_port, health_until, slack_verdict_posted
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 OPENING = "You open the debate as the proposer"
 
 

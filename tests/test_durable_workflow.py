@@ -78,6 +78,7 @@ def test_the_workflow_database_is_the_workflow_url_then_the_log_postgres_then_a_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_a_front_and_a_worker_given_only_the_database_url_keep_log_and_workflows_in_postgres(
     llm_server: FakeLLMServer, tmp_path: Path, postgres_backend: DurableBackend
@@ -116,6 +117,7 @@ async def test_a_front_and_a_worker_given_only_the_database_url_keep_log_and_wor
 # -- a debate as a workflow -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["challenge", "consensus", "stances", "council"])
 async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
     fmt: str, llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend
@@ -171,6 +173,7 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
             assert shown and event.turn.text.startswith(shown)
 
 
+@pytest.mark.slow
 async def test_a_repeated_request_starts_one_debate(
     llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
 ) -> None:
@@ -210,6 +213,7 @@ def held_call(srv: FakeLLMServer, model: str) -> tuple[asyncio.Event, list[Reque
     return arrived, held
 
 
+@pytest.mark.slow
 async def test_a_stop_cancels_the_call_in_flight_and_marks_nothing_failed(
     llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
 ) -> None:
@@ -234,6 +238,7 @@ async def test_a_stop_cancels_the_call_in_flight_and_marks_nothing_failed(
     assert [t[:3] for t in logged_turns(log, spec.id)] == [(1, "A", "opening")]
 
 
+@pytest.mark.slow
 async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes_it(
     llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
 ) -> None:
@@ -259,6 +264,7 @@ async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes
     assert Counter(r.model for r in srv.requests if not is_judge(r)) == {"model-a": 1, "model-b": 2}
 
 
+@pytest.mark.slow
 async def test_a_stream_write_takes_the_events_held_before_it_and_a_steps_end_goes_with_its_record(
     llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -108,6 +108,7 @@ async def post(bot: SlackBot, body: bytes, headers: dict[str, str]) -> int:
         return response.status
 
 
+@pytest.mark.slow
 async def test_unsigned_or_forged_requests_get_401_before_any_parsing(
     bot: tuple[SlackBot, SlackAPIPeer], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -125,6 +126,7 @@ async def test_unsigned_or_forged_requests_get_401_before_any_parsing(
     assert not peer.calls
 
 
+@pytest.mark.slow
 async def test_signed_but_unreadable_bodies_get_400_not_500(
     bot: tuple[SlackBot, SlackAPIPeer], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -136,6 +138,7 @@ async def test_signed_but_unreadable_bodies_get_400_not_500(
     assert not peer.calls
 
 
+@pytest.mark.slow
 async def test_a_get_with_a_body_to_the_install_page_is_not_parsed(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer:
         settings = slack_settings(str(tmp_path / "d.db"), peer, f"{UNUSED_LLM}/v1", UNUSED_LLM, SLACK_BOT_TOKEN=None,
@@ -145,6 +148,7 @@ async def test_a_get_with_a_body_to_the_install_page_is_not_parsed(tmp_path: Pat
                 assert page.status == 200
 
 
+@pytest.mark.slow
 async def test_a_signed_well_formed_request_still_works(bot: tuple[SlackBot, SlackAPIPeer]) -> None:
     slack, peer = bot
     body = slash_body("help", response_url=peer.response_url())

@@ -81,6 +81,7 @@ async def start(debate_id: str, entries: list[dict[str, Any]], pause_at: int = -
         await DBOS.start_workflow_async(scripted, entries, pause_at)
 
 
+@pytest.mark.slow
 async def test_the_feed_delivers_each_event_once_live_and_from_any_offset(feed: FrontFeed) -> None:
     spec = spec_for("slack")
     events = debate_events(spec)
@@ -108,6 +109,7 @@ async def test_the_feed_delivers_each_event_once_live_and_from_any_offset(feed: 
     assert tail == events[-2:]
 
 
+@pytest.mark.slow
 async def test_the_feed_ends_with_a_workflow_that_wrote_no_final_event(feed: FrontFeed) -> None:
     spec = spec_for("slack")
     events = debate_events(spec)[:4]
@@ -117,6 +119,7 @@ async def test_the_feed_ends_with_a_workflow_that_wrote_no_final_event(feed: Fro
         [e async for e in feed.events("never-enqueued")]
 
 
+@pytest.mark.slow
 async def test_an_enqueue_repeated_with_its_request_key_starts_nothing_and_cancel_stops_it(feed: FrontFeed) -> None:
     first, retry = spec_for("slack"), spec_for("slack")
     assert await feed.enqueue(first, "trigger-1") == first.id
@@ -146,6 +149,7 @@ async def test_a_front_started_before_any_worker_creates_the_workflow_database(t
     assert (tmp_path / "debates.db.workflows.sqlite").stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.slow
 async def test_a_front_restarted_mid_debate_resumes_its_thread_from_the_stream(
     feed: FrontFeed, tmp_path: Path
 ) -> None:
@@ -178,6 +182,7 @@ async def test_a_front_restarted_mid_debate_resumes_its_thread_from_the_stream(
         assert (await store.messages(spec.id))[ROOT].final
 
 
+@pytest.mark.slow
 async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_reads(feed: FrontFeed,
                                                                                      system_db: str) -> None:
     if not system_db.startswith("sqlite"):
@@ -233,6 +238,7 @@ async def test_one_feed_follows_many_debates_at_once_each_in_order_with_shared_r
     assert feed.reads.passes == len(batches) < sum(batches)  # one query per pass, for many streams
 
 
+@pytest.mark.slow
 async def test_on_postgres_the_reads_follow_the_writes_and_no_clock(system_db: str) -> None:
     """Postgres: each write's NOTIFY hands its stream's reader to the front's loop, and a pass reads the
     streams handed over since the last; while nothing is written, no pass runs at all."""

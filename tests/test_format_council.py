@@ -215,6 +215,7 @@ async def test_continue_ranks_the_answers_again_with_the_new_facts_and_the_chair
     assert reached.verdict.winner == "B" and reached.verdict.changed is False
 
 
+@pytest.mark.slow
 async def test_the_cli_runs_a_council_of_five_exports_it_and_rematches_it(tmp_path: Path) -> None:
     members = (*MODELS, "openai:delta-5", "openai:epsilon-2")
     async with FakeLLMServer() as srv:

@@ -15,12 +15,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.app import Core
 from orchestrator.log import DebateLog
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 from tests.test_durable_serve import OPENING, assert_each_message_once
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 TOKENS = {"a": "xoxb-front-a", "b": "xoxb-front-b"}
 CHANNELS = {"T1": "C1", "T2": "C2"}  # one channel in each workspace

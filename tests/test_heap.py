@@ -8,6 +8,8 @@ import gc
 import weakref
 from pathlib import Path
 
+import pytest
+
 from orchestrator import heap
 from tests.durable_harness import DurableBackend, worker_host
 from tests.fakes.llm_server import FakeLLMServer
@@ -59,6 +61,7 @@ def test_after_settling_thousands_of_new_objects_make_no_young_pass() -> None:
     assert passes == []
 
 
+@pytest.mark.slow
 async def test_a_worker_settles_its_heap_when_it_starts(
     llm_server: FakeLLMServer, tmp_path: Path, system_db: Path
 ) -> None:

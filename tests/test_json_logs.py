@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import script_judge
 from tests.test_durable_serve import command, serving, slack_env, stopped
 from tests.test_metrics import CHALLENGE, completed
 from tests.test_serve import free_port
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 FIELDS = {"time", "level", "logger", "message", "debate_id", "workspace", "role", "process"}
 SECRETS = ("sk-test-openai-key", "sk-ant-test-key-123456", "xoxb-test-token")

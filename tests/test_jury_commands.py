@@ -26,6 +26,7 @@ def jury_env(tmp_path: Path, srv: FakeLLMServer) -> dict[str, str]:
                                            "OLLAMA_BASE_URL": srv.openai_base_url}
 
 
+@pytest.mark.slow
 async def test_debate_run_and_rematch_take_a_jury(tmp_path: Path) -> None:
     async with FakeLLMServer() as srv:
         for juror in JURY.split(","):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from dbos import DBOSClient
 
 from orchestrator.durable import APP_NAME
@@ -17,6 +18,8 @@ from tests.durable_harness import DurableBackend, finish, logged_turns, spawn_wo
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.test_durable_recovery import calls_made_twice, kill
 from tests.test_jury import PROMPT, picks
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 JURORS = ("openai:juror-one", "openai:juror-two", "openai:juror-three")  # the worker knows one provider
 

@@ -7,9 +7,13 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+
 from bench.killharness import _move_port, launch
 from bench.served import Peers, Proc
 from tests.fakes.llm_server import FakeLLMServer
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 
 async def test_a_process_whose_port_was_taken_starts_again_on_a_free_one(tmp_path: Path) -> None:

@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 OPEN_ONCE = """
 import asyncio, sys
 from orchestrator.log import open_log

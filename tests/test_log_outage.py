@@ -133,6 +133,7 @@ def _text(message: Any) -> str:
     return message.text + json.dumps(message.blocks or [])
 
 
+@pytest.mark.slow
 async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_once_and_frees_the_slot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -181,6 +182,7 @@ async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_onc
 # -- the start-up sweep: `debate run` processes that are gone ----------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_start_fails_the_debates_of_debate_run_processes_that_are_gone(log_backend: LogBackend) -> None:
     gone = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
     assert await gone.wait() == 0

@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from orchestrator.durable import workflow_id
 from orchestrator.durable.config import sqlite_path
@@ -21,6 +22,8 @@ from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
 from tests.test_durable_recovery import kill
 from tests.test_log_outage import LogLock
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 SLOW_TEXT = " ".join(f"point{i}" for i in range(60))
 

@@ -16,6 +16,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.app import runner_name
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -33,6 +35,7 @@ def debates(db: Path) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute("select * from debates order by created_at")]
 
 
+@pytest.mark.slow
 async def test_reading_commands_and_a_serve_start_leave_a_running_debate_alone(tmp_path: Path) -> None:
     gate = asyncio.Event()
     db = tmp_path / "debates.db"
@@ -97,6 +100,7 @@ def test_runner_names_tell_a_serving_host_from_a_cli_process() -> None:
     assert runner_name("read") is None
 
 
+@pytest.mark.slow
 async def test_reading_commands_beside_a_live_durable_server_change_nothing(tmp_path: Path) -> None:
     """`debate serve` runs a debate as a workflow (held in its first call); every reading command, as a
     subprocess beside it, leaves the log row and the workflow's row as they were, and the debate ends normally."""

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bench.machine_speed import SpeedProbe
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 
 async def test_the_probe_times_its_work_in_a_process_of_its_own() -> None:

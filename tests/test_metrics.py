@@ -12,6 +12,7 @@ from contextlib import closing
 from pathlib import Path
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -20,6 +21,8 @@ from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import is_judge, script_judge
 from tests.test_durable_serve import command, serving, slack_env, spawn, stopped
 from tests.test_serve import free_port, health_until, slack_verdict_posted
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 TOPIC = "Should the billing service move to event sourcing?"
 OPENING = "You open the debate as the proposer"

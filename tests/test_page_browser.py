@@ -23,6 +23,8 @@ from selenium.webdriver.support.wait import WebDriverWait
 from orchestrator.log import DebateLog, open_log
 from tests.page_harness import finish, linked_debate, local, serve_pages, settings, turn
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

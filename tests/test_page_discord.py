@@ -20,6 +20,8 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import verdict_json
 from tests.page_harness import PUBLIC_URL
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 LINK_STYLE = 5
 
 

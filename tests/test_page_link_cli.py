@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from orchestrator.log import open_log
 from tests.page_harness import PUBLIC_URL, local, log_debate, serve_pages, settings
 from tests.test_cli import clean_env, debate
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 SECRET = "page-secret-for-tests"
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from bots.page import page_link
 from orchestrator.log import open_log
@@ -16,6 +17,8 @@ from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer
 from tests.page_harness import PUBLIC_URL, log_debate, settings
 from tests.test_cli import clean_env
 from tests.test_serve import free_port
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 
 async def answer(url: str, proc: asyncio.subprocess.Process) -> tuple[int, str, dict[str, str]]:

@@ -18,6 +18,8 @@ from tests.llm_scripts import script_judge
 from tests.page_harness import PUBLIC_URL, VERDICT, local, log_debate, serve_pages
 from tests.test_page import read_events
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 
 @pytest.fixture
 async def peer() -> AsyncIterator[SlackAPIPeer]:

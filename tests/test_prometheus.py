@@ -27,8 +27,9 @@ from tests.test_serve import free_port, health_until
 ROOT = Path(__file__).resolve().parent.parent
 PROMETHEUS = shutil.which("prometheus")
 
-pytestmark = pytest.mark.skipif(PROMETHEUS is None and not os.environ.get("CI"),
-                                reason="Debian's prometheus is not installed here (.ci/run installs it)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    PROMETHEUS is None and not os.environ.get("CI"),
+    reason="Debian's prometheus is not installed here (.ci/run installs it)")]
 
 
 def dashboard_queries() -> list[str]:

@@ -46,6 +46,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_each_tool_output_is_parsed(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reply = f"{tool} thinks the proposal holds, because of evidence E."
@@ -64,6 +65,7 @@ async def test_each_tool_output_is_parsed(tool: str, fake_cli_path: Path, monkey
     assert result.duration_ms > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_prompt_arrives(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_ECHO", "1")
@@ -71,6 +73,7 @@ async def test_prompt_arrives(tool: str, fake_cli_path: Path, monkeypatch: pytes
     assert result.text == "Concede or rebut: the cache is stale."
 
 
+@pytest.mark.slow
 async def test_prompt_has_role_headers_and_model_flag(
     fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -84,6 +87,7 @@ async def test_prompt_has_role_headers_and_model_flag(
     assert flatten(call("x").messages).startswith("[System]\nYou are debater A.\n\n[Assistant]\nMy opening.")
 
 
+@pytest.mark.slow
 async def test_failure_exit_hides_stderr_and_secrets(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "fail")
     with pytest.raises(ProviderError) as info:
@@ -92,6 +96,7 @@ async def test_failure_exit_hides_stderr_and_secrets(fake_cli_path: Path, monkey
     assert "SECRET" not in str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["claude", "gemini", "codex", "opencode"])
 async def test_garbage_is_bad_output(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "garbage")
@@ -101,12 +106,14 @@ async def test_garbage_is_bad_output(tool: str, fake_cli_path: Path, monkeypatch
     assert "Segmentation" not in str(info.value)
 
 
+@pytest.mark.slow
 async def test_empty_reply_is_bad_output(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_REPLY", "   ")
     with pytest.raises(ProviderError, match="returned no text"):
         await cli().complete(call("copilot"))
 
 
+@pytest.mark.slow
 async def test_hang_is_killed_on_timeout(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     monkeypatch.setenv("FAKE_CLI_MODE", "hang")
@@ -121,6 +128,7 @@ async def test_hang_is_killed_on_timeout(fake_cli_path: Path, monkeypatch: pytes
     assert _gone(child)  # the whole process group went with it
 
 
+@pytest.mark.slow
 async def test_cancellation_kills_the_process(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "hang")
     spawned = asyncio.Event()
@@ -135,6 +143,7 @@ async def test_cancellation_kills_the_process(fake_cli_path: Path, monkeypatch: 
         os.kill(provider.last_pid, 0)
 
 
+@pytest.mark.slow
 async def test_executable_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from tests.conftest import CLI_BIN
 
@@ -153,6 +162,7 @@ async def test_missing_executable(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         await cli().complete(call("opencode"))
 
 
+@pytest.mark.slow
 async def test_output_cap(fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_REPLY", "x" * 5000)
     with pytest.raises(ProviderError, match="more than") as info:
@@ -204,6 +214,7 @@ OWN = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_tool_gets_a_minimal_environment(tool: str, fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the registry, as configured in production: the bot's environment holds every key and token."""
@@ -226,6 +237,7 @@ async def test_tool_gets_a_minimal_environment(tool: str, fake_cli_path: Path, m
     assert seen["TERM"] == "dumb"
 
 
+@pytest.mark.slow
 async def test_vendor_key_comes_from_the_settings_only_when_configured(
     fake_cli_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

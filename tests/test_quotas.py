@@ -140,6 +140,7 @@ async def test_concurrent_admits_from_two_processes_never_pass_a_limit(log_backe
         assert {d.runner for d in history} <= {"serve:a", "serve:b"}
 
 
+@pytest.mark.slow
 async def test_the_cli_is_held_to_the_global_cap_only(tmp_path: Path, log_backend: LogBackend) -> None:
     """`debate run` in a real subprocess, sharing the log with a serving front whose chat debates run."""
     async with FakeLLMServer() as srv:
@@ -193,6 +194,7 @@ async def _burst(bot: SlackBot, peer: SlackAPIPeer, n: int, *, user: str, channe
                            for i in range(n)))
 
 
+@pytest.mark.slow
 async def test_a_burst_from_one_user_posts_only_their_running_quota(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer
 ) -> None:
@@ -219,6 +221,7 @@ async def test_a_burst_from_one_user_posts_only_their_running_quota(
         assert not [c for c in slack_peer.of("chat.update") if "failed" in json.dumps(c.params).lower()]
 
 
+@pytest.mark.slow
 async def test_the_channel_and_global_limits_refuse_privately(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer
 ) -> None:
@@ -243,6 +246,7 @@ async def test_the_channel_and_global_limits_refuse_privately(
         await bot.settle()
 
 
+@pytest.mark.slow
 async def test_starts_per_hour_say_when_the_next_one_may_start(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer
 ) -> None:
@@ -267,6 +271,7 @@ async def test_starts_per_hour_say_when_the_next_one_may_start(
 # ---------------------------------------------------------------- Discord, through discord.py
 
 
+@pytest.mark.slow
 async def test_two_simultaneous_discord_starts_at_the_cap_make_one_thread(tmp_path: Path, llm_server: FakeLLMServer
                                                                           ) -> None:
     gate = _held(llm_server)

@@ -103,6 +103,7 @@ async def shell(line: str, cwd: Path, env: dict[str, str]) -> tuple[int, str, st
     return proc.returncode or 0, out.decode(), err.decode()
 
 
+@pytest.mark.slow
 async def test_the_readme_debate_commands_run_as_printed(tmp_path: Path) -> None:
     ran: list[str] = []
     async with FakeLLMServer() as srv:
@@ -156,6 +157,7 @@ def worker_blocks() -> list[tuple[int, list[str]]]:
     return kept
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", worker_blocks(), ids=lambda b: f"README line {b[0]}")
 async def test_the_readme_workers_start_together_and_are_healthy(tmp_path: Path, block: tuple[int, list[str]]) -> None:
     """`debate worker --name w1` and `--name w2`, as printed, on one host at once: each healthy on a port of its own."""

@@ -273,6 +273,7 @@ def test_questions_for_the_chat_policy(fake_cli_path: Path) -> None:
     assert provider_spec("cli").host_tool and not provider_spec("openai").host_tool
 
 
+@pytest.mark.slow
 def test_importing_the_providers_loads_no_sdk() -> None:
     """A chat interaction must be acked within 3 s: the SDKs load lazily (or in preload_sdks' thread)."""
     import subprocess
@@ -286,6 +287,7 @@ def test_importing_the_providers_loads_no_sdk() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_checking_a_model_refuses_what_resolving_would_and_loads_no_sdk() -> None:
     """A front admits debates with `check`: the same refusals as `resolve`, and no client, so no SDK."""
     import subprocess

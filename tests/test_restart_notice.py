@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import aiohttp
+import pytest
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -31,6 +32,8 @@ from orchestrator.log import DebateLog, Store
 from orchestrator.models import DebateSpec, Seat, Turn, now
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 SLACK_CHANNEL = "C1"
 SLACK_TOKEN = "xoxb-test-token"

@@ -45,6 +45,7 @@ async def test_words_past_any_limit_are_no_matches(store: DebateLog) -> None:
         assert all(h.debate_id == cats.id for h in hits), query[:20]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_a_query_postgres_still_refuses_is_no_matches(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the word trim, whatever tsquery refuses is answered as no matches, and the log stays usable."""
@@ -58,6 +59,7 @@ async def test_a_query_postgres_still_refuses_is_no_matches(postgres_url: str, m
         assert [h.debate_id for h in await store.search("cats")] == [cats.id]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_a_refused_query_inside_a_transaction_leaves_it_usable(postgres_url: str,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,6 +81,7 @@ async def test_a_refused_query_inside_a_transaction_leaves_it_usable(postgres_ur
         assert [h.debate_id for h in await pg_search.search(PgConn(conn), conn, "cats", 20, None)] == [cats.id]
 
 
+@pytest.mark.slow
 async def test_debate_search_answers_a_long_run(log_backend: LogBackend, tmp_path: Path) -> None:
     """`debate search` as a user runs it, on either log: a line of output and exit 0, no traceback."""
     async with log_backend.open() as store:
@@ -88,6 +91,7 @@ async def test_debate_search_answers_a_long_run(log_backend: LogBackend, tmp_pat
         assert (code, out.strip(), err) == (0, "No matches.", "")
 
 
+@pytest.mark.slow
 async def test_slack_search_for_a_long_run_gets_a_reply(log_backend: LogBackend, tmp_path: Path) -> None:
     """`/debate search` through bolt's dispatch, on either log: the asker is answered, whatever the query."""
     async with FakeLLMServer() as llm, SlackAPIPeer() as peer:
@@ -103,6 +107,7 @@ async def test_slack_search_for_a_long_run_gets_a_reply(log_backend: LogBackend,
     assert len(answers) == len(LONG_RUNS) and all(a.startswith("Nothing found for") for a in answers), answers
 
 
+@pytest.mark.slow
 async def test_slack_answers_a_command_that_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever goes wrong inside a command, the asker gets one line saying so."""
     async with FakeLLMServer() as llm, SlackAPIPeer() as peer:

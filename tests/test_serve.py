@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 import sqlite_utils
 
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
@@ -58,6 +59,7 @@ def discord_verdict_posted(peer: DiscordPeer) -> bool:
     return any(t["id"] and any(m["components"] for m in peer.channel_messages(t["id"])) for t in peer.threads())
 
 
+@pytest.mark.slow
 async def test_serve_runs_slack_and_discord_in_one_process(tmp_path: Path) -> None:
     port = free_port()
     async with FakeLLMServer() as llm, SlackAPIPeer() as slack, DiscordPeer() as discord:
@@ -109,6 +111,7 @@ async def test_serve_runs_slack_and_discord_in_one_process(tmp_path: Path) -> No
     assert "sk-test-openai-key" not in err.decode() + out.decode()
 
 
+@pytest.mark.slow
 async def test_discord_only_serve_answers_healthz_and_says_when_the_gateway_is_down(tmp_path: Path) -> None:
     port = free_port()
     env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL="http://127.0.0.1:9/v1",
@@ -141,6 +144,7 @@ def logs_in(folder: Path) -> list[Path]:
     return list(folder.glob("debates.db*"))
 
 
+@pytest.mark.slow
 async def test_serve_says_so_in_one_line_when_its_port_is_taken(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -159,6 +163,7 @@ async def test_serve_says_so_in_one_line_when_its_port_is_taken(tmp_path: Path) 
     assert not logs_in(tmp_path), "told before it opens the log and the workflow engine"
 
 
+@pytest.mark.slow
 async def test_serve_with_nothing_configured_says_what_to_set(tmp_path: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "serve", cwd=tmp_path, env=clean_env(tmp_path),

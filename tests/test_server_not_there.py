@@ -24,6 +24,7 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 async def test_a_refused_connection_says_the_server_is_not_running(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{closed_port()}"
     env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL=f"{base}/v1",
@@ -48,6 +49,7 @@ async def test_both_sdks_say_refused_not_timed_out() -> None:
     assert str(info.value).endswith(f"could not connect to {base} (connection refused): is the server running?")
 
 
+@pytest.mark.slow
 async def test_the_slack_thread_says_the_server_is_not_running(tmp_path: Path) -> None:
     """The same words reach the debate's thread: through bolt's dispatch, the Slack peer, the real SDKs."""
     base = f"http://127.0.0.1:{closed_port()}"

@@ -7,6 +7,7 @@ from collections import defaultdict
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
 import sqlite_utils
 
 from bots.slack.surface import STREAM_LIMIT, slack_limits
@@ -19,6 +20,8 @@ from tests.fakes.slack_api import (
     slack_settings,
 )
 from tests.llm_scripts import script_judge
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 PINGS = "Ping <!channel> and <!here>, also <@U123>, <!subteam^S1> and @everyone — and <!everyone>."
 CODE = "\n".join(f"    total += weigh(item_{i}, factor={i})  # step {i}" for i in range(90))

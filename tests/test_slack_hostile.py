@@ -34,6 +34,8 @@ from tests.llm_scripts import script_judge
 from tests.test_cli import clean_env
 from tests.test_serve import free_port, health_until
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 RESPONSE_URL = "http://127.0.0.1:9/response/none"  # the peer's, once it runs (see `against`)
 USER, TEAM, CHANNEL = {"id": "U1", "team_id": "T1"}, {"id": "T1", "domain": "peer"}, {"id": "C1", "name": "general"}
 MESSAGE = {"type": "message", "ts": "1700000000.000100", "text": "x", "blocks": []}

@@ -60,6 +60,7 @@ async def installed_token(bot: SlackBot) -> str | None:
     return None if found is None else found.bot_token
 
 
+@pytest.mark.slow
 async def test_a_workspace_installed_at_one_front_is_served_and_uninstalled_at_the_other(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -93,6 +94,7 @@ async def test_a_workspace_installed_at_one_front_is_served_and_uninstalled_at_t
         assert not any(install_db_path(bot.settings).exists() for bot in (a, b))
 
 
+@pytest.mark.slow
 async def test_a_state_issued_at_one_front_is_consumed_at_the_other_and_only_once(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -130,6 +132,7 @@ def start_fronts_at_once(settings: Any, count: int) -> list[BaseException]:
     return errors
 
 
+@pytest.mark.slow
 def test_fronts_starting_at_once_create_the_install_tables_without_a_duplicate_error(postgres_url: str) -> None:
     """Without the advisory lock, concurrent CREATE TABLEs fail (duplicate table, or the unique index on
     pg_type) in nearly every round."""

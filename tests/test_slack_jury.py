@@ -15,6 +15,8 @@ from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, slack_setting
 from tests.test_jury import picks
 from tests.test_slack_team import LIMITS, answer, ask, debated
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 JURORS = ("gemini:juror-one", "ollama:qwen-juror-two", "ollama:llama-juror-three")
 
 

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -57,6 +58,7 @@ def rendered_links(markdown: str) -> list[str]:
     return re.findall(r"\]\(|<https?:|<mailto:|<[^>\s]*\|", prose)
 
 
+@pytest.mark.slow
 async def test_a_turn_arrives_as_markdown_blocks_split_whole_and_inert(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm, "A", recommendation=RECOMMENDATION)
@@ -113,6 +115,7 @@ def shown_plain(parts: list[Message]) -> str:
     return "\n".join(p.text for p in parts)
 
 
+@pytest.mark.slow
 async def test_app_home_and_show_speak_mrkdwn_converted_from_the_same_markdown(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm, "A", recommendation=RECOMMENDATION)

@@ -58,6 +58,7 @@ def first_posts(peer: SlackAPIPeer, records: list[DebateRecord]) -> dict[TurnKey
     return found
 
 
+@pytest.mark.slow
 async def test_429s_are_waited_out_and_no_text_is_lost(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm)
@@ -103,6 +104,7 @@ def learned_starts(monkeypatch: pytest.MonkeyPatch) -> dict[TurnKey, float]:
     return learned
 
 
+@pytest.mark.slow
 async def test_twenty_debates_in_one_channel_stay_within_slacks_limits(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     learned = learned_starts(monkeypatch)

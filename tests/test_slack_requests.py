@@ -48,6 +48,7 @@ def test_signature_matches_slacks_published_example() -> None:
     assert verifier.is_valid(SLACK_EXAMPLE_BODY, headers["X-Slack-Request-Timestamp"], headers["X-Slack-Signature"])
 
 
+@pytest.mark.slow
 async def test_forged_and_stale_signatures_are_refused(bot: SlackBot, peer: SlackAPIPeer) -> None:
     forged, _ = await bot.post(slash_body("help"), secret="not-the-secret")
     stale, _ = await bot.post(slash_body("help"), timestamp=1531420618)
@@ -55,12 +56,14 @@ async def test_forged_and_stale_signatures_are_refused(bot: SlackBot, peer: Slac
     assert not peer.calls, "a refused request must not reach Slack's API"
 
 
+@pytest.mark.slow
 async def test_healthz(bot: SlackBot) -> None:
     async with bot.http.get(f"{bot.url}/healthz") as response:
         assert response.status == 200
         assert (await response.json())["ok"] is True
 
 
+@pytest.mark.slow
 async def test_help_is_acked_then_answered_ephemerally(bot: SlackBot, peer: SlackAPIPeer) -> None:
     status, _ = await bot.command("help", peer)
     assert status == 200
@@ -69,6 +72,7 @@ async def test_help_is_acked_then_answered_ephemerally(bot: SlackBot, peer: Slac
     assert max(bot.ack_seconds) < 3.0, bot.ack_seconds  # recorded; Slack's deadline, not a benchmark
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("text", "needle"), [
     ("Should we? --colour red", "Unknown option `--colour`"),
     ("x" * 5000, "the limit is 4,000"),
@@ -84,6 +88,7 @@ async def test_bad_input_explains_and_starts_nothing(bot: SlackBot, peer: SlackA
     assert await bot.core.store.history(10) == []
 
 
+@pytest.mark.slow
 async def test_a_retried_command_starts_one_debate(bot: SlackBot, peer: SlackAPIPeer) -> None:
     body = slash_body("Monorepo or polyrepo?", trigger="trig-42", response_url=peer.response_url())
     first, _ = await bot.post(body)
@@ -95,6 +100,7 @@ async def test_a_retried_command_starts_one_debate(bot: SlackBot, peer: SlackAPI
     assert len(await bot.core.store.history(10)) == 1
 
 
+@pytest.mark.slow
 async def test_recall_commands(bot: SlackBot, peer: SlackAPIPeer) -> None:
     await bot.command("Kafka or RabbitMQ for the audit log?", peer)
     await bot.settle()
@@ -111,6 +117,7 @@ async def test_recall_commands(bot: SlackBot, peer: SlackAPIPeer) -> None:
     assert any("No debate with id `ffff0000`" in a for a in answers)
 
 
+@pytest.mark.slow
 async def test_the_ack_is_the_listeners_return_not_a_polled_flag(bot: SlackBot, peer: SlackAPIPeer,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """bolt polls for an ack every 10 ms when it runs a listener as a task: on a front busy rendering threads

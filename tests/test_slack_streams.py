@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bots.slack.surface import slack_limits
 from bots.thread import Pacer, Pacers
 from bots.thread.pacing import StreamLimits
@@ -18,6 +20,7 @@ TURN = "Evidence first: **the p99 fell** from 80 ms to 12 ms, see [the run](http
 STREAMING = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05, streams=True)
 
 
+@pytest.mark.slow
 async def test_turns_stream_natively_and_end_showing_their_text(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm)
@@ -48,6 +51,7 @@ async def test_turns_stream_natively_and_end_showing_their_text(tmp_path: Path) 
         assert "x.example" not in shown and "the run" in shown and "**the p99 fell**" in shown
 
 
+@pytest.mark.slow
 async def test_a_refused_stream_falls_back_to_posts_and_updates_for_the_workspace(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm)
@@ -71,6 +75,7 @@ async def test_a_refused_stream_falls_back_to_posts_and_updates_for_the_workspac
     assert [c for c in peer.of("chat.update") if "thread_ts" not in c.params and "Evidence" in c.markdown]
 
 
+@pytest.mark.slow
 async def test_a_stream_is_stopped_before_slack_closes_it_and_its_message_goes_on_by_updates(tmp_path: Path) -> None:
     limits = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05,
                           streams=StreamLimits(calls=18, window=1.0, appends=90, max_age=0.3))

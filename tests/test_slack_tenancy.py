@@ -20,6 +20,8 @@ from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, action_payload, shortcut_payload, slack_settings
 from tests.llm_scripts import is_judge, script_judge, verdict_json
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 LIMITS = slack_limits(post_interval=0.01, updates=1000, window=1.0, edit_interval=0.05)
 PRIVATE_TOPIC = "Should we merge with Initech this quarter?"
 SECRET_RECOMMENDATION = "Sign the Initech term sheet before Friday (SECRETREC)."

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 import aiohttp
+import pytest
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 
 from bots.slack.oauth import install_db_path
@@ -21,6 +22,8 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 
 def envelope(envelope_id: str, text: str, peer: SlackAPIPeer, trigger: str, retry: int | None = None) -> dict:

@@ -106,6 +106,7 @@ async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp
     }
 
 
+@pytest.mark.slow
 async def test_every_format_replays_the_step_sequence_checked_in_for_its_workflow_version(
     llm_server: FakeLLMServer, host: WorkerHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,6 +122,7 @@ async def test_every_format_replays_the_step_sequence_checked_in_for_its_workflo
     assert len(retried) == len([line for line in recorded["stances"] if "model_turn" in line]) + 1
 
 
+@pytest.mark.slow
 async def test_a_reordered_step_fails_the_comparison_and_says_to_bump_the_version(
     host: WorkerHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -150,6 +152,7 @@ async def test_a_reordered_step_fails_the_comparison_and_says_to_bump_the_versio
     assert fp.mismatch(WORKFLOW_VERSION, checked_in) is None
 
 
+@pytest.mark.slow
 async def test_a_budget_set_leaves_the_step_sequence_as_checked_in(
     llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
 ) -> None:

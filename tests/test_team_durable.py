@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.loop import Asker, interject, prepare_continuation, start_continuation
@@ -121,6 +122,7 @@ def hold(srv: FakeLLMServer, match: Any) -> asyncio.Event:
 # -- an interjection survives a restart mid-round ---------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_an_interjection_is_taken_at_the_next_round_and_a_restart_mid_round_takes_the_same_notes(
     llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend
 ) -> None:
@@ -221,6 +223,7 @@ async def spawn_continuation(srv: FakeLLMServer, log: LogBackend, backend: Durab
     return proc
 
 
+@pytest.mark.slow
 async def test_a_continuation_runs_as_its_own_workflow_and_survives_a_restart(
     llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend
 ) -> None:

@@ -360,6 +360,7 @@ async def test_the_export_carries_every_verdict_the_audience_notes_and_the_remat
     assert back is not None and f"Rematch of `{s.id}`." in to_markdown(back)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_migrate_log_copies_notes_verdicts_segments_links_and_channel_defaults(
     tmp_path: Path, postgres_url: str

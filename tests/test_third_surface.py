@@ -160,6 +160,7 @@ async def pigeon(tmp_path: Path, llm_server: FakeLLMServer) -> AsyncIterator[Pig
         await core.close()
 
 
+@pytest.mark.slow
 async def test_a_third_surface_starts_streams_and_takes_votes(pigeon: Pigeon) -> None:
     debate_id = await pigeon.start("pigeon:1")
     assert debate_id is not None
@@ -193,6 +194,7 @@ async def test_a_third_surface_starts_streams_and_takes_votes(pigeon: Pigeon) ->
     assert (await pigeon.core.tally(debate_id)).total == 2
 
 
+@pytest.mark.slow
 async def test_a_third_surface_stops_a_running_debate(pigeon: Pigeon, llm_server: FakeLLMServer) -> None:
     gate = asyncio.Event()
     llm_server.add_rule(Reply(text="Held.", gate=gate), match="gpt-5-held")
@@ -208,6 +210,7 @@ async def test_a_third_surface_stops_a_running_debate(pigeon: Pigeon, llm_server
     assert record.thread is not None and pigeon.loft.messages[record.thread].endswith("cancelled")
 
 
+@pytest.mark.slow
 async def test_a_repeated_request_is_withdrawn_and_a_refused_root_gives_its_slot_back(pigeon: Pigeon) -> None:
     first = await pigeon.start("pigeon:same")
     assert first is not None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import discord
+import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.discord.surface import DiscordThread, discord_limits
@@ -225,6 +226,7 @@ def _discord_text(message: dict[str, Any]) -> str:
     return " ".join(" ".join(parts).split())
 
 
+@pytest.mark.slow
 async def test_discord_replays_and_a_restart_show_each_message_once(tmp_path: Path) -> None:
     spec = spec_for("discord")
     events = debate_events(spec)

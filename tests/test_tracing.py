@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.otlp_collector import OTLPCollector, ReceivedSpan
@@ -17,6 +19,8 @@ from tests.llm_scripts import is_judge, script_judge
 from tests.test_cli import ROOT, debate, two_providers
 from tests.test_durable_serve import command, rows, serving, slack_env, spawn, stopped
 from tests.test_serve import discord_verdict_posted, free_port, health_until, slack_verdict_posted
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 TOPIC = "Should the billing service move to event sourcing?"
 OTEL_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME",

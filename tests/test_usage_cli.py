@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.llm_server import FakeLLMServer
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
 from tests.test_cli import debate, two_providers
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 
 def recorded(log_backend: LogBackend) -> tuple[int, float, int, int]:

@@ -21,6 +21,8 @@ from orchestrator.models import DebateSpec, Outcome, Seat, Turn
 from tests.discord_harness import connected
 from tests.fakes.discord_api import GUILD_ID, MEMBER_PERMISSIONS, TOKEN, DiscordPeer
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 SEATS = (Seat(label="A", role="proposer", model="openai:gpt-5"),
          Seat(label="B", role="challenger", model="anthropic:claude-sonnet-4-5"))
 ADMIN_PERMISSIONS = str(int(MEMBER_PERMISSIONS) | 1 << 3)  # Administrator

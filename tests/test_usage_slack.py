@@ -20,6 +20,8 @@ from tests.test_admission_slack import LIMITS
 from tests.test_slack_team import answer, ask, debated
 from tests.test_slack_tenancy import open_home
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 
 @pytest.fixture
 async def peer() -> AsyncIterator[SlackAPIPeer]:

@@ -19,6 +19,8 @@ from tests.llm_scripts import script_held, script_judge
 from tests.test_cli import debate, two_providers
 from tests.test_cli_team import debate_with_stdin
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 LIMITS = slack_limits(post_interval=0.01, updates=1000, window=1.0, edit_interval=0.05)
 TOPIC_KEY = "sk-proj-Q7vX2mR9tL4pW8nZ3kB6yH1c"  # OpenAI's key shape
 NOTE_KEY = "xoxp-2211334455-abcdefghijkl"  # a Slack user token

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bots.slack.surface import slack_limits
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 CAVEATS = ("favour its own", "could not be cross-checked", "passes disagreed")
 

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bots.discord import render as discord_render
 from bots.slack import blocks as slack_blocks
 from bots.slack.surface import slack_limits
@@ -116,6 +118,7 @@ async def _judged(store: Store, spec: DebateSpec, winner: str, *choices: str) ->
         await store.record_vote(Vote(debate_id=spec.id, user=f"u{i}", choice=choice, platform=spec.platform))
 
 
+@pytest.mark.slow
 async def test_history_says_how_often_teams_disagreed_with_the_judge(tmp_path: Path) -> None:
     db = tmp_path / "debates.db"
 
@@ -144,6 +147,7 @@ async def test_history_says_how_often_teams_disagreed_with_the_judge(tmp_path: P
     assert len(data["debates"]) == 5 and data["teams_vs_judge"] == {"debates": 4, "disagreed": 2, "rate": 0.5}
 
 
+@pytest.mark.slow
 async def test_a_side_vote_through_bolt_updates_the_judge_and_team_line(tmp_path: Path) -> None:
     limits = slack_limits(post_interval=0.01, updates=600, window=60.0, edit_interval=0.05)
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
