@@ -11,11 +11,16 @@ import random
 import re
 from pathlib import Path
 
+from bots.settings import load_settings
 from bots.slack.surface import slack_limits
+from orchestrator.app import Core
 from orchestrator.debate.echo import EchoFilter, strip_echo
+from tests.discord_harness import connected
+from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import is_judge, script_judge
+from tests.test_serve import discord_verdict_posted
 
 OPENING = ('<<turn round="1" debater="A" role="proposer" kind="opening">>\n'
            "We should ship weekly: a change of 40 lines < a change of 400 lines, and R&D agrees.\n\n"
@@ -79,3 +84,24 @@ def test_the_streamed_text_is_the_stored_text() -> None:
     assert strip_echo("Ends with a tag. </turn>") == "Ends with a tag."
     assert strip_echo('&lt;turn round="2" debater="B"&gt;\nText.\n&lt;/turn&gt;') == "Text."
     assert strip_echo("x < y\n<b>bold</b> & more") == "x < y\n<b>bold</b> & more"
+
+
+async def test_discord_shows_the_turns_without_the_convention_or_an_entity(tmp_path: Path) -> None:
+    async with DiscordPeer() as peer, FakeLLMServer() as llm:
+        script_judge(llm, "A")
+        llm.add_rule(Reply(text=OPENING, tokens_per_s=300), match="claude-sonnet-4-6")
+        llm.add_rule(Reply(text=CHALLENGE, tokens_per_s=300), match="gpt-5")
+        settings = load_settings(
+            DEBATE_DB=str(tmp_path / "debates.db"), DEBATE_MAX_RETRIES=0,
+            OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm.openai_base_url,
+            ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=llm.anthropic_base_url,
+            DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url)
+        async with await Core.open(settings) as core, connected(core):
+            await peer.dispatch_interaction(peer.slash_command("debate", {"topic": "Weekly or monthly?", "rounds": 1}))
+            await peer.wait_for(lambda: discord_verdict_posted(peer), within=60)
+            (thread,) = peer.threads()
+            messages = peer.channel_messages(thread["id"])
+    shown = "\n".join([m["content"] or "" for m in messages]
+                      + [e.get("description", "") for m in messages for e in m.get("embeds") or []])
+    assert "We should ship weekly" in shown and "p99 < 40 ms holds" in shown
+    assert not ENTITY.search(shown) and "turn round=" not in shown and not re.search(r"(?m)^\| ", shown)
