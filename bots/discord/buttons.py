@@ -34,7 +34,7 @@ INTERJECT_TEMPLATE = r"debate:interject:(?P<id>[0-9a-f]+)"
 CONTINUE_TEMPLATE = r"debate:continue:(?P<id>[0-9a-f]+)"
 _DEBATE_ID = re.compile(r"^debate:(?:vote|quote|continue|interject):([0-9a-f]+)")
 _TEMPLATES = tuple(re.compile(t) for t in (VOTE_TEMPLATE, QUOTE_TEMPLATE, INTERJECT_TEMPLATE, CONTINUE_TEMPLATE))
-_OURS = re.compile(r"^debate:[^:]*:(?P<id>[^:]*)")  # any click that claims to be one of ours, and its debate
+_OURS = re.compile(r"^debate:[^:]*:")  # any click that claims to be one of ours
 
 
 def choice_label(choice: str) -> str:
@@ -166,24 +166,20 @@ def root_view(spec: DebateSpec, page: str | None = None, *, running: bool = True
     return view if view.children else None
 
 
-def unanswered_click(interaction: discord.Interaction) -> str | None:
-    """The debate id a click of ours names when none of our buttons will answer it (as discord.py's
-    dispatch decides: no template matches the whole `custom_id`, or the clicked message carries no such
-    component); None for anything else."""
+def unanswered_click(interaction: discord.Interaction) -> bool:
+    """Whether this is a click of ours (`debate:…`) that none of our buttons will answer, as discord.py's
+    dispatch decides: no template matches its whole `custom_id`, or the clicked message carries no such
+    component."""
     data = interaction.data if isinstance(interaction.data, dict) else {}
-    if interaction.type is not discord.InteractionType.component:
-        return None
     custom_id = str(data.get("custom_id") or "")
-    ours = _OURS.match(custom_id)
-    if ours is None:
-        return None
+    if interaction.type is not discord.InteractionType.component or not _OURS.match(custom_id):
+        return False
     message = interaction.message
     if message is None or not any(t.fullmatch(custom_id) for t in _TEMPLATES):
-        return ours["id"]
+        return True
     view_type = ui.LayoutView if message.flags.components_v2 else ui.View
-    carried = any(item.type.value == data.get("component_type") and getattr(item, "custom_id", None) == custom_id
-                  for item in view_type.from_message(message, timeout=None).walk_children())
-    return None if carried else ours["id"]
+    return not any(item.type.value == data.get("component_type") and getattr(item, "custom_id", None) == custom_id
+                   for item in view_type.from_message(message, timeout=None).walk_children())
 
 
 def debate_id_of(message: discord.Message) -> str | None:

@@ -154,7 +154,7 @@ class LoopCog(commands.Cog, name="Team in the loop"):
         forged or unknown `debate:…` id: discord.py drops it, and Discord would say the interaction failed);
         every other interaction is someone else's."""
         form = submitted(interaction)
-        if form is None and unanswered_click(interaction) is None:
+        if form is None and not unanswered_click(interaction):
             return
         try:
             if form is not None:
