@@ -21,8 +21,8 @@ from orchestrator.providers.base import Completion, DeltaCallback, ModelCall
 PERIODS = range(3, 201)  # the sizes of a repeated block, in words
 MIN_LOOP_WORDS = 300  # the least a run of copies covers before it counts as a loop
 MIN_REPEATS = 4  # however long the block, this many copies back to back
-CHECK_EVERY = 128  # characters streamed between two checks (and at each line break)
-TAIL_CHARS = 12_000  # the end of the text a check reads: past the longest loop it must find
+CHECK_EVERY = 400  # characters streamed between two checks
+TAIL_CHARS = 8_000  # the end of the text a check reads: past the longest loop it must find (800 words)
 _WORD = re.compile(r"\S+")
 
 
@@ -39,9 +39,7 @@ def loop_start(text: str) -> int | None:
     """Where the repetition ending `text` begins (the character after the repeated block's first copy),
     or None when its last words are no loop."""
     tail = text[-TAIL_CHARS:]
-    offset = len(text) - len(tail)
-    spans = [(m.start(), m.end()) for m in _WORD.finditer(tail)]
-    words = [tail[start:end] for start, end in spans]
+    words = tail.split()
     count = len(words)
     for period in PERIODS:
         if period * repeats_needed(period) > count:
@@ -52,7 +50,8 @@ def loop_start(text: str) -> int | None:
         while first > 0 and words[first - 1] == words[first - 1 + period]:
             first -= 1
         if count - first >= period * repeats_needed(period):
-            return offset + spans[first + period - 1][1]
+            ends = [m.end() for m in _WORD.finditer(tail)]  # the same words as split(), with their places
+            return len(text) - len(tail) + ends[first + period - 1] if len(ends) == count else None
     return None
 
 
@@ -79,7 +78,7 @@ class RepeatGuard:
         self._unchecked += len(delta)
         if self._on_delta is not None:
             await self._on_delta(delta)
-        if self._unchecked >= CHECK_EVERY or "\n" in delta:
+        if self._unchecked >= CHECK_EVERY:
             self._unchecked = 0
             text = "".join(self._parts)
             self._parts = [text]
