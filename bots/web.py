@@ -12,6 +12,9 @@ loop): a guard refuses a main-loop handler that writes to the connection itself.
 `{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}` ("starting" until a platform's
 probe first says yes). Once a graceful stop begins (SIGTERM) it answers 503 with `"status": "stopping"`, so a load
 balancer sends nothing new to a process that refuses new debates.
+
+Every answer carries the security headers of bots/security_headers.py (CSP, nosniff, no Referer, no
+framing, no-store unless a route says otherwise), whichever route, or none, answered it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from aiohttp import web
 
 from bots import event_loop
 from bots.burst_gate import HOLD_MAX_S, QUIET_S, BurstGates
+from bots.security_headers import HEADERS
 from orchestrator.config import ConfigError
 from orchestrator.metrics import CONTENT_TYPE_LATEST, exposition
 
@@ -223,6 +227,13 @@ class WebFront:
             async for chunk in chunks:
                 await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(response.write(chunk), self._server.loop))
 
+    @staticmethod
+    async def _secured(_: web.Request, response: web.StreamResponse) -> None:
+        """Every answer (a 404, a 405, a 500, /healthz and /metrics included) carries the security headers;
+        a route's own value for one of them (a page's static file's Cache-Control) is kept."""
+        for name, value in HEADERS.items():
+            response.headers.setdefault(name, value)
+
     async def _written_here(self, _: web.Request, __: web.StreamResponse) -> None:
         """Every response is sent from the server's thread: a handler on the main loop returns a `Streamed`."""
         if self._server is None or threading.get_ident() != self._server.thread.ident:
@@ -242,6 +253,7 @@ class WebFront:
         application = web.Application()
         application.router.add_route("*", "/{path:.*}", self._dispatch)
         application.on_response_prepare.append(self._written_here)
+        application.on_response_prepare.append(self._secured)
         runner = web.AppRunner(application, access_log=None)
         try:
             await server.run(runner.setup())

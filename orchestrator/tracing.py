@@ -4,7 +4,8 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set; the other standard OTEL_* variables app
 One trace per debate run in a process: a `debate` span, a `round N` span per round, a `chat {model}` span
 per model call (the OpenTelemetry GenAI conventions: provider, model, token usage, `error.type`), and a
 `judge {pass}` span per judge pass. Every span carries `gen_ai.conversation.id`, the debate id; none
-carries the topic, a prompt, a user, a channel or a workspace. A front's platform writes
+carries the topic, a prompt, a user, a channel or a workspace, and a URL only as scheme, host and path (the
+exporter enforces both on every span, a library's included: tracing_export.py). A front's platform writes
 (bots/telemetry.py) are spans of their own, in the debate's trace when the write happens inside it (a
 `debate serve` process), else each its own trace, found by the same `gen_ai.conversation.id`.
 
@@ -53,13 +54,16 @@ def configure_tracing(role: str) -> bool:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        from orchestrator.tracing_export import SafeSpanExporter
     except ImportError:
         log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but the tracing packages are missing: "
                     "install them with pip install 'debate-bot[otel]', or unset the variable.")
         return False
     name = os.environ.get("OTEL_SERVICE_NAME") or f"{SERVICE}-{role}"
     provider = TracerProvider(resource=Resource.create({"service.name": name, "debate.role": role}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # flushed at exit by the provider
+    # flushed at exit by the provider
+    provider.add_span_processor(BatchSpanProcessor(SafeSpanExporter(OTLPSpanExporter())))
     trace.set_tracer_provider(provider)
     _tracer = trace.get_tracer(SERVICE)
     return True

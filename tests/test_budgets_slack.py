@@ -23,7 +23,7 @@ from tests.test_slack_team import answer, ask, debated, root_of
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
-LONG = "evidence " * 2000  # a turn that costs cents, not fractions of them
+LONG = " ".join(f"evidence{n:04d}" for n in range(1400))  # a turn that costs cents (and is no loop: repeats.py)
 HELD_TOPIC = "Should the held debate wait?"
 VARIABLES = {"DEBATE_BUDGET_USD_PER_WORKSPACE_DAY": ("U3", None), "DEBATE_BUDGET_USD_PER_USER_DAY": ("U1", "U3"),
              "DEBATE_BUDGET_USD_PER_MONTH": ("U3", None)}

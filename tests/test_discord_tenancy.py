@@ -288,3 +288,46 @@ async def test_a_stop_by_a_moderator_or_by_the_requester_with_a_prefix_works(
         await peer.wait_for(lambda: _root_says(peer, thread_id, "Stopped"), within=30)
         gate.set()
         await bot.output.rendered()
+
+
+async def test_a_forged_or_unknown_button_click_is_answered_privately_with_no_debate(
+    settings: Settings, peer: DiscordPeer
+) -> None:
+    """Item 22 of issue 57: a `debate:…` click for a debate the clicker may not see, on a public message that
+    does not carry it (or on its own message, claimed from the public channel), got no answer at all, so
+    Discord said "This interaction failed". Each gets the commands' private "no debate" (naming no id the
+    clicker did not type); nothing leaks."""
+    async with await Core.open(settings) as core, connected(core):
+        private_verdict = await _run_debate(peer, PRIVATE_CHANNEL, INSIDER,
+                                            _options(PRIVATE_TOPIC, "openai:gpt-private", "openai:judge-private"))
+        public_verdict = await _run_debate(peer, CHANNEL_ID, INSIDER,
+                                           _options(PUBLIC_TOPIC, "openai:gpt-5", "openai:judge-1"))
+        private = next(h for h in await core.store.history(10) if h.channel == PRIVATE_CHANNEL)
+        shown = await _ask(peer, peer.slash_command("debate-show", {"debate_id": private.id}, user_id=OUTSIDER))
+        (command_answer,) = [a["content"] for a in shown]
+        assert command_answer == f"No debate `{private.id}` here; `/debate-history` lists recent ones."
+        no_debate = "No such debate here; `/debate-history` lists recent ones."
+
+        forged = [f"debate:{kind}:{private.id}" for kind in ("continue", "interject", "quote", "rematch")]
+        forged.append(f"debate:vote:{private.id}:agree")
+        clicks = [peer.button_click(public_verdict["id"], custom_id, user_id=OUTSIDER) for custom_id in forged]
+        # the private debate's own Continue button, clicked as if from the public channel: no form for it
+        clicks.append(peer.button_click(private_verdict["id"], f"debate:continue:{private.id}", user_id=OUTSIDER,
+                                        channel_id=CHANNEL_ID))
+        for click in clicks:
+            answers = await _ask(peer, click)
+            assert [a["content"] for a in answers] == [no_debate], click["data"]["custom_id"]
+            assert not [s for s in (PRIVATE_TOPIC, "Zephyr", private.id) if s in _text(answers)]
+        unknown = await _ask(peer, peer.button_click(public_verdict["id"], "debate:rematch:not-an-id",
+                                                     user_id=OUTSIDER))
+        assert [a["content"] for a in unknown] == [no_debate]
+        assert (await core.store.tally(private.id)).total == 0
+
+        # the controls: the debate's own members still get the form, and the public buttons still work
+        opened = await peer.dispatch_interaction(peer.button_click(private_verdict["id"],
+                                                                   f"debate:continue:{private.id}", user_id=INSIDER))
+        await peer.wait_for(lambda: opened.modal is not None)
+        assert opened.modal is not None and opened.modal["custom_id"] == f"debate:continue-form:{private.id}"
+        public = next(h for h in await core.store.history(10) if h.channel == CHANNEL_ID)
+        await _ask(peer, peer.button_click(public_verdict["id"], f"debate:vote:{public.id}:agree", user_id=OUTSIDER))
+        assert (await core.store.tally(public.id)).total == 1

@@ -19,6 +19,7 @@ from slack_sdk.oauth.installation_store import Installation
 
 from bots.settings import load_settings
 from bots.slack.oauth import install_db_path, oauth_settings
+from bots.slack.routes import OAUTH_PAGE_CSP
 from orchestrator.config import Settings
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer, SlackBot, sign, slack_settings, slash_body
 
@@ -146,6 +147,24 @@ async def test_a_get_with_a_body_to_the_install_page_is_not_parsed(tmp_path: Pat
         async with SlackBot(settings) as slack:
             async with slack.http.get(f"{slack.url}/slack/install", data=b"{broken", headers=JSON) as page:
                 assert page.status == 200
+
+
+@pytest.mark.slow
+async def test_the_install_pages_carry_the_security_headers_and_a_csp_their_html_needs(tmp_path: Path) -> None:
+    """bolt's install page has an inline style and Slack's button image: its CSP allows those, nothing else."""
+    async with SlackAPIPeer() as peer:
+        settings = slack_settings(str(tmp_path / "d.db"), peer, f"{UNUSED_LLM}/v1", UNUSED_LLM, SLACK_BOT_TOKEN=None,
+                                  SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="shh-secret")
+        async with SlackBot(settings) as slack:
+            for path in ("/slack/install", "/slack/oauth_redirect?error=access_denied"):
+                async with slack.http.get(f"{slack.url}{path}") as page:
+                    assert page.status in (200, 400), path
+                    csp = page.headers["Content-Security-Policy"]
+                    assert csp == OAUTH_PAGE_CSP and "script-src" not in csp, path
+                    assert page.headers["X-Content-Type-Options"] == "nosniff"
+                    assert page.headers["Cache-Control"] == "no-store"
+                    html = await page.text()
+                    assert "<style>" in html, path
 
 
 @pytest.mark.slow

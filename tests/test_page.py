@@ -4,14 +4,16 @@ the headers of every answer, the exports, the rate limit, and the live stream.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
 
 from bots.page import RateLimit, page_link
+from orchestrator.export import from_json, to_json
 from orchestrator.log import DebateLog
-from orchestrator.models import DebateSpec, Seat, StanceScore, Turn, Verdict
+from orchestrator.models import DebateSpec, Interjection, Seat, StanceScore, Turn, Verdict
 from tests.log_backends import LogBackend
 from tests.page_harness import PUBLIC_URL, finish, local, log_debate, serve_pages, settings, turn
 
@@ -111,6 +113,39 @@ async def test_exports_and_static_files_are_served_with_the_headers(store: Debat
             async with http.get(f"{served.base}/page/static/{name}") as response:
                 assert response.status == 200 and response.content_type == kind
                 assert_secured(response)
+
+
+async def test_the_page_exports_carry_display_names_and_no_platform_ids(store: DebateLog) -> None:
+    """Item 10 of issue 57: export.json gave anyone holding the link the Slack ids the page hides."""
+    config = settings()
+    ids = {"workspace": "T0WORKSPACE1", "channel": "C0CHANNEL22", "thread": "1700000000.000100",
+           "requested_by": "U0REQUESTER3"}
+    debate = await log_debate(store, platform="slack", finished=False, **ids)
+    await store.add_interjection(Interjection(debate_id=debate.id, author="Kim Auditor", user="U0NOTEUSER44",
+                                              platform="slack", text="Who pays for the replicas?"), max_waiting=5)
+    await finish(store, debate, 2)
+    link = await page_link(store, config, debate.id)
+    assert link is not None
+    async with serve_pages(store, config) as served, aiohttp.ClientSession() as http:
+        async with http.get(local(link, served) + "/export.json") as response:
+            assert response.status == 200
+            body = await response.text()
+        async with http.get(local(link, served) + "/export.md") as response:
+            markdown = await response.text()
+        async with http.get(local(link, served)) as response:
+            html = await response.text()
+    shown = json.loads(body)
+    for secret in (*ids.values(), "U0NOTEUSER44"):
+        assert secret not in body and secret not in markdown and secret not in html, secret
+    assert {"workspace", "channel", "thread", "requested_by", "channel_private"}.isdisjoint(shown)
+    assert {"workspace", "channel", "thread", "requested_by"}.isdisjoint(shown["spec"])
+    assert {n["author"] for n in shown["interjections"]} == {"Dana Reviewer", "Kim Auditor"}
+    assert "Kim Auditor" in html and shown["platform"] == "slack" and shown["topic"] == debate.topic
+    assert len(shown["turns"]) == 4 and shown["verdict"]["winner_label"] == "A"
+    assert from_json(shown).id == debate.id  # still a debate-bot export
+    kept = to_json(await store.get_debate(debate.id))  # type: ignore[arg-type]  # the operator's export (the CLI's) keeps every id
+    assert {kept[k] for k in ids} == set(ids.values()) and kept["spec"]["requested_by"] == "U0REQUESTER3"
+    assert [n["user"] for n in kept["interjections"] if n["author"] == "Kim Auditor"] == ["U0NOTEUSER44"]
 
 
 async def test_page_requests_are_rate_limited_per_client_address(store: DebateLog) -> None:

@@ -24,7 +24,8 @@ from tests.llm_scripts import script_judge
 
 TABLE = "| Option | Weekly cost | Risk |\n|---|---:|:---|\n| **Go** | 3 days | low |\n| Rust | 5 days | `unsafe` |"
 FENCE = '```python\ndef ship(week: int) -> bool:\n    return week % 1 == 0 and "<!here>" != ""\n```'
-TAIL = ("Evidence from the last quarter shows the cadence holds when the pipeline is green. " * 110)[:9000]
+TAIL = " ".join(f"Evidence from quarter {n} shows the cadence holds when the pipeline is green."
+               for n in range(120))[:9000]  # long, and no loop (a loop would end the turn: repeats.py)
 CORPUS = (
     "### Release cadence\n\n"
     "We should adopt **weekly releases**, not *monthly* ones. See [the dashboard](https://evil.example/dash) "
@@ -55,7 +56,7 @@ async def turn_messages(bot: SlackBot, peer: SlackAPIPeer, debate_id: str, chann
 def rendered_links(markdown: str) -> list[str]:
     """Links a Markdown renderer would make of `markdown` outside code: inline, autolinks, Slack's own."""
     prose = prose_of(markdown)
-    return re.findall(r"\]\(|<https?:|<mailto:|<[^>\s]*\|", prose)
+    return re.findall(r"\]\(|<https?:|<mailto:|<(?!\u200b)[^>\s]*\|", prose)
 
 
 @pytest.mark.slow
@@ -97,7 +98,8 @@ async def test_a_turn_arrives_as_markdown_blocks_split_whole_and_inert(tmp_path:
                 sent = json.dumps(call.params, ensure_ascii=False).replace("\\u200b", "\u200b")
                 for ping in PINGS:
                     assert ping not in sent, (call.method, ping)
-            assert "&lt;!channel&gt;" in shown and "@\u200bhere" in shown
+            assert "<\u200b!channel>" in shown and "@\u200bhere" in shown
+            assert not re.search(r"&(lt|gt|amp);", shown), "a markdown block shows an entity as written"
             # the notification text: plain, no Markdown punctuation left over
             for part in parts:
                 for mark in MARKDOWN_PUNCTUATION:
@@ -154,7 +156,7 @@ def test_the_converter_on_the_corpus() -> None:
                             "Go     | 3 days      | low\nRust   | 5 days      | unsafe\n```")
     assert "```\ndef ship(week: int) -&gt; bool:" in mrkdwn, "a fence loses its language (mrkdwn would show it)"
     assert "&lt;​!here&gt;" in mrkdwn and "<!" not in mrkdwn
-    assert "See the dashboard and tell &lt;!channel&gt; and @\u200bhere." in mrkdwn
+    assert "See the dashboard and tell &lt;\u200b!channel&gt; and @\u200bhere." in mrkdwn
     assert "|" not in mrkdwn.replace(table[:table.index("\n```", 4)], "")
 
     plain = plain_text(safe)
@@ -169,9 +171,10 @@ def test_links_and_pings_stay_inert_inside_and_outside_code() -> None:
             "[ref]: https://x.example\n<@U123> <!subteam^S1> `<!channel>` and > quoted\n> real quote")
     safe = neutralize_markdown(text)
     assert rendered_links(safe) == []
-    assert safe.startswith("a img &lt;https://x.example&gt;") and "\n[ref]\u200b: https" in safe
+    assert safe.startswith("a img <\u200bhttps://x.example>") and "\n[ref]\u200b: https" in safe
     assert "`<\u200b!channel>`" in safe, "code shows as written, with no control sequence left"
-    assert "&lt;@U123&gt;" in safe and "and &gt; quoted" in safe and "\n> real quote" in safe
+    assert "<\u200b@U123>" in safe and "and > quoted" in safe and "\n> real quote" in safe
+    assert "&" not in safe, "no entity: a markdown block would show it as written"
 
 
 def test_tables_and_fences_are_never_cut_and_a_table_too_big_becomes_code() -> None:

@@ -14,6 +14,7 @@ import pytest
 from slack_sdk.oauth.installation_store import Installation
 
 from bots.slack.surface import slack_limits
+from bots.thread.vote import NOT_A_VOTE
 from orchestrator.log import Scope
 from orchestrator.models import DebateSpec, Seat, Verdict
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
@@ -177,6 +178,27 @@ async def test_a_non_member_in_a_public_channel_learns_nothing_of_a_private_chan
     await bot.settle()
     assert all(secret in answers(peer, key)[0] for key in inside)
     assert SECRET_RECOMMENDATION.split(" (")[0] in answers(peer, inside[2])[0]
+
+
+async def test_every_forged_button_click_is_answered_privately_with_not_found(
+    bot: SlackBot, peer: SlackAPIPeer
+) -> None:
+    """Item 22 of issue 57, on Slack: each of our buttons, clicked on a public message for a private
+    channel's debate, is answered privately with the commands' "not found" (or the vote's refusal), and
+    opens no form."""
+    secret = await run_debate(bot, peer, PRIVATE_TOPIC, "G2")
+    await run_debate(bot, peer, PUBLIC_TOPIC, "C1")
+    public = next(m for m in peer.messages.values() if m.channel == "C1" and m.thread_ts is None)
+    clicks = {"debate_interject": secret, "debate_continue": secret, "quote_recommendation": secret,
+              "debate_vote_agree": f"{secret}|agree"}
+    for action, value in clicks.items():
+        await bot.interact(action_payload(public, action, value, user="U1", response_url=peer.response_url(action)))
+    await bot.settle()
+    not_found = f"No debate with id `{secret}` here. `/debate history` lists recent ones."
+    for action in ("debate_interject", "debate_continue", "quote_recommendation"):
+        assert answers(peer, action) == [not_found], action
+    assert answers(peer, "debate_vote_agree") == [NOT_A_VOTE]
+    assert not peer.of("views.open") and (await bot.core.store.tally(secret)).total == 0
 
 
 async def test_an_ambiguous_prefix_names_only_debates_the_asker_may_see(bot: SlackBot, peer: SlackAPIPeer) -> None:

@@ -201,3 +201,58 @@ async def test_discord_writes_are_spans_with_their_routes_and_the_debate_id(tmp_
     for_debate = [s for s in writes if s.attributes.get("gen_ai.conversation.id") == row["id"]]
     assert len(for_debate) >= len(in_thread) > 0, "every write into the debate's thread (and its root) carries its id"
     assert not [t for s in collector.spans for t in strings_in(s) if TOKEN in t or "event sourcing" in t]
+
+
+async def test_spans_carry_a_model_endpoint_as_scheme_host_and_path_and_no_prompt(tmp_path: Path) -> None:
+    """Item 23 of issue 57: a *_BASE_URL's user info or query, and (in an SDK's content mode) the prompts,
+    must not reach the collector, whoever made the span (here the anthropic SDK's own HTTP span)."""
+    async with FakeLLMServer() as srv, OTLPCollector() as collector:
+        script_judge(srv, "A")
+        env = traced_env(tmp_path, srv, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+                         ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE="content")
+        env["ANTHROPIC_BASE_URL"] = srv.anthropic_base_url.replace("http://", "http://svc:pw-LEAKED-1@")
+        code, _, err = await debate(tmp_path, "run", TOPIC, "--rounds", "1", env=env)
+        assert code == 0, err
+        assert any(r.api == "anthropic" for r in srv.requests)
+        port = srv.anthropic_base_url.rsplit(":", 1)[1].strip("/")
+    sdk = [s for s in collector.spans if "url.full" in s.attributes]
+    assert sdk, "the anthropic SDK's HTTP spans were exported"
+    assert {s.attributes["url.full"] for s in sdk} == {f"http://127.0.0.1:{port}/v1/messages"}
+    assert all(s.attributes["url.path"] == "/v1/messages" and "url.query" not in s.attributes for s in sdk)
+    shown = [text for span in collector.spans for text in strings_in(span)]
+    assert not [text for text in shown if "LEAKED" in text or "svc:" in text or "event sourcing" in text]
+    assert not [s for s in collector.spans if "gen_ai.input.messages" in s.attributes]
+
+
+async def test_the_exporter_sends_no_user_info_query_or_fragment_of_any_url() -> None:
+    """Whatever a library puts in a span's URL attributes, the collector gets scheme, host, port and path."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from orchestrator.tracing_export import SafeSpanExporter
+
+    async with OTLPCollector() as collector:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(SafeSpanExporter(
+            OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces"))))
+        tracer = provider.get_tracer("tests")
+
+        def emit() -> None:
+            with tracer.start_as_current_span("POST", attributes={
+                "url.full": "https://svc:pw-LEAKED-2@llm.example.com:8443/v1/chat/completions?api-key=LEAKED-3#x",
+                "http.url": "http://[::1]:8000/v1/messages?key=LEAKED-4",
+                "url.path": "/v1/chat/completions?api-key=LEAKED-5", "url.query": "api-key=LEAKED-6",
+                "server.address": "svc:pw-LEAKED-7@llm.example.com", "gen_ai.request.model": "gpt-5",
+            }):
+                pass
+            with tracer.start_as_current_span("plain", attributes={"debate.round": 1}):
+                pass
+            provider.shutdown()
+
+        await asyncio.to_thread(emit)
+    spans = {s.name: s for s in collector.spans}
+    assert spans["POST"].attributes == {
+        "url.full": "https://llm.example.com:8443/v1/chat/completions", "http.url": "http://[::1]:8000/v1/messages",
+        "url.path": "/v1/chat/completions", "server.address": "llm.example.com", "gen_ai.request.model": "gpt-5"}
+    assert spans["plain"].attributes == {"debate.round": 1}

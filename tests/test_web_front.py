@@ -274,3 +274,33 @@ async def test_after_a_park_the_main_loop_runs_at_least_as_long_before_the_next(
         gates.started()  # a new burst within 50 ms of the last park's end: no park
         assert await asyncio.to_thread(_probe(main).wait, BOUND_S)
         gates.ended()
+
+
+async def test_every_answer_carries_the_security_headers() -> None:
+    """Item 11 of issue 57: the 404, the 405, /healthz and /metrics had none of the page's headers."""
+    front = WebFront()
+
+    async def cached(_: web.Request) -> web.Response:
+        return web.Response(text="style", headers={"Cache-Control": "public, max-age=60"})
+
+    async def broken(_: web.Request) -> web.Response:
+        raise RuntimeError("a handler that fails")
+
+    front.mount("GET", "/cached", cached)
+    front.mount("GET", "/broken", broken)
+    async with front.listen("127.0.0.1", 0) as port, aiohttp.ClientSession() as http:
+        base = f"http://127.0.0.1:{port}"
+        answers = [("GET", "/healthz", 200), ("GET", "/metrics", 200), ("HEAD", "/healthz", 200),
+                   ("GET", "/nowhere", 404), ("POST", "/healthz", 405), ("DELETE", "/metrics", 405),
+                   ("GET", "/broken", 500), ("GET", "/cached", 200)]
+        for method, path, status in answers:
+            async with http.request(method, base + path) as response:
+                assert response.status == status, (method, path)
+                headers = response.headers
+                csp = headers.get("Content-Security-Policy", "")
+                assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp, (method, path)
+                assert headers.get("X-Content-Type-Options") == "nosniff", (method, path)
+                assert headers.get("Referrer-Policy") == "no-referrer", (method, path)
+                assert headers.get("X-Frame-Options") == "DENY", (method, path)
+                expected = "public, max-age=60" if path == "/cached" else "no-store"
+                assert headers.get("Cache-Control") == expected, (method, path)

@@ -4,10 +4,14 @@ Interject on a running debate's root message.
 Each button's `custom_id` carries the debate id and the choice (`debate:vote:{id}:{choice}`,
 `debate:quote:{id}`, `debate:continue:{id}`, `debate:interject:{id}`); discord.py matches it against
 the `DynamicItem` templates the bot registers in `setup_hook`, so no view state lives in memory. A click
-knows nothing of the core: a vote or quote dispatches a client event (`on_debate_vote`,
-`on_debate_quote`, the way discord.py's own tree dispatches `app_command_completion`), and the cog that
-holds the core answers it; Interject and Continue open their form (`forms.py`), whose submission the
-team cog answers the same way.
+knows nothing of the core: it dispatches a client event (`on_debate_vote`, `on_debate_quote`,
+`on_debate_form`, the way discord.py's own tree dispatches `app_command_completion`), and the cog that
+holds the core answers it: Interject and Continue with their form (`forms.py`) for a debate the member
+may see, whose submission the team cog answers the same way.
+
+discord.py drops a click whose `custom_id` no template matches, or that the clicked message does not
+carry (a forged click): `unanswered_click` finds those of ours, so the team cog answers them with the
+commands' "no debate" instead of leaving Discord to say the interaction failed.
 """
 
 from __future__ import annotations
@@ -18,17 +22,19 @@ from typing import Any
 import discord
 from discord import ui
 
-from bots.discord.forms import continue_form, interject_form, open_form
 from orchestrator.models import DebateSpec
 
 VOTE_EVENT = "debate_vote"  # listeners: on_debate_vote(interaction, debate_id, choice)
 QUOTE_EVENT = "debate_quote"  # listeners: on_debate_quote(interaction, debate_id)
+FORM_EVENT = "debate_form"  # listeners: on_debate_form(interaction, "interject" | "continue", debate_id)
 
 VOTE_TEMPLATE = r"debate:vote:(?P<id>[0-9a-f]+):(?P<choice>[a-z0-9:_-]+)"
 QUOTE_TEMPLATE = r"debate:quote:(?P<id>[0-9a-f]+)"
 INTERJECT_TEMPLATE = r"debate:interject:(?P<id>[0-9a-f]+)"
 CONTINUE_TEMPLATE = r"debate:continue:(?P<id>[0-9a-f]+)"
 _DEBATE_ID = re.compile(r"^debate:(?:vote|quote|continue|interject):([0-9a-f]+)")
+_TEMPLATES = tuple(re.compile(t) for t in (VOTE_TEMPLATE, QUOTE_TEMPLATE, INTERJECT_TEMPLATE, CONTINUE_TEMPLATE))
+_OURS = re.compile(r"^debate:[^:]*:")  # any click that claims to be one of ours
 
 
 def choice_label(choice: str) -> str:
@@ -103,7 +109,7 @@ class InterjectButton(ui.DynamicItem[ui.Button[Any]], template=INTERJECT_TEMPLAT
         return cls(match["id"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await open_form(interaction, interject_form(self.debate_id))
+        interaction.client.dispatch(FORM_EVENT, interaction, "interject", self.debate_id)
 
 
 class ContinueButton(ui.DynamicItem[ui.Button[Any]], template=CONTINUE_TEMPLATE):
@@ -123,7 +129,7 @@ class ContinueButton(ui.DynamicItem[ui.Button[Any]], template=CONTINUE_TEMPLATE)
         return cls(match["id"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await open_form(interaction, continue_form(self.debate_id))
+        interaction.client.dispatch(FORM_EVENT, interaction, "continue", self.debate_id)
 
 
 BUTTONS: tuple[type[ui.DynamicItem[Any]], ...] = (VoteButton, QuoteButton, InterjectButton, ContinueButton)
@@ -158,6 +164,22 @@ def root_view(spec: DebateSpec, page: str | None = None, *, running: bool = True
     if page:
         view.add_item(page_button(page))
     return view if view.children else None
+
+
+def unanswered_click(interaction: discord.Interaction) -> bool:
+    """Whether this is a click of ours (`debate:…`) that none of our buttons will answer, as discord.py's
+    dispatch decides: no template matches its whole `custom_id`, or the clicked message carries no such
+    component."""
+    data = interaction.data if isinstance(interaction.data, dict) else {}
+    custom_id = str(data.get("custom_id") or "")
+    if interaction.type is not discord.InteractionType.component or not _OURS.match(custom_id):
+        return False
+    message = interaction.message
+    if message is None or not any(t.fullmatch(custom_id) for t in _TEMPLATES):
+        return True
+    view_type = ui.LayoutView if message.flags.components_v2 else ui.View
+    return not any(item.type.value == data.get("component_type") and getattr(item, "custom_id", None) == custom_id
+                   for item in view_type.from_message(message, timeout=None).walk_children())
 
 
 def debate_id_of(message: discord.Message) -> str | None:

@@ -21,11 +21,12 @@ from discord.ext import commands
 
 from bots.commands import CommandError
 from bots.discord.access import PLATFORM, home_channel, may_configure, scope_of
+from bots.discord.buttons import unanswered_click
 from bots.discord.commands import DebateCog, model_choices
-from bots.discord.forms import Submission, submitted
+from bots.discord.forms import Submission, continue_form, interject_form, open_form, submitted
 from bots.discord.output import DiscordOutput
 from bots.discord.render import config_embed, safe
-from bots.discord.replies import reply_privately, report
+from bots.discord.replies import no_debate, reply_privately, report
 from bots.discord.surface import NO_MENTIONS
 from bots.grammar import CONFIG_KEYS
 from bots.loop import (
@@ -131,19 +132,35 @@ class LoopCog(commands.Cog, name="Team in the loop"):
         key = debate_id.strip().lower()
         record = await self.core.debate(key, scope_of(interaction), turns=False)
         if record is None:
-            raise CommandError(f"No debate `{safe(key, 40)}` here; `/debate-history` lists recent ones.")
+            raise CommandError(no_debate(key))
         return record
 
     # ---- the forms behind the Interject and Continue buttons
 
     @commands.Cog.listener()
+    async def on_debate_form(self, interaction: discord.Interaction, kind: str, debate_id: str) -> None:
+        """A click on Interject or Continue (`buttons.py`): its form, for a debate the member may see from here."""
+        try:
+            record = await self.core.debate(debate_id, scope_of(interaction), turns=False)
+            if record is None:
+                raise CommandError(no_debate())
+            await open_form(interaction, interject_form(record.id) if kind == "interject" else continue_form(record.id))
+        except Exception as exc:
+            await report(interaction, exc)
+
+    @commands.Cog.listener()
     async def on_interaction(self, interaction: discord.Interaction) -> None:
-        """A submitted Interject or Continue form (`forms.py`); every other interaction is someone else's."""
+        """A submitted Interject or Continue form (`forms.py`), or a click of ours that no button answers (a
+        forged or unknown `debate:…` id: discord.py drops it, and Discord would say the interaction failed);
+        every other interaction is someone else's."""
         form = submitted(interaction)
-        if form is None:
+        if form is None and not unanswered_click(interaction):
             return
         try:
-            await self._submitted(interaction, form)
+            if form is not None:
+                await self._submitted(interaction, form)
+            else:
+                raise CommandError(no_debate())
         except Exception as exc:
             await report(interaction, exc)
 

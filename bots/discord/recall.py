@@ -22,7 +22,7 @@ from bots.discord.render import (
     tally_text,
     verdicts_text,
 )
-from bots.discord.replies import report
+from bots.discord.replies import no_debate, report
 from bots.discord.surface import NO_MENTIONS
 from orchestrator.app import Core
 from orchestrator.log import DebateRecord
@@ -95,7 +95,7 @@ class RecallCog(commands.Cog, name="Recall"):
         """Show one debate's status, verdicts, votes and rematches."""
         record = await self.core.debate(debate_id.strip().lower(), scope_of(interaction))
         if record is None:
-            raise CommandError(f"No debate `{debate_id}` here; `/debate-history` lists recent ones.")
+            raise CommandError(no_debate(debate_id))
         embed = discord.Embed(title=safe(record.topic, 256),
                               description=STATUS_LABELS.get(record.status, record.status))
         seats = "\n".join(f"{s.label} {s.role}: `{s.model}`" for s in record.seats)
@@ -130,7 +130,7 @@ class RecallCog(commands.Cog, name="Recall"):
     async def debate_quote(self, interaction: discord.Interaction, debate_id: str) -> None:
         """Post a debate's recommendation in the channel where it started, with a link to the full thread."""
         key = debate_id.strip().lower()
-        await self.quote(interaction, key, f"No debate `{key}` here; `/debate-history` lists recent ones.")
+        await self.quote(interaction, key, no_debate(key))
 
     async def quote_recommendation(self, interaction: discord.Interaction, message: discord.Message) -> None:
         not_verdict = "That is not a debate verdict. Use this on the verdict message, or `/debate-quote ID`."
@@ -166,6 +166,6 @@ class RecallCog(commands.Cog, name="Recall"):
     async def on_debate_quote(self, interaction: discord.Interaction, debate_id: str) -> None:
         """A click on a verdict's Quote button (`buttons.QuoteButton`)."""
         try:
-            await self.quote(interaction, debate_id, "That debate cannot be quoted from here.")
+            await self.quote(interaction, debate_id, no_debate())
         except Exception as exc:
             await report(interaction, exc)

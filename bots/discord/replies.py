@@ -15,6 +15,13 @@ from orchestrator.log import AmbiguousIdError
 log = logging.getLogger(__name__)
 
 
+def no_debate(key: str | None = None) -> str:
+    """The one answer for a debate id that names nothing the asker may see: a command's names the id typed
+    (`key`); a button's names none (its id was never the clicker's to read)."""
+    which = f"debate `{safe(key, 40)}`" if key is not None else "such debate"
+    return f"No {which} here; `/debate-history` lists recent ones."
+
+
 async def reply_privately(interaction: discord.Interaction, text: str) -> None:
     """One ephemeral message, whether or not the interaction was answered already."""
     if interaction.response.is_done():

@@ -2,7 +2,8 @@
 
     GET /d/{id}/{key}               the page (server-rendered; follows a running debate live)
     GET /d/{id}/{key}/events        Server-Sent Events while it runs (live.py)
-    GET /d/{id}/{key}/export.md     the Markdown transcript; export.json: the JSON export
+    GET /d/{id}/{key}/export.md     the Markdown transcript; export.json: the JSON export, without the
+                                    platform ids the page does not show (the CLI's export keeps them)
     GET /page/static/page.css|js    the page's own style and script (no external asset anywhere)
 
 A wrong, missing or revoked key, an unknown debate and an unknown path all get the same 404 with
@@ -27,7 +28,7 @@ from bots.page.security import RateLimit, not_found, secured
 from bots.page.view import page_fingerprint, page_view
 from bots.settings import BotSettings
 from bots.web import Streamed
-from orchestrator.export import to_json, to_markdown
+from orchestrator.export import to_markdown, to_shared_json
 from orchestrator.log.records import DebateRecord
 
 STATIC_TYPES = {"page.css": "text/css", "page.js": "text/javascript"}
@@ -112,7 +113,8 @@ class PageSite:
         return secured(web.Response(text=html, content_type="text/html", charset="utf-8"))
 
     def _export(self, record: DebateRecord, name: str) -> web.Response:
-        body = to_markdown(record) if name == "export.md" else json.dumps(to_json(record), ensure_ascii=False, indent=2)
+        body = (to_markdown(record) if name == "export.md"
+                else json.dumps(to_shared_json(record), ensure_ascii=False, indent=2))
         response = web.Response(text=body, content_type=EXPORTS[name], charset="utf-8",
                                 headers={"Content-Disposition": f'inline; filename="debate-{record.id}.{name[7:]}"'})
         return secured(response)

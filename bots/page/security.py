@@ -1,9 +1,10 @@
 """What every page response carries, and how many requests a client address may make.
 
-The headers keep the page inert and its key at home: no script or style but the bot's own files
-(nothing inline: the page has none), no framing, no sniffing, no Referer (the key is in the path), no
-indexing. The limit is a token bucket per client address (the peer's address: behind a load balancer
-that is the balancer's, unless the front is told otherwise, so keep it generous there)."""
+The headers (bots/security_headers.py, on every answer of the server) keep the page inert and its key
+at home: no script or style but the bot's own files (nothing inline: the page has none), no framing,
+no sniffing, no Referer (the key is in the path), no indexing. The limit is a token bucket per client
+address (the peer's address: behind a load balancer that is the balancer's, unless the front is told
+otherwise, so keep it generous there)."""
 
 from __future__ import annotations
 
@@ -12,24 +13,19 @@ from collections import OrderedDict
 
 from aiohttp import web
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Robots-Tag": "noindex, nofollow",
-    "X-Frame-Options": "DENY",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Resource-Policy": "same-origin",
-}
+from bots.security_headers import CSP, HEADERS
+
+__all__ = ["CSP", "HEADERS", "NOT_FOUND", "RateLimit", "not_found", "secured"]
+
 NOT_FOUND = "Not found.\n"
 
 
 def secured(response: web.StreamResponse, *, private: bool = True) -> web.StreamResponse:
-    response.headers.update(HEADERS)
-    if private:
-        response.headers["Cache-Control"] = "no-store"
+    """The headers of every answer (the server sets them too: bots/web.py), with the route's own
+    Cache-Control kept unless `private`."""
+    for name, value in HEADERS.items():
+        if name != "Cache-Control" or private or name not in response.headers:
+            response.headers[name] = value
     return response
 
 

@@ -5,10 +5,14 @@ that itself in a `markdown` block (messages posted or updated by apps; up to `MA
 across a message's markdown blocks), so turns, notices and the verdict's prose go there as written,
 made inert first (`neutralize_markdown`): no pings, no links, nothing that escapes its block.
 
+A markdown block takes no HTML entity (it shows `&lt;` as written), so the text for one has none; a
+`<` is kept from opening anything by a zero-width space instead.
+
 Everything else speaks `mrkdwn` (App Home, modals, ephemeral answers, a message's `text`): there one
 converter, `to_mrkdwn`, turns the same Markdown into Slack's dialect (bold, italics, lists, code,
 headings as bold lines, tables as code blocks), and `plain_text` gives the notification fallback with
-no Markdown punctuation left. Both take text `neutralize_markdown` made safe.
+no Markdown punctuation left. Both take text `neutralize_markdown` made safe, and write `&`, `<` and
+`>` as the entities mrkdwn reads.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ MARKDOWN_LIMIT = 12_000  # characters across every markdown block of one message
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
 _LINK = re.compile(r"\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
 _LINK_DEF = re.compile(r"(?m)^(\s{0,3}\[[^\]\n]+\]):")
-_QUOTE_MARKS = re.compile(r"(?m)^(\s{0,3})((?:&gt;\s?)+)")
+_PROSE_ANGLE = re.compile(r"<(?=\S)")
 _BARE_PING = re.compile(r"@(channel|here|everyone)", re.IGNORECASE)
 _CODE_CONTROL = re.compile(r"<(?=[!@#]|[a-z][a-z0-9+.-]*:)", re.IGNORECASE)
 _INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
@@ -51,23 +55,24 @@ def _inert_prose(text: str) -> str:
     text = _LINK.sub(r"\1", text)  # a link renders as its text: model text never carries one
     text = _LINK_DEF.sub(lambda m: m.group(1) + ZWSP + ":", text)
     text = text.replace("](", "]" + ZWSP + "(")  # whatever the patterns above missed
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _QUOTE_MARKS.sub(lambda m: m.group(1) + m.group(2).replace("&gt;", ">"), text)  # quotes stay quotes
+    return _PROSE_ANGLE.sub("<" + ZWSP, text)
 
 
 def _inert_code(code: str) -> str:
-    """Code shows as written (entities would show literally), but never opens a Slack control sequence,
-    and a `](` in it gets a zero-width space: a message split through a code span leaves part of it
-    outside code, where it must not become a link either."""
+    """Code shows as written, but never opens a Slack control sequence, and a `](` in it gets a
+    zero-width space: a message split through a code span leaves part of it outside code, where it must
+    not become a link either."""
     return _CODE_CONTROL.sub("<" + ZWSP, code).replace("](", "]" + ZWSP + "(")
 
 
 def neutralize_markdown(text: str) -> str:
-    """Model text for a `markdown` block: its Markdown kept, made inert. Outside code, `&`, `<` and `>`
-    become entities (so `<!channel>`, `<@U1>` and `<https://…>` show as text) except a line's quote
-    marks, and `[text](url)` / `![alt](url)` become their text; inside code, a `<` that could start a
-    mention or link gets a zero-width space. Bare @channel/@here/@everyone get one too; NUL, terminal
-    and bidi controls are dropped."""
+    """Model text for a `markdown` block: its Markdown kept, made inert, with no HTML entity in it (a
+    markdown block shows `&lt;` as those four characters). Outside code, a `<` before anything but a
+    space gets a zero-width space after it (so `<!channel>`, `<@U1>`, `<https://…>` and `<a@b.example>`
+    are neither controls nor autolinks, and show as written), and `[text](url)` / `![alt](url)` become
+    their text; inside code, a `<` that could start a mention or link gets one. Bare
+    @channel/@here/@everyone get one too; NUL, terminal and bidi controls are dropped. `to_mrkdwn` and
+    `plain_text` write the entities mrkdwn needs themselves."""
     text = outside_code(strip_controls(text), _inert_prose, _inert_code)
     return _BARE_PING.sub(lambda m: "@" + ZWSP + m.group(1), text)
 
@@ -124,15 +129,23 @@ def _table_rows(table: str) -> list[list[str]]:
     return [_cells(line) for index, line in enumerate(lines) if index != 1]  # line 1 is the |---| rule
 
 
-def _plain_inline(text: str) -> str:
+def _plain_inline(text: str, *, entities: bool = True) -> str:
+    """Inline Markdown as plain text; `entities`: with `&`, `<` and `>` as mrkdwn needs them (not for text
+    that is escaped whole afterwards, a table going into a code block)."""
+    escape = _escape if entities else _unchanged
+
     def prose(part: str) -> str:
         part = _BOLD.sub(lambda m: m.group(1) or m.group(2), part)
         part = _STAR_ITALIC.sub(r"\1", part)
         part = _UNDER_ITALIC.sub(r"\1", part)
         part = _STRIKE.sub(r"\1", part)
-        return _ESCAPED.sub(r"\1", part).replace("](", "]" + ZWSP + "(")  # text pieced together stays inert
+        return escape(_ESCAPED.sub(r"\1", part).replace("](", "]" + ZWSP + "("))  # pieced together, still inert
 
-    return _outside_inline_code(text, prose, lambda code: _escape(code.strip("`").strip()))
+    return _outside_inline_code(text, prose, lambda code: escape(code.strip("`").strip()))
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 def _escape(code: str) -> str:
@@ -146,7 +159,7 @@ def _mrkdwn_inline(text: str) -> str:
         part = _BOLD.sub(lambda m: BOLD_MARK + (m.group(1) or m.group(2)) + BOLD_MARK, part)
         part = _STAR_ITALIC.sub(r"_\1_", part)
         part = _STRIKE.sub(r"~\1~", part)
-        return _ESCAPED.sub(r"\1", part).replace("](", "]" + ZWSP + "(")
+        return _escape(_ESCAPED.sub(r"\1", part))
 
     return _outside_inline_code(text, prose, _escape)
 
@@ -195,7 +208,7 @@ def to_mrkdwn(markdown: str) -> str:
         if segment.kind == "fence":
             out.append("```\n" + _escape(_fence_body(text)) + "\n```" + ending)
         elif segment.kind == "table":
-            rows = [[_plain_inline(cell) for cell in row] for row in _table_rows(text)]
+            rows = [[_plain_inline(cell, entities=False) for cell in row] for row in _table_rows(text)]
             out.append("```\n" + _escape(_aligned(rows)) + "\n```" + ending)
         else:
             out.append("\n".join(_mrkdwn_line(line) for line in text.split("\n")) + ending)

@@ -10,6 +10,8 @@ dispatch (middleware, listener, the command's work) is handed to the main loop b
 once the burst it came in is answered (bots/burst_gate.py); bolt's `ack()` in the listener then answers nothing.
 Other requests (a button, a modal's submission, whose ack may carry errors) go through bolt before they are answered.
 The OAuth pages are GETs whose body means nothing: it is never handed to bolt.
+They are bolt's own HTML (an inline style, Slack's "Add to Slack" image), so they carry a CSP that
+allows those and nothing else.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from bots.slack.runtime import SlackRuntime
 from bots.web import WebFront
 from orchestrator.metrics import COMMAND_ACK
+
+# bolt's install and callback pages: their inline <style> and Slack's button image, nothing else
+OAUTH_PAGE_CSP = ("default-src 'none'; img-src https://platform.slack-edge.com; style-src 'unsafe-inline'; "
+                  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 log = logging.getLogger("bots.slack")
 
@@ -128,11 +134,15 @@ def mount_slack(front: WebFront, app: AsyncApp, signing_secret: str | None, *, e
     def page_request(request: web.Request) -> AsyncBoltRequest:
         return AsyncBoltRequest(body="", query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
 
+    def oauth_page(answer: web.Response) -> web.Response:
+        answer.headers["Content-Security-Policy"] = OAUTH_PAGE_CSP
+        return answer
+
     async def install(request: web.Request) -> web.Response:
-        return await to_aiohttp_response(await flow.handle_installation(page_request(request)))
+        return oauth_page(await to_aiohttp_response(await flow.handle_installation(page_request(request))))
 
     async def callback(request: web.Request) -> web.Response:
-        return await to_aiohttp_response(await flow.handle_callback(page_request(request)))
+        return oauth_page(await to_aiohttp_response(await flow.handle_callback(page_request(request))))
 
     front.mount("GET", flow.install_path, install)
     front.mount("GET", flow.redirect_uri_path, callback)

@@ -30,7 +30,9 @@ from orchestrator.budgets import SpendWatch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience, with_audience
 from orchestrator.debate.deltas import LIVE, DeltaBatcher, TextPace
+from orchestrator.debate.echo import EchoFilter, strip_echo
 from orchestrator.debate.limits import SizeCap, TextTooLong, call_char_limit
+from orchestrator.debate.repeats import RepeatGuard, Repeating, without_loop
 from orchestrator.debate.steps import Direct, Steps
 from orchestrator.debate.turn_text import TurnText, noting_first
 from orchestrator.events import (
@@ -253,12 +255,22 @@ class DebateRun:
         text = TurnText(self.bus, self.redact, self.debate_id, *stream) if stream is not None else None
         batcher = DeltaBatcher(text.send, pace=self.pace) if text is not None else None
         cap = SizeCap(call_char_limit(model_string.split(":", 1)[0], call), batcher.add if batcher else None)
+        # a debater's turn: a loop ends the call (repeats.py), and its copy of our quoting is taken out (echo.py)
+        guard = RepeatGuard(cap.add)
+        echo = EchoFilter() if stream is not None else None
+        on_delta = echo.wrap(guard.add) if echo is not None else cap.add
         try:
             try:
                 async with asyncio.timeout(call.timeout_s + 5):  # backstop if a provider ignores its own bound
-                    completion = cap.check(await provider.complete(call, noting_first(cap.add, clock, first_token)))
+                    completion = await provider.complete(call, noting_first(on_delta, clock, first_token))
+                    if echo is not None:
+                        await guard.add(echo.finish())
+                        completion = without_loop(completion.model_copy(update={"text": strip_echo(completion.text)}))
+                    completion = cap.check(completion)
             except TextTooLong:
                 completion = await cap.cut(call, elapsed_ms())
+            except Repeating:
+                completion = await guard.cut(call, elapsed_ms())
             finally:
                 if batcher is not None and text is not None and self.pace.tail:
                     await batcher.flush()

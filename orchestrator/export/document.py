@@ -23,9 +23,12 @@ from orchestrator.log.records import (
 )
 from orchestrator.models import DebateSpec, Interjection, Seat, Verdict
 
-__all__ = ["SCHEMA", "ExportError", "from_json", "to_json", "to_markdown"]
+__all__ = ["SCHEMA", "ExportError", "from_json", "to_json", "to_markdown", "to_shared_json"]
 
 SCHEMA = "debate-bot/1"
+# Where a debate was asked and by whom, as the platform names them (Slack or Discord ids): the operator's
+# export keeps them; a shared one (the page's) does not, since the page shows none of them.
+PLATFORM_IDS = ("workspace", "channel", "channel_private", "thread", "requested_by")
 
 
 class ExportError(ValueError):
@@ -171,6 +174,19 @@ def to_json(record: DebateRecord) -> dict[str, Any]:
             for r in record.rematches
         ],
     }
+
+
+def to_shared_json(record: DebateRecord) -> dict[str, Any]:
+    """`to_json` as anyone holding the debate's page link may read it: what the page shows (seats, turns,
+    verdicts, the audience's display names, tokens and cost) and no platform id, neither the debate's
+    (workspace, channel, thread, requester) nor an audience note's user. `from_json` still reads it."""
+    document = to_json(record)
+    for key in PLATFORM_IDS:
+        document.pop(key, None)
+    if document["spec"] is not None:
+        document["spec"] = {k: v for k, v in document["spec"].items() if k not in PLATFORM_IDS}
+    document["interjections"] = [{k: v for k, v in note.items() if k != "user"} for note in document["interjections"]]
+    return document
 
 
 _VERDICT_FIELDS = ("split", "reasoning", "recommendation", "agreements", "disagreements", "unresolved", "ratings",

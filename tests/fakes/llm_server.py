@@ -115,6 +115,7 @@ class RequestRecord:
     finished_at: float | None = None
     status: int | None = None
     cancelled: bool = False  # the client went away before the response was complete
+    streamed_chars: int = 0  # characters of reply text written to the client so far (a stream's pieces)
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
@@ -387,9 +388,11 @@ class FakeLLMServer:
         return await self._send_json(request, status, payload, headers)
 
     async def _stream_pieces(
-        self, request: web.Request, resp: web.StreamResponse, reply: Reply, text: str, frame: Callable[[str], bytes]
+        self, request: web.Request, resp: web.StreamResponse, reply: Reply, text: str, frame: Callable[[str], bytes],
+        record: RequestRecord | None = None,
     ) -> bool:
-        """Write the text as framed pieces at the reply's pace; False when cut off mid-way."""
+        """Write the text as framed pieces at the reply's pace (counted in `record.streamed_chars`); False
+        when cut off mid-way."""
         limit = reply.cut_after_chars
         pieces = _PIECES.findall(text)
         if limit is not None:
@@ -404,10 +407,14 @@ class FakeLLMServer:
         if reply.tokens_per_s <= 0:
             if pieces:
                 await resp.write(b"".join(frame(p) for p in pieces))
+                if record is not None:
+                    record.streamed_chars += sum(len(p) for p in pieces)
         else:
             start = time.perf_counter()
             for i, piece in enumerate(pieces):
                 await resp.write(frame(piece))
+                if record is not None:
+                    record.streamed_chars += len(piece)
                 ahead = start + (i + 1) / reply.tokens_per_s - time.perf_counter()
                 if ahead > 0.002:
                     await asyncio.sleep(ahead)
@@ -471,7 +478,7 @@ class FakeLLMServer:
         await resp.write(chunk({"role": "assistant", "content": ""}))
         field = "content" if refusal is None else "refusal"
         if not await self._stream_pieces(request, resp, reply, refusal or text,
-                                         _framed(lambda piece: chunk({field: piece}))):
+                                         _framed(lambda piece: chunk({field: piece})), record):
             return resp
         tail = chunk({}, reply.finish_reason)
         if (record.body.get("stream_options") or {}).get("include_usage"):
@@ -541,7 +548,7 @@ class FakeLLMServer:
             await resp.write(b"event: content_block_delta\ndata: {this is not json\n\n")
             await resp.write_eof()
             return resp
-        if not await self._stream_pieces(request, resp, reply, text, delta):
+        if not await self._stream_pieces(request, resp, reply, text, delta, record):
             return resp
         await resp.write(
             event("content_block_stop", {"type": "content_block_stop", "index": 0})

@@ -20,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.slack.blocks import quote_text
 from bots.slack.links import permalink
 from bots.slack.listeners.invocation import Invocation
+from bots.slack.listeners.recall import not_found
 from bots.slack.runtime import SlackRuntime
 from bots.slack.surface import PLATFORM
 from orchestrator.log import Scope
@@ -31,7 +32,7 @@ _BLOCK_ID = re.compile(r"^debate:([0-9a-f]{4,32}):")
 async def post_quote(debate_id: str, inv: Invocation) -> None:
     record = await inv.runtime.core.debate(debate_id, await inv.scope(), turns=False)
     if record is None:
-        await inv.tell(f"No debate with id `{debate_id}` here.")
+        await inv.tell(not_found(debate_id))
         return
     if record.channel != inv.channel_id:
         await inv.tell(f"A debate is quoted only in its own channel; run `/debate quote {record.id}` there.")
