@@ -5,11 +5,11 @@ stops one, and reads a debate's events from the workflow's stream, from any offs
 restarted picks each live debate up again from offset 0. A continuation (`continue` after the verdict)
 is a workflow of its own, with its own stream: `enqueue_continuation`, and `events(..., segment=N)`.
 
-A stream is written at least once (a step that runs again writes again), so the feed drops what it
-has delivered before: an event whose key it has seen, a text delta whose (turn, attempt, offset) it
-has seen. What is left may still hold a turn restarted by a new attempt: the renderer starts that
-turn's text over (`bots.thread.live`). The reads of all the debates a front follows share batches
-(stream_reads.py).
+A stream entry is one event or a list of them (a step's events written together). A stream is written
+at least once (a step that runs again writes again), so the feed drops what it has delivered before: an
+event whose key it has seen, a text delta whose (turn, attempt, offset) it has seen. What is left may
+still hold a turn restarted by a new attempt: the renderer starts that turn's text over
+(`bots.thread.live`). The reads of all the debates a front follows share batches (stream_reads.py).
 """
 
 from __future__ import annotations
@@ -47,10 +47,21 @@ from orchestrator.models import DebateSpec
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = POLL_S  # how often a stream with nothing new is read again (SQLite has no notifications)
-# Postgres: LISTEN/NOTIFY wakes a reader (~10 ms); this read only catches a lost notification. Each idle read
-# costs ~1.3 ms of CPU, and a front reads every live debate's stream: at 1 s, 1,000 debates were 1.3 CPU-s/s
+# Postgres: LISTEN/NOTIFY wakes a reader; this read only catches a lost notification (a front reads every
+# live debate's stream, so an idle read is paid per debate)
 NOTIFIED_POLL_SECONDS = 5.0
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+def _events_in(value: Any, debate_id: str) -> list[EventBase]:
+    """The events of one stream entry: one event, or a list of them (a step's events written together)."""
+    events = []
+    for item in value if isinstance(value, list) else [value]:
+        try:
+            events.append(_EVENT.validate_python(item))
+        except ValidationError:  # written by another version of the program: skip it, keep reading
+            log.warning("debate %s: unreadable stream entry skipped", debate_id, exc_info=True)
+    return events
 
 
 class DebateNotQueued(LookupError):
@@ -112,7 +123,6 @@ class FrontFeed:
         return cls(client, application_version=application_version, poll_seconds=poll_seconds)
 
     async def close(self) -> None:
-        await self.reads.close()
         await asyncio.to_thread(self.client.destroy)
 
     async def enqueue(self, spec: DebateSpec, request_key: str | None = None) -> str:
@@ -161,16 +171,12 @@ class FrontFeed:
         stream = self.reads.values(segment_workflow_id(debate_id, segment), offset)
         try:
             async for value in stream:
-                try:
-                    event = _EVENT.validate_python(value)
-                except ValidationError:  # written by another version of the program: skip it, keep reading
-                    log.warning("debate %s: unreadable stream entry skipped", debate_id, exc_info=True)
-                    continue
-                if not seen.first(event):
-                    continue
-                yield event
-                if isinstance(event, FINAL_EVENTS):
-                    return
+                for event in _events_in(value, debate_id):
+                    if not seen.first(event):
+                        continue
+                    yield event
+                    if isinstance(event, FINAL_EVENTS):
+                        return
         except StreamMissing:
             raise DebateNotQueued(debate_id) from None
         finally:

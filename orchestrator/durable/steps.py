@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
-from dbos import DBOS, StepOptions, StepReservation
+from dbos import DBOS, StepOptions, StepReservation, error
 
 from orchestrator.durable import deferred
 
@@ -39,6 +39,49 @@ T = TypeVar("T")
 LANE_SLOTS = 8  # steps one coroutine of a gather may take: a stances turn with its retry takes 3
 
 _step_end: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("debate_step_end", default=None)
+
+
+class _Running:
+    """Marks the body of a step while it runs; a task started in the step shares it, and sees its end."""
+
+    ended = False
+
+
+_running_step: ContextVar[_Running | None] = ContextVar("debate_running_step", default=None)
+
+
+def in_step() -> bool:
+    """Whether this runs in the body of a step of a workflow (not the workflow's own code, nor a task left
+    over from a step that has ended)."""
+    running = _running_step.get()
+    return running is not None and not running.ended
+
+
+def _unless_stopped(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """`fn`, unless the workflow was cancelled since DBOS's check before the step (while its deliveries were
+    made): a model call is the one thing a stop must not let start."""
+
+    async def body(*args: Any) -> T:
+        workflow = DBOS.workflow_id
+        status = await DBOS.get_workflow_status_async(workflow) if workflow else None
+        if status is not None and status.status == "CANCELLED":
+            raise error.DBOSWorkflowCancelledError(f"Workflow {workflow} is cancelled: its model call is not made")
+        return await fn(*args)
+
+    return body
+
+
+def _marked(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    async def body(*args: Any) -> T:
+        running = _Running()
+        token = _running_step.set(running)
+        try:
+            return await fn(*args)
+        finally:
+            running.ended = True
+            _running_step.reset(token)
+
+    return body
 
 
 def at_each_step_end(hook: Callable[[], Awaitable[None]] | None) -> Token[Callable[[], Awaitable[None]] | None]:
@@ -105,10 +148,11 @@ class Durable:
             self._parked.add(task)
             await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
         options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": preemptible}
-        body = deferred.delivering_first(deferred.take(), fn)
+        body = deferred.delivering_first(deferred.take(), _unless_stopped(fn) if preemptible else fn)
         hook = _step_end.get()
         if hook is not None:
             body = _ending_with(hook, body)
+        body = _marked(body)
         lane = _lane.get()
         self._running.add(task)
         try:
