@@ -1,4 +1,6 @@
-"""A stop is a stop: once a debate's stop has returned, the LLM peer receives no further model call from it.
+"""A stop is a stop: once a debate's stop has returned, the LLM peer receives no further model call from it,
+and a stop racing the debate's end leaves one answer: the workflow, the log and the user all say completed
+(with its verdict), or all say cancelled.
 
 Each format runs once unstopped to count its calls, then once per stop point, all at once on one worker:
 stopped as each of its calls arrives (the call in flight) and as each call's answer has been sent whole
@@ -10,16 +12,19 @@ debate's topic; each run is awaited until its engine has returned, not for a tim
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dbos import DBOS
+from dbos import error as dbos_error
 
 from bots.thread.tail import FrontTailer
 from orchestrator.debate.engine import Engine
-from orchestrator.durable import WorkerHost
+from orchestrator.durable import WorkerHost, workflow_id
 from orchestrator.durable.workflow import register_queue
 from orchestrator.models import DebateSpec
 from tests.council_scripts import TOPIC as COUNCIL_TOPIC
@@ -124,11 +129,22 @@ async def stopped_at(srv: FakeLLMServer, host: WorkerHost, engines: EngineRuns, 
     call = waiting.result()
     if moment == "answered":
         await call.done.wait()
-    await (await stopper(host)).stop(spec.id)
+    told = await (await stopper(host)).stop(spec.id)
     before = len(calls_of(srv, spec))
     await ended.wait()
     after = calls_of(srv, spec)[before:]
-    return f"{fmt} #{n} {moment}", before, [f"{r.model}: {r.last_user[:60]}" for r in after]
+    point = f"{fmt} #{n} {moment}"
+    # one answer: the workflow's end, the log's and what the user is told agree (item 20 of issue 57)
+    handle = await DBOS.retrieve_workflow_async(workflow_id(spec.id))
+    with contextlib.suppress(dbos_error.DBOSAwaitedWorkflowCancelledError):
+        await handle.get_result(polling_interval_sec=0.05)
+    status = await handle.get_status()
+    record = await host.store.get_debate(spec.id, turns=False)
+    assert told is not None and record is not None and status is not None
+    answers = (status.status, record.status, told.status)
+    assert answers in (("SUCCESS", "completed", "completed"), ("CANCELLED", "cancelled", "cancelled")), (point,
+                                                                                                        answers)
+    return point, before, [f"{r.model}: {r.last_user[:60]}" for r in after]
 
 
 async def stopper(host: WorkerHost) -> FrontTailer:

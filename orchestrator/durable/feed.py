@@ -156,11 +156,17 @@ class FrontFeed:
         running = handle.get_workflow_id().rpartition("-c")[2]
         return int(running) if running.isdigit() else segment
 
-    async def cancel(self, debate_id: str, segment: int = 1) -> None:
-        """Stop the workflow of the debate's `segment` (1: the debate; 2, …: a continuation): it ends at
-        its next step boundary (a model call in flight is cancelled within about a second). Writing the
-        outcome and telling the thread is the caller's."""
-        await self.client.cancel_workflow_async(segment_workflow_id(debate_id, segment))
+    async def cancel(self, debate_id: str, segment: int = 1) -> str | None:
+        """Stop the workflow of the debate's `segment` (1: the debate; 2, …: a continuation): it ends at its
+        next step boundary, and no model call starts after this returns. Returns DBOS's status of the
+        workflow once the cancel is in: CANCELLED when the stop reached it, SUCCESS or ERROR when it had
+        ended first (its own end stands), None when there is no such workflow. Writing the outcome and
+        telling the thread is the caller's."""
+        workflow = segment_workflow_id(debate_id, segment)
+        await self.client.cancel_workflow_async(workflow)
+        found = await self.client.list_workflows_async(workflow_ids=[workflow], load_input=False,
+                                                       load_output=False)
+        return found[0].status if found else None
 
     async def events(self, debate_id: str, offset: int = 0, segment: int = 1) -> AsyncIterator[EventBase]:
         """The events of the debate's `segment` (1: the debate; 2, …: a continuation, on its own stream)
