@@ -183,7 +183,7 @@ class SystemStreams:
         """Postgres: `_many_statement` as one index lookup per wanted stream (a LATERAL subquery with a
         LIMIT, which the planner cannot flatten into a join). As a join, the planner guesses 100 wanted
         rows and, with the table's statistics behind a burst of writes, hashes every row of the stream key
-        instead: ~1.3 ms a pass at 1,800 rows, growing with every debate the table keeps."""
+        instead, a cost that grows with every debate the table keeps."""
         tables = self._sys_db.tables
         status, streams = tables.workflow_status, tables.streams
         want = sa.func.json_to_recordset(sa.cast(wanted, sa.JSON)).table_valued(

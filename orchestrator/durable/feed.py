@@ -116,7 +116,7 @@ class FrontFeed:
         `DBOS.migrate`) must have created. `application_version` must be the workers' pinned one: a
         workflow enqueued with another version waits for a worker of that version."""
         # on Postgres a listener thread turns the workers' NOTIFYs into wake-ups: a stream entry reaches
-        # the front in ~10 ms rather than half a poll interval
+        # the front at once rather than after half a poll interval
         client = await asyncio.to_thread(DBOSClient, system_database_url=system_database_url,
                                          application_name=application_name,
                                          use_listen_notify=sqlite_path(system_database_url) is None)

@@ -18,6 +18,10 @@ step more for them.
 A workflow may name a hook that runs at the end of each of its steps, inside it, before DBOS records it
 (`at_each_step_end`: the stream sink writes the events it held back, stream_sink.py).
 
+A stop is DBOS's cancel: DBOS's check before each step ends the workflow there, and a preemptible step
+(a model call) checks again once its deliveries are made, just before the call, so no model call starts
+after a stop; one in flight is cancelled by DBOS's watcher.
+
 A graceful stop drains: from `drain()` on, a step that has not started waits (its workflow stays
 pending, to be recovered at the next launch); `idle()` waits for the steps already running.
 """
