@@ -67,8 +67,9 @@ def _unless_stopped(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[
 
     async def body(*args: Any) -> T:
         workflow = DBOS.workflow_id
-        status = await DBOS.get_workflow_status_async(workflow) if workflow else None
-        if status is not None and status.status == "CANCELLED":
+        found = await DBOS.list_workflows_async(workflow_ids=[workflow], load_input=False,
+                                                load_output=False) if workflow else []
+        if found and found[0].status == "CANCELLED":
             raise error.DBOSWorkflowCancelledError(f"Workflow {workflow} is cancelled: its model call is not made")
         return await fn(*args)
 
