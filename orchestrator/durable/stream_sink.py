@@ -18,7 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
-from dbos import DBOS
+from dbos import DBOS, error
 
 from orchestrator.durable.names import STREAM
 from orchestrator.durable.steps import in_step
@@ -82,6 +82,8 @@ class StreamSink:
     async def _flush_logged(self, *, only_in_step: bool = False) -> None:
         try:
             await self.flush(only_in_step=only_in_step)
+        except error.DBOSWorkflowConflictIDError:  # the workflow is no longer this execution's: a stop
+            log.info("stream write after the debate was stopped: not written")
         except Exception:
             log.exception("stream write failed")
 
