@@ -138,8 +138,7 @@ class Core(Operations):
                 from orchestrator.durable import WorkerHost, executor_id
 
                 executor = executor_id("serve" if role == "serve" else "worker", name)
-                core.host = WorkerHost(settings, store, registry, executor_id=executor, concurrency=concurrency,
-                                       reads_streams=role == "serve")  # a worker alone reads no stream
+                core.host = WorkerHost(settings, store, registry, executor_id=executor, concurrency=concurrency)
                 await core.host.start()
             if role in ("serve", "front"):
                 from orchestrator.durable import FrontFeed

@@ -10,10 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from dbos import DBOS
-from dbos._dbos import _get_dbos_instance
-from dbos._sys_db import SystemDatabase
-
-from orchestrator.durable import dbos_steps_on_loop
 
 
 def sqlite_url(folder: Path) -> str:
@@ -28,15 +24,13 @@ def config_for(app: str, url: str, executor_id: str, **more: Any) -> dict[str, A
 
 
 @asynccontextmanager
-async def launched(config: dict[str, Any]) -> AsyncIterator[SystemDatabase]:
-    """DBOS configured and launched, its system database given; destroyed at the end (the registry of
-    workflows and steps kept for the next test) and the loop given back a default executor, since DBOS
-    shuts the one it installs."""
+async def launched(config: dict[str, Any]) -> AsyncIterator[None]:
+    """DBOS configured and launched; destroyed at the end (the registry of workflows and steps kept for the
+    next test) and the loop given back a default executor, since DBOS shuts the one it installs."""
     DBOS(config=config)  # type: ignore[arg-type]
     DBOS.launch()
     try:
-        yield _get_dbos_instance()._sys_db
+        yield
     finally:
-        await dbos_steps_on_loop.close_all()
         DBOS.destroy(destroy_registry=False)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())

@@ -20,11 +20,20 @@ from typing import Any
 
 import psycopg
 import pytest
-from dbos import DBOSClient
+from dbos import DBOS, DBOSClient, WorkflowHandleAsync
 from pydantic import TypeAdapter
 
 from orchestrator.config import Settings
-from orchestrator.durable import APP_NAME, STREAM, WorkerHost, system_db_url, workflow_id
+from orchestrator.durable import (
+    APP_NAME,
+    STREAM,
+    FrontFeed,
+    WorkerHost,
+    continuation_workflow_id,
+    system_db_url,
+    workflow_id,
+    workflow_version,
+)
 from orchestrator.durable.config import sqlite_path
 from orchestrator.events import Event, EventBase, TextDelta
 from orchestrator.models import DebateSpec
@@ -142,9 +151,37 @@ async def worker_host(srv: FakeLLMServer, log: LogBackend, backend: DurableBacke
             try:
                 yield host
             finally:
+                feed = _feeds.pop(id(host), None)
+                if feed is not None:
+                    await feed.close()
                 await host.stop(grace_s=5.0)
     finally:
         await registry.aclose()
+
+
+_feeds: dict[int, FrontFeed] = {}  # per running WorkerHost: the product's way in for its tests
+
+
+async def feed_of(host: WorkerHost) -> FrontFeed:
+    """A FrontFeed of `host`'s workflow database (closed with the host), as a front would hold."""
+    feed = _feeds.get(id(host))
+    if feed is None:
+        feed = _feeds[id(host)] = await FrontFeed.connect(host.db_url, application_name=APP_NAME,
+                                                          application_version=workflow_version())
+    return feed
+
+
+async def enqueued(host: WorkerHost, spec: DebateSpec, request_key: str | None = None) -> WorkflowHandleAsync[Any]:
+    """Queue `spec` as a front does (FrontFeed.enqueue); the handle of the debate running for the request."""
+    debate_id = await (await feed_of(host)).enqueue(spec, request_key)
+    return await DBOS.retrieve_workflow_async(workflow_id(debate_id))
+
+
+async def enqueued_continuation(host: WorkerHost, debate_id: str, segment: int,
+                                request_key: str | None = None) -> WorkflowHandleAsync[Any]:
+    """Queue a continuation's segment as a front does (FrontFeed.enqueue_continuation); its handle."""
+    running = await (await feed_of(host)).enqueue_continuation(debate_id, segment, request_key)
+    return await DBOS.retrieve_workflow_async(continuation_workflow_id(debate_id, running))
 
 
 # -- scripted replies ----------------------------------------------------------------------------
@@ -203,8 +240,8 @@ class StreamFollower:
         try:
             async for value in client.read_stream_async(workflow_id(self.debate_id), STREAM,
                                                         polling_interval_sec=0.05):
-                async with self._changed:
-                    self.events.append(_EVENT.validate_python(value))
+                async with self._changed:  # an entry is one event, or a list of a step's events
+                    self.events.extend(_EVENT.validate_python(v) for v in entries(value))
                     self._changed.notify_all()
         finally:
             await asyncio.to_thread(client.destroy)
@@ -214,6 +251,11 @@ class StreamFollower:
         async with self._changed:
             await self._changed.wait_for(lambda: any(predicate(e) for e in self.events))
         return next(e for e in self.events if predicate(e))
+
+
+def entries(value: Any) -> list[Any]:
+    """The events of one stream entry: one, or a list of a step's events."""
+    return value if isinstance(value, list) else [value]
 
 
 async def read_events(workflow_db: str, debate_id: str) -> list[EventBase]:
@@ -264,7 +306,7 @@ _WORKER = """
 import asyncio, json, sys
 from dbos import DBOS
 from orchestrator.config import Settings
-from orchestrator.durable import WorkerHost, enqueue, workflow_id
+from orchestrator.durable import APP_NAME, FrontFeed, WorkerHost, workflow_id, workflow_version
 from orchestrator.log import open_log
 from orchestrator.models import DebateSpec
 from orchestrator.providers import ProviderRegistry
@@ -279,9 +321,11 @@ async def main(base_url, db_url, executor, spec_json, request_key):
         host = WorkerHost(settings, store, registry, executor_id=executor, db_url=db_url or None, concurrency=4)
         await host.start()
         if request_key:
-            handle = await enqueue(spec, request_key)
-        else:
-            handle = await DBOS.retrieve_workflow_async(workflow_id(spec.id))
+            feed = await FrontFeed.connect(host.db_url, application_name=APP_NAME,
+                                           application_version=workflow_version())
+            await feed.enqueue(spec, request_key)
+            await feed.close()
+        handle = await DBOS.retrieve_workflow_async(workflow_id(spec.id))
         print("launched", flush=True)
         result = await handle.get_result(polling_interval_sec=0.05)
         print("done " + json.dumps(result), flush=True)

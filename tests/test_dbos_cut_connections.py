@@ -10,11 +10,8 @@ from collections.abc import AsyncIterator
 import psycopg
 import pytest
 from dbos import DBOS, SetWorkflowID
-from dbos._dbos import _get_dbos_instance
 
 from orchestrator.durable.config import _sqlalchemy_url, dbos_config
-from orchestrator.durable.dbos_steps_on_loop import install_launched
-from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.steps import Durable
 from tests.dbos_launched import launched
 
@@ -23,7 +20,7 @@ durable = Durable()
 
 
 async def add(total: int) -> int:
-    await StepStreams().write("s", [{"total": total}])
+    await DBOS.write_stream_async("s", [{"total": total}])
     return total + 1
 
 
@@ -37,8 +34,9 @@ async def steps(n: int) -> int:
 
 @pytest.fixture
 async def dbos(postgres_url: str) -> AsyncIterator[None]:
-    async with launched(dbos_config(_sqlalchemy_url(postgres_url), "cut-connections-test")):
-        install_launched()
+    config = dbos_config(_sqlalchemy_url(postgres_url), "cut-connections-test")
+    assert config["db_engine_kwargs"]["pool_pre_ping"] is False
+    async with launched(config):  # type: ignore[arg-type]
         yield
 
 
@@ -55,7 +53,6 @@ async def run(workflow_id: str, n: int) -> int:
 
 
 async def test_steps_go_on_after_the_server_dropped_every_connection(dbos: None, postgres_url: str) -> None:
-    assert _get_dbos_instance()._sys_db.engine.pool._pre_ping is False
     assert await run("before", 4) == 4
     assert cut_every_connection(postgres_url) >= 1
     assert await run("after", 4) == 4

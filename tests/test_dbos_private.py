@@ -1,26 +1,24 @@
-"""The contract of orchestrator/durable/dbos_private.py, the one module using DBOS's private API: each call
-against the installed DBOS (the version pyproject pins) and a real SQLite system database, where a tiny
-workflow writes a stream, waits for a message, writes more and closes it. A DBOS upgrade runs this first."""
+"""The contract of orchestrator/durable/dbos_private.py, the one module using DBOS's private API (read-only):
+each call against the installed DBOS and a real SQLite (and Postgres) system database, where a tiny workflow
+writes a stream, waits for a message, writes more and closes it. A DBOS upgrade runs this first. And the
+list of DBOS internals in orchestrator/durable/__init__.py's docstring is checked against the code."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import re
-import time
 import tomllib
 from collections.abc import AsyncIterator
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from dbos import DBOS, DBOSClient, SetWorkflowID
-from dbos._dbos import _get_dbos_instance
-from psycopg_pool import PoolClosed
 
+import orchestrator.durable
 from orchestrator.durable.config import _sqlalchemy_url
-from orchestrator.durable.dbos_private import PINNED_MINOR, StreamChunk, SystemStreams, hear_no_streams, is_active
+from orchestrator.durable.dbos_private import StreamChunk, SystemStreams, is_active
 from tests.dbos_launched import config_for, launched, sqlite_url
 
 APP = "debate-bot-private-test"
@@ -53,12 +51,10 @@ async def client(tmp_path: Path) -> AsyncIterator[DBOSClient]:
             await asyncio.to_thread(front.destroy)
 
 
-def test_the_installed_dbos_is_the_minor_version_pinned_and_checked() -> None:
+def test_dbos_is_pinned_to_its_major_version() -> None:
     pin = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
                if re.match(r"dbos\b", d))
-    major, minor = PINNED_MINOR.split(".")
-    assert pin.replace(" ", "") == f"dbos>={major}.{minor},<{major}.{int(minor) + 1}"
-    assert version("dbos").startswith(f"{PINNED_MINOR}.")
+    assert pin.replace(" ", "") == "dbos>=3.4,<4"
 
 
 @pytest.mark.slow
@@ -119,39 +115,25 @@ async def test_each_private_call_reads_listens_and_deserialises_as_stream_reads_
 
 @pytest.mark.slow
 @pytest.mark.postgres
-async def test_read_many_from_the_loop_finds_what_read_many_finds(postgres_url: str) -> None:
+async def test_read_many_on_postgres_reads_each_stream_from_its_offset(postgres_url: str) -> None:
     url = _sqlalchemy_url(postgres_url)
     async with launched(config_for(APP, url, "private-test-pg")):
         front = await asyncio.to_thread(DBOSClient, system_database_url=url, application_name=APP)
         streams = SystemStreams(front)
+        assert streams.notified
         try:
-            for workflow_id, first, then in (("loop-1", ["a", {"b": [1, None]}], ["c"]), ("loop-2", ["d"], [])):
+            for workflow_id, first, then in (("pg-1", ["a", {"b": [1, None]}], ["c"]), ("pg-2", ["d"], [])):
                 with SetWorkflowID(workflow_id):
                     handle = await DBOS.start_workflow_async(writer, first, then)
                 await front.send_async(workflow_id, "now", topic=GO)
                 await handle.get_result(polling_interval_sec=0.05)
-            for offsets, limit in (({"loop-1": 0, "loop-2": 0, "no-such-workflow": 0}, 10), ({"loop-1": 1}, 1),
-                                   ({"loop-1": 3, "loop-2": 1}, 10), ({}, 10)):
-                threaded = await asyncio.to_thread(streams.read_many, KEY, offsets, limit)
-                looped = await streams.read_many_on_loop(KEY, offsets, limit)
-                assert looped == threaded
-            assert looped == {}
-            assert (await streams.read_many_on_loop(KEY, {"loop-1": 0}, 10))["loop-1"] == StreamChunk(
-                "SUCCESS", ["a", {"b": [1, None]}, "c"], True)
-            # each wanted stream is its own lookup (a nested loop into a LIMIT), never a hash of every row
-            # of the key, whatever the planner guesses of the JSON's rows or the table's size
-            prepared = streams._many_prepared[KEY]
-            async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
-                plan = "\n".join(row[0] for row in await (await conn.execute(
-                    "explain " + prepared.sql, prepared.params({"want": '[{"wf": "loop-1", "off": 0}]',
-                                                               "limit": 10}))).fetchall())
-            assert "Nested Loop Left Join" in plan and "Limit" in plan and "Hash" not in plan, plan
-            await streams.close_on_loop()  # the front stopping: a pass after it fails, and opens nothing again
-            with pytest.raises(PoolClosed):
-                await streams.read_many_on_loop(KEY, {"loop-1": 0}, 10)
-            assert streams._loop_statements is not None and not streams._loop_statements._pools
+            many = await asyncio.to_thread(streams.read_many, KEY, {"pg-1": 1, "pg-2": 0, "no-such-workflow": 0}, 10)
+            assert many == {"pg-1": StreamChunk("SUCCESS", [{"b": [1, None]}, "c"], True),
+                            "pg-2": StreamChunk("SUCCESS", ["d"], True), "no-such-workflow": StreamChunk(None)}
+            limited = await asyncio.to_thread(streams.read_many, KEY, {"pg-1": 0}, 2)
+            assert limited["pg-1"] == StreamChunk("SUCCESS", ["a", {"b": [1, None]}], False)
+            assert await asyncio.to_thread(streams.read_many, KEY, {}, 10) == {}
         finally:
-            await streams.close_on_loop()
             await asyncio.to_thread(front.destroy)
 
 
@@ -177,55 +159,32 @@ async def test_changed_since_names_the_streams_written_after_a_rowid_and_the_hig
     assert await asyncio.to_thread(streams.changed_since, "another-key", high) == ({}, top)
 
 
-def test_no_other_module_reaches_into_dbos_private_api() -> None:
+def _private_uses(path: Path) -> tuple[set[str], set[str]]:
+    """The DBOS internals a module imports (`module.name`, under `dbos.`) and the private attributes it reads
+    of objects not its own (anything but `self` or `cls`)."""
+    imports, attributes = set(), set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dbos._"):
+            imports |= {f"{node.module.removeprefix('dbos.')}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            imports |= {alias.name for alias in node.names if alias.name.startswith("dbos._")}
+        elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+              and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+            attributes.add(node.attr)
+    return imports, attributes
+
+
+def test_the_package_docstring_names_every_dbos_internal_the_code_uses() -> None:
+    doc = orchestrator.durable.__doc__ or ""
+    listed = re.search(r"private imports:(.*?)private attributes:(.*?)(?:\n\n|\Z)", doc, re.S)
+    assert listed, "orchestrator/durable/__init__.py must list the DBOS internals it uses"
+    said_imports = {name.strip() for name in listed.group(1).split(",")}
+    said_attributes = {name.strip().split()[-1] for name in listed.group(2).split(",")}
+
     private = re.compile(r"\bdbos\._|from dbos\._|\._sys_db\b|\bDBOS\._[a-z]")
     users = sorted(str(path.relative_to(ROOT)) for folder in ("orchestrator", "bots")
                    for path in (ROOT / folder).rglob("*.py") if private.search(path.read_text()))
-    assert users == ["orchestrator/durable/dbos_loop_sqlite.py", "orchestrator/durable/dbos_loop_statements.py",
-                     "orchestrator/durable/dbos_private.py", "orchestrator/durable/dbos_queue_poll.py",
-                     "orchestrator/durable/dbos_step_hops.py",
-                     "orchestrator/durable/dbos_step_records.py", "orchestrator/durable/dbos_steps_on_loop.py",
-                     "orchestrator/durable/dbos_stream_writes.py"]
-
-
-@pytest.mark.slow
-@pytest.mark.postgres
-async def test_a_process_that_hears_no_streams_is_sent_none_and_still_hears_its_messages(postgres_url: str) -> None:
-    """A `debate worker` reads no stream: its listener does not LISTEN on the streams channel, so a write's
-    NOTIFY reaches the front's listener and not the worker's; DBOS's messages (`send`/`recv`) still reach it."""
-    url = _sqlalchemy_url(postgres_url)
-    restore = hear_no_streams()
-    try:
-        async with launched(config_for(APP, url, "private-test-deaf")):
-            worker_db = _get_dbos_instance()._sys_db
-            await asyncio.to_thread(_listening, worker_db)
-            restore()  # the front (a process of its own in the product; here, this one) hears the streams
-            front = await asyncio.to_thread(DBOSClient, system_database_url=url, application_name=APP,
-                                            use_listen_notify=True)
-            worker_heard, payload = worker_db.register_stream_listener("deaf-1", KEY)
-            try:
-                with SystemStreams(front).listening("deaf-1", KEY) as front_heard:
-                    with SetWorkflowID("deaf-1"):
-                        handle = await DBOS.start_workflow_async(writer, ["a"], ["b"])
-                    assert await front_heard.wait(30.0)
-                    front_heard.clear()
-                    await front.send_async("deaf-1", "now", topic=GO)  # the worker hears its message: it goes on
-                    await handle.get_result(polling_interval_sec=0.05)
-                    assert await front_heard.wait(30.0)
-                    await asyncio.sleep(0.3)  # as long again for a notification to the worker, were it listening
-                assert not worker_heard.is_set()
-            finally:
-                worker_db.unregister_stream_listener(payload, worker_heard)
-                await asyncio.to_thread(front.destroy)
-    finally:
-        restore()
-
-
-def _listening(sys_db: Any, timeout_s: float = 30.0) -> None:
-    """Until `sys_db`'s listener thread has connected and sent its LISTENs (under its lock, as DBOS does)."""
-    deadline = time.monotonic() + timeout_s
-    while getattr(sys_db, "notification_conn", None) is None:
-        assert time.monotonic() < deadline, "the notification listener never connected"
-        time.sleep(0.01)
-    with sys_db._listener_thread_lock:
-        pass
+    assert users == ["orchestrator/durable/dbos_private.py"]
+    imports, attributes = _private_uses(ROOT / users[0])
+    assert imports == said_imports
+    assert attributes == said_attributes

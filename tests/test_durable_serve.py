@@ -45,6 +45,15 @@ def rows(db: Path) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute("select * from debates order by created_at")]
 
 
+def thread_finished(db: Path) -> bool:
+    """The log's only debate has ended and its thread shows it: every message recorded, the root last, final
+    (what a front records once the root's status shows the end, after the verdict's post and edits)."""
+    (row,) = rows(db)
+    with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+        keys = dict(conn.execute("select key, final from messages where debate_id = ?", [row["id"]]).fetchall())
+    return row["status"] == "completed" and keys.get("root") == 1 and all(keys.values())
+
+
 def slack_roots(peer: SlackAPIPeer) -> list[Any]:
     return [m for m in peer.messages.values() if m.thread_ts is None]
 
@@ -227,7 +236,9 @@ async def test_sigterm_fails_nothing_and_a_relaunch_finishes_the_debate(tmp_path
         again = await serving(tmp_path, env, port)
         try:
             await slack.wait_for(slack_verdict_posted, within=90)
-            await slack.wait_for(lambda p: rows(tmp_path / "debates.db")[0]["status"] == "completed", within=30)
+            # the thread finished (its root recorded final), not only the verdict posted: a SIGTERM before it
+            # leaves the root's last edit to the next start, which resumes the thread
+            await until(lambda: thread_finished(tmp_path / "debates.db"), within=90)
         finally:
             await stopped(again)
     assert len([r for r in llm.requests if OPENING in r.last_user]) == opening_calls == 1  # not called again
@@ -252,7 +263,7 @@ async def test_a_front_and_a_worker_in_separate_processes_complete_a_slack_debat
             await health_until(f"http://127.0.0.1:{worker_port}/healthz", worker, 200)  # a worker answers too
             await command(port, "Monorepo or polyrepo?", slack, "trigger-apart-1")
             await slack.wait_for(slack_verdict_posted, within=90)
-            await slack.wait_for(lambda p: rows(tmp_path / "debates.db")[0]["status"] == "completed", within=30)
+            await until(lambda: thread_finished(tmp_path / "debates.db"), within=90)
         finally:
             with contextlib.suppress(AssertionError):
                 await stopped(worker)

@@ -16,14 +16,11 @@ from orchestrator.config import Settings
 from orchestrator.durable import (
     WORKFLOW_VERSION,
     FrontFeed,
-    cancel,
-    enqueue,
     prepare_system_db,
     stream_sink,
     system_db_url,
     workflow_id,
 )
-from orchestrator.durable.dbos_stream_writes import StepStreams
 from orchestrator.durable.workflow import UNSHOWN
 from orchestrator.events import (
     CallRecorded,
@@ -40,6 +37,8 @@ from tests.debate_harness import make_spec, run_debate, settings_for
 from tests.durable_harness import (
     STANCE_TOPIC,
     DurableBackend,
+    enqueued,
+    feed_of,
     logged_notices,
     logged_turns,
     read_events,
@@ -136,8 +135,8 @@ async def test_a_workflow_logs_exactly_the_turns_of_a_direct_run(
 
     spec = make_spec(fmt, topic=topic)
     log, direct_log = backend.log(tmp_path, "durable.db"), LogBackend("sqlite", str(tmp_path / "direct.db"))
-    async with worker_host(srv, log, backend):
-        handle = await enqueue(spec, f"request-{fmt}")
+    async with worker_host(srv, log, backend) as host:
+        handle = await enqueued(host, spec, f"request-{fmt}")
         assert handle.workflow_id == workflow_id(spec.id)
         outcome = await handle.get_result(polling_interval_sec=0.05)
         events = await read_events(backend.workflow_db, spec.id)
@@ -181,15 +180,15 @@ async def test_a_repeated_request_starts_one_debate(
     script_judge(srv, "A")
     first, retry = make_spec("challenge", rounds=1), make_spec("challenge", rounds=1)  # a retry builds a new spec
     log = sqlite.log(tmp_path)
-    async with worker_host(srv, log, sqlite):
-        handle = await enqueue(first, "trigger-123")
-        again = await enqueue(retry, "trigger-123")
+    async with worker_host(srv, log, sqlite) as host:
+        handle = await enqueued(host, first, "trigger-123")
+        again = await enqueued(host, retry, "trigger-123")
         assert again.workflow_id == handle.workflow_id == workflow_id(first.id)
         outcome = await handle.get_result(polling_interval_sec=0.05)
         assert await again.get_result(polling_interval_sec=0.05) == outcome
         calls = len(srv.requests)
         # the same debate enqueued once more after it ended returns its result and runs nothing
-        assert await (await enqueue(first, "trigger-456")).get_result(polling_interval_sec=0.05) == outcome
+        assert await (await enqueued(host, first, "trigger-456")).get_result(polling_interval_sec=0.05) == outcome
 
     assert outcome["status"] == "completed"
     assert calls == 4 and len(srv.requests) == calls  # proposer, challenger, two judge passes
@@ -221,10 +220,10 @@ async def test_a_stop_cancels_the_call_in_flight_and_marks_nothing_failed(
     arrived, held = held_call(srv, "model-b")
     spec = make_spec("challenge", rounds=1)
     log = sqlite.log(tmp_path)
-    async with worker_host(srv, log, sqlite):
-        handle = await enqueue(spec, "trigger-stop")
+    async with worker_host(srv, log, sqlite) as host:
+        handle = await enqueued(host, spec, "trigger-stop")
         await arrived.wait()
-        await cancel(spec.id)
+        await (await feed_of(host)).cancel(spec.id)
         await held[0].done.wait()  # the model call was abandoned (its connection closed)
         assert held[0].cancelled
         with pytest.raises(dbos_error.DBOSAwaitedWorkflowCancelledError):
@@ -248,7 +247,7 @@ async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes
     spec = make_spec("challenge", rounds=1)
     log = sqlite.log(tmp_path)
     async with worker_host(srv, log, sqlite) as host:
-        handle = await enqueue(spec, "trigger-sigterm")
+        handle = await enqueued(host, spec, "trigger-sigterm")
         await arrived.wait()
         await host.stop(grace_s=0.1)  # the held call outlasts the grace period: it is abandoned
         assert held[0].cancelled
@@ -265,69 +264,52 @@ async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes
 
 
 @pytest.mark.slow
-async def test_a_stream_write_takes_the_events_held_before_it_and_a_steps_end_goes_with_its_record(
+async def test_a_stream_write_takes_the_events_held_before_it_and_a_step_writes_before_its_record(
     llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     srv = llm_server
     script_judge(srv, "A")
     spec = make_spec("challenge", rounds=1)
-    # each write, in order: its events' types, and whether it went with its step's record (else: whether the
-    # step was recorded already when it was committed)
-    writes: list[tuple[list[str], bool]] = []
-    write, ride = StepStreams.write, StepStreams.ride
+    writes: list[list[str]] = []  # each write's events' types, in order
+    write = stream_sink.StreamSink._write
 
-    async def traced(self: StepStreams, key: str, values: list[Any]) -> None:
+    async def traced(self: stream_sink.StreamSink, values: list[Any]) -> None:
         step = DBOS.step_id
-        await write(self, key, values)
+        await write(self, values)
         recorded = {s["function_id"] for s in await DBOS.list_workflow_steps_async(workflow_id(spec.id),
                                                                                   load_output=False)}
         assert step not in recorded  # a step's own writes are all made before DBOS records it
-        writes.append(([v["type"] for v in values], False))
+        writes.append([v["type"] for v in values])
 
-    def rode(self: StepStreams, key: str, values: list[Any]) -> bool:
-        took = ride(self, key, values)
-        if took:
-            writes.append(([v["type"] for v in values], True))
-        return took
-
-    monkeypatch.setattr(StepStreams, "write", traced)
-    monkeypatch.setattr(StepStreams, "ride", rode)
+    monkeypatch.setattr(stream_sink.StreamSink, "_write", traced)
     log = backend.log(tmp_path, "durable.db")
-    async with worker_host(srv, log, backend):
-        handle = await enqueue(spec, "request-held")
+    async with worker_host(srv, log, backend) as host:
+        handle = await enqueued(host, spec, "request-held")
         assert (await handle.get_result(polling_interval_sec=0.05))["status"] == "completed"
         events = await read_events(backend.workflow_db, spec.id)
 
-    assert [e.type for e in events] == [t for types, _ in writes for t in types]  # type: ignore[attr-defined]
-    grouped = [types for types, _ in writes]
+    assert [e.type for e in events] == [t for types in writes for t in types]  # type: ignore[attr-defined]
     # a turn's start is written at once (a thread may post its message before the text comes); the judging's
-    # notice, the verdict and the debate's end go in one write, with the step's record
-    assert all(types[-1] == "turn_started" for types in grouped if "turn_started" in types)
-    assert writes[-1][0][-2:] == ["verdict", "debate_finished"] and len(writes[-1][0]) >= 3
-    if backend.name != "postgres":  # SQLite's records take none: its stream writes share a transaction already
-        assert not any(with_record for _, with_record in writes) and len(writes) <= len(events) - 2
-        return
-    # what a step's end holds (a round's start, a turn's closing event) goes with its record
-    assert [types for types, with_record in writes if with_record] == [
-        ["round_started"], ["turn_completed"], ["turn_completed"], writes[-1][0]]
-    assert len([1 for _, with_record in writes if not with_record]) <= len(events) - 6
+    # notice, the verdict and the debate's end go in one write
+    assert all(types[-1] == "turn_started" for types in writes if "turn_started" in types)
+    assert writes[-1][-2:] == ["verdict", "debate_finished"] and len(writes[-1]) >= 3
+    assert len(writes) <= len(events) - 2
 
 
 class _Streams:
-    def __init__(self, *, records_take: bool = False) -> None:
+    def __init__(self) -> None:
         self.writes: list[list[str]] = []
-        self.rides: list[list[str]] = []
         self.written = asyncio.Event()
-        self.records_take = records_take  # whether a step's record takes what its end hands over
 
-    async def write(self, key: str, values: list[Any]) -> None:
+    async def write(self, values: list[Any]) -> None:
         self.writes.append([v["type"] for v in values])
         self.written.set()
 
-    def ride(self, key: str, values: list[Any]) -> bool:
-        if self.records_take:
-            self.rides.append([v["type"] for v in values])
-        return self.records_take
+
+def _traced(sink: stream_sink.StreamSink) -> _Streams:
+    streams = _Streams()
+    sink._write = streams.write  # type: ignore[method-assign]
+    return streams
 
 
 async def test_a_held_event_is_written_when_its_hold_ends_and_a_text_or_the_step_end_writes_at_once(
@@ -335,7 +317,7 @@ async def test_a_held_event_is_written_when_its_hold_ends_and_a_text_or_the_step
 ) -> None:
     monkeypatch.setattr(stream_sink, "in_step", lambda: True)
     sink = stream_sink.StreamSink(hold_s=0.05)
-    streams = sink._streams = _Streams()  # type: ignore[assignment]
+    streams = _traced(sink)
     where = dict(debate_id="d1", round=1, seat="A", role="proposer", kind="argument", model="openai:m")
     await sink.handle(RoundStarted(debate_id="d1", round=1, total=2))
     assert streams.writes == []
@@ -356,30 +338,10 @@ async def test_a_held_event_is_written_when_its_hold_ends_and_a_text_or_the_step
     assert len(streams.writes) == 4  # what no thread shows is never written
 
 
-async def test_a_steps_end_hands_what_it_holds_to_its_record_but_in_a_parallel_branch(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(stream_sink, "in_step", lambda: True)
-    sink = stream_sink.StreamSink()
-    streams = sink._streams = _Streams(records_take=True)  # type: ignore[assignment]
-    await sink.handle(RoundStarted(debate_id="d1", round=1, total=2))
-    await sink.handle(Notice(debate_id="d1", text="A note"))
-    await sink.step_ended()
-    assert (streams.rides, streams.writes) == ([["round_started", "notice"]], [])
-    await sink.step_ended()  # nothing held: nothing handed over
-    assert len(streams.rides) == 1
-
-    # branches of a parallel round would race for the stream's next offsets outside the sink's lock
-    monkeypatch.setattr(stream_sink, "in_lane", lambda: True)
-    await sink.handle(RoundStarted(debate_id="d1", round=2, total=2))
-    await sink.step_ended()
-    assert (len(streams.rides), streams.writes) == (1, [["round_started"]])
-
-
 async def test_outside_a_step_an_event_is_written_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream_sink, "in_step", lambda: False)
     sink = stream_sink.StreamSink()
-    streams = sink._streams = _Streams()  # type: ignore[assignment]
+    streams = _traced(sink)
     await sink.handle(RoundStarted(debate_id="d1", round=1, total=2))
     assert streams.writes == [["round_started"]]
 
@@ -388,7 +350,7 @@ async def test_a_hold_that_ends_after_its_step_writes_nothing(monkeypatch: pytes
     stepping = [True]
     monkeypatch.setattr(stream_sink, "in_step", lambda: stepping[0])
     sink = stream_sink.StreamSink(hold_s=0.01)
-    streams = sink._streams = _Streams()  # type: ignore[assignment]
+    streams = _traced(sink)
     await sink.handle(RoundStarted(debate_id="d1", round=1, total=2))
     async with sink._lock:  # a write under way: the hold's end waits for it, and its step ends meanwhile
         fired = asyncio.Event()

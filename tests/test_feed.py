@@ -256,18 +256,19 @@ async def test_on_postgres_the_reads_follow_the_writes_and_no_clock(system_db: s
         batches: list[int] = []
         read_up_to: dict[str, int] = {}
         caught_up = asyncio.Event()
-        read_many_on_loop = feed.reads._streams.read_many_on_loop
+        read_many = feed.reads._streams.read_many
 
-        async def recorded(key: str, offsets: dict[str, int], limit: int) -> Any:
+        def recorded(key: str, offsets: dict[str, int], limit: int) -> Any:
             batches.append(len(offsets))
-            chunks = await read_many_on_loop(key, offsets, limit)
+            chunks = read_many(key, offsets, limit)
             for wf, chunk in chunks.items():
                 read_up_to[wf] = max(read_up_to.get(wf, 0), offsets[wf] + len(chunk.values))
             if all(read_up_to.get(wf, 0) >= at for wf, at in paused_at.items()):
-                caught_up.set()
+                loop.call_soon_threadsafe(caught_up.set)  # this runs in a thread (asyncio.to_thread)
             return chunks
 
-        feed.reads._streams.read_many_on_loop = recorded  # type: ignore[method-assign]
+        loop = asyncio.get_running_loop()
+        feed.reads._streams.read_many = recorded  # type: ignore[method-assign]
         got: dict[str, list[EventBase]] = {spec.id: [] for spec in specs}
 
         async def follow(debate_id: str) -> None:

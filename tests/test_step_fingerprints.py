@@ -15,7 +15,7 @@ import pytest
 from dbos import DBOS
 
 from orchestrator.debate.run import DebateRun
-from orchestrator.durable import LANE_SLOTS, WORKFLOW_VERSION, WorkerHost, enqueue, enqueue_continuation
+from orchestrator.durable import LANE_SLOTS, WORKFLOW_VERSION, WorkerHost
 from orchestrator.durable import fingerprints as fp
 from orchestrator.durable import steps as durable_steps
 from orchestrator.durable.names import segment_workflow_id
@@ -24,7 +24,15 @@ from orchestrator.models import DebateSpec
 from tests.council_scripts import TOPIC as COUNCIL_TOPIC
 from tests.council_scripts import script_council
 from tests.debate_harness import make_spec
-from tests.durable_harness import STANCE_TOPIC, DurableBackend, script_stances, stances_debater, worker_host
+from tests.durable_harness import (
+    STANCE_TOPIC,
+    DurableBackend,
+    enqueued,
+    enqueued_continuation,
+    script_stances,
+    stances_debater,
+    worker_host,
+)
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 
@@ -67,16 +75,16 @@ async def recorded_steps(debate_id: str, segment: int = 1) -> fp.Fingerprint:
     return fp.fingerprint(await DBOS.list_workflow_steps_async(segment_workflow_id(debate_id, segment)))
 
 
-async def play(spec: DebateSpec) -> fp.Fingerprint:
-    outcome = await (await enqueue(spec)).get_result(polling_interval_sec=0.05)
+async def play(host: WorkerHost, spec: DebateSpec) -> fp.Fingerprint:
+    outcome = await (await enqueued(host, spec)).get_result(polling_interval_sec=0.05)
     assert outcome["status"] == "completed", outcome
     return await recorded_steps(spec.id)
 
 
 async def play_continuation(host: WorkerHost, spec: DebateSpec) -> fp.Fingerprint:
-    await play(spec)
+    await play(host, spec)
     segment = await host.store.begin_continuation(spec.id)
-    outcome = await (await enqueue_continuation(spec.id, segment)).get_result(polling_interval_sec=0.05)
+    outcome = await (await enqueued_continuation(host, spec.id, segment)).get_result(polling_interval_sec=0.05)
     assert outcome["status"] == "completed", outcome
     return await recorded_steps(spec.id, segment)
 
@@ -94,15 +102,15 @@ async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp
     script_council(srv, COUNCIL_MODELS)
     retry_spec = make_spec("stances", tuple(f"openai:{m}" for m in RETRY_MODELS), topic=STANCE_TOPIC)
     return {
-        "challenge": await play(make_spec("challenge")),
-        "consensus": await play(make_spec("consensus")),
-        "stances": await play(make_spec("stances", topic=STANCE_TOPIC)),
-        "stances-json-retry": await play(retry_spec),
-        "council": await play(make_spec("council", COUNCIL_MODELS, topic=COUNCIL_TOPIC)),
+        "challenge": await play(host, make_spec("challenge")),
+        "consensus": await play(host, make_spec("consensus")),
+        "stances": await play(host, make_spec("stances", topic=STANCE_TOPIC)),
+        "stances-json-retry": await play(host, retry_spec),
+        "council": await play(host, make_spec("council", COUNCIL_MODELS, topic=COUNCIL_TOPIC)),
         "council-continuation": await play_continuation(host, make_spec("council", COUNCIL_MODELS,
                                                                         topic=COUNCIL_TOPIC)),
         "continuation": await play_continuation(host, make_spec("challenge", rounds=1)),
-        "jury": await play(make_spec("challenge", rounds=1).model_copy(update={"judges": JURORS})),
+        "jury": await play(host, make_spec("challenge", rounds=1).model_copy(update={"judges": JURORS})),
     }
 
 
@@ -139,7 +147,7 @@ async def test_a_reordered_step_fails_the_comparison_and_says_to_bump_the_versio
 
     monkeypatch.setattr(DebateRun, "turn", end_first)
     monkeypatch.setattr(DebateRun, "round_completed", already_ended)
-    reordered = await play(make_spec("challenge"))
+    reordered = await play(host, make_spec("challenge"))
 
     checked_in = fp.load()[WORKFLOW_VERSION]
     names = sorted(line.split()[1] for line in checked_in["challenge"])
@@ -159,8 +167,9 @@ async def test_a_budget_set_leaves_the_step_sequence_as_checked_in(
     """The after-round budget check is part of the round's last step whether or not a budget is set, so
     setting or unsetting one while debates are in flight never shifts the steps they replay."""
     script_judge(llm_server, "A")
-    async with worker_host(llm_server, sqlite.log(tmp_path), sqlite, env={"DEBATE_BUDGET_USD_PER_MONTH": "1000"}):
-        recorded = await play(make_spec("challenge"))
+    async with worker_host(llm_server, sqlite.log(tmp_path), sqlite,
+                           env={"DEBATE_BUDGET_USD_PER_MONTH": "1000"}) as host:
+        recorded = await play(host, make_spec("challenge"))
     assert recorded == fp.load()[WORKFLOW_VERSION]["challenge"]
 
 

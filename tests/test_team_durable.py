@@ -184,21 +184,19 @@ _CONTINUATION_WORKER = """
 import asyncio, json, sys
 from dbos import DBOS
 from orchestrator.config import Settings
-from orchestrator.durable import WorkerHost, continuation_workflow_id, enqueue_continuation
+from orchestrator.durable import WorkerHost, continuation_workflow_id
 from orchestrator.log import open_log
 from orchestrator.providers import ProviderRegistry
 
-async def main(base_url, db_url, executor, debate_id, segment, enqueue):
+async def main(base_url, db_url, executor, debate_id, segment):
     settings = Settings(_env_file=None, OPENAI_API_KEY="sk-test-secret-0123456789", OPENAI_BASE_URL=base_url,
                         DEBATE_MAX_RETRIES=0, DEBATE_CALL_TIMEOUT=20)
     registry = ProviderRegistry(settings)
     async with open_log(settings.debate_database_url or settings.debate_db) as store:
         host = WorkerHost(settings, store, registry, executor_id=executor, db_url=db_url or None, concurrency=4)
         await host.start()
-        if enqueue == "enqueue":
-            handle = await enqueue_continuation(debate_id, int(segment))
-        else:  # launched again: DBOS recovered the continuation this executor left unfinished
-            handle = await DBOS.retrieve_workflow_async(continuation_workflow_id(debate_id, int(segment)))
+        # queued by the test as a front does, or launched again: DBOS recovered what this executor left unfinished
+        handle = await DBOS.retrieve_workflow_async(continuation_workflow_id(debate_id, int(segment)))
         print("launched", flush=True)
         result = await handle.get_result(polling_interval_sec=0.05)
         print("done " + json.dumps(result), flush=True)
@@ -210,11 +208,11 @@ asyncio.run(main(*sys.argv[1:]))
 
 
 async def spawn_continuation(srv: FakeLLMServer, log: LogBackend, backend: DurableBackend, debate_id: str,
-                             segment: int, *, enqueue: bool, executor: str) -> asyncio.subprocess.Process:
+                             segment: int, *, executor: str) -> asyncio.subprocess.Process:
     env = {k: v for k, v in os.environ.items() if k not in STORAGE_VARIABLES} | backend.env(log)
     proc = track(await asyncio.create_subprocess_exec(
         sys.executable, "-c", _CONTINUATION_WORKER, srv.openai_base_url, backend.host_db_url or "", executor,
-        debate_id, str(segment), "enqueue" if enqueue else "recover",
+        debate_id, str(segment),
         stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent, env=env,
     ))
     assert proc.stdout is not None
@@ -244,7 +242,7 @@ async def test_a_continuation_runs_as_its_own_workflow_and_survives_a_restart(
         # the front queues it; a repeat of the request starts nothing
         assert await feed.enqueue_continuation(spec.id, 2, "continue-1") == 2
         assert await feed.enqueue_continuation(spec.id, 3, "continue-1") == 2
-        worker = await spawn_continuation(srv, log, backend, spec.id, 2, enqueue=False, executor="worker-team-3")
+        worker = await spawn_continuation(srv, log, backend, spec.id, 2, executor="worker-team-3")
         # the continuation's own stream (StreamFollower reads `debate-<id>`: its id is `debate-<id>-c2`)
         assert continuation_workflow_id(spec.id, 2) == f"debate-{spec.id}-c2"
         follower = StreamFollower(backend.workflow_db, f"{spec.id}-c2")
@@ -254,8 +252,7 @@ async def test_a_continuation_runs_as_its_own_workflow_and_survives_a_restart(
         # a turn's events go out inside its step, and the step is recorded just after: wait for that too
         await step_recorded(feed, continuation_workflow_id(spec.id, 2), "model_turn")
         await kill(worker)
-        outcome = await finish(await spawn_continuation(srv, log, backend, spec.id, 2, enqueue=False,
-                                                        executor="worker-team-3"))
+        outcome = await finish(await spawn_continuation(srv, log, backend, spec.id, 2, executor="worker-team-3"))
         events = await asyncio.wait_for(reading, 30)
         continued = await store.get_debate(spec.id)
     try:

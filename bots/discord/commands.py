@@ -26,6 +26,7 @@ from bots.discord.replies import reply_privately, report
 from bots.discord.surface import NO_MENTIONS, PLATFORM, DiscordThread, voted
 from bots.thread import Running
 from bots.thread.start import Origin, PostedRoot, start_in_thread
+from bots.thread.tail import stop_answer
 from bots.thread.vote import cast_vote
 from orchestrator.app import NOT_A_FRONT, Core
 from orchestrator.log import MIN_ID_PREFIX
@@ -163,8 +164,7 @@ class DebateCog(commands.Cog, name="Debates"):
         if not may_stop(interaction, record):
             raise CommandError(f"Only the person who started debate `{record.id}` can stop it, or a member with "
                                "Manage Messages, from the debate's channel or thread.")
-        await tailer.stop(record.id)
-        await reply_privately(interaction, f"Stopping debate `{record.id}`…")
+        await reply_privately(interaction, stop_answer(record.id, await tailer.stop(record.id)))
 
     # ---- votes
 

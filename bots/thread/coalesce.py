@@ -5,7 +5,8 @@ render function it was given, then makes the call. A write that waited long ther
 newest text, and an edit whose render finds nothing new (None) makes no call. `Latest` keeps one message
 (a root's status) showing the newest state set on it: a state still waiting when a newer one is set is
 never sent, and the last one set always lands. A write that has started is run to completion even if
-its caller is cancelled (`run_to_completion`).
+its caller is cancelled (`run_to_completion`). Once a debate is stopped (`withhold`), no new message is
+posted but the one that says so (`after_stop`); edits that finish a message already posted still land.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ async def run_to_completion(write: Awaitable[T]) -> T:
         raise
 
 
+class Withheld(Exception):
+    """A post not made: the debate was stopped, and its thread gets only the notice that says so."""
+
+
 Record = Callable[[str, bool], Awaitable[None]]  # (message id, whether this post made it: False, found)
 
 
@@ -56,15 +61,27 @@ class Paced(Generic[M]):
         self.surface = surface
         self.pacer = pacer
         self.intents = intents
+        self.withheld = False
+
+    def withhold(self) -> None:
+        """From now on post nothing new (but what is posted `after_stop`): the debate was stopped."""
+        self.withheld = True
+
+    def check(self, after_stop: bool = False) -> None:
+        """Raise Withheld for a new message once the debate is stopped."""
+        if self.withheld and not after_stop:
+            raise Withheld
 
     def _channel(self, in_thread: bool) -> str:
         return self.surface.thread_channel if in_thread else self.surface.root_channel
 
     async def post(self, render: Callable[[], M], urgency: Urgency, *, in_thread: bool = True,
-                   record: Record | None = None, key: str | None = None) -> str:
+                   record: Record | None = None, key: str | None = None, after_stop: bool = False) -> str:
         """Post what `render` returns once the channel's turn comes; returns the message's id.
         `record(message_id, posted)` runs as part of the write: a post is never left unrecorded by a cancel.
-        `key`: the message's key, for the intents (a message found instead is recorded with posted False)."""
+        `key`: the message's key, for the intents (a message found instead is recorded with posted False).
+        Raises Withheld, posting nothing, once the debate is stopped (unless `after_stop`)."""
+        self.check(after_stop)
         channel = self._channel(in_thread)
         intents = self.intents if key is not None else None
         pause = POST_RETRY_S
@@ -78,7 +95,10 @@ class Paced(Generic[M]):
                     return found
             try:
                 async with self.pacer.posting(channel, urgency):
+                    self.check(after_stop)  # stopped while this waited for the channel's turn
                     message_id = await run_to_completion(self._post(render(), in_thread, record, key))
+            except Withheld:
+                raise
             except Exception:
                 # the post may have landed with its answer lost: where it can be found, look, then post again
                 if intents is None or not intents.findable or attempt == POST_ATTEMPTS - 1:

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from typing import Any
 
-from bots.thread.coalesce import Latest, Paced
+from bots.thread.coalesce import Latest, Paced, Withheld
 from bots.thread.intents import PostIntents
 from bots.thread.keys import (
     PENDING,
@@ -37,6 +37,7 @@ from bots.thread.pacing import Pacer, Urgency
 from bots.thread.surface import Ended, Running, Surface
 from orchestrator.events import (
     FINAL_EVENTS,
+    DebateCancelled,
     DebateContinued,
     EventBase,
     Interjected,
@@ -128,9 +129,21 @@ class ThreadSink:
 
     async def handle(self, event: EventBase) -> None:
         if isinstance(event, FINAL_EVENTS):
+            if self._outcome is not None and self._outcome.status == "cancelled":
+                return  # stopped: nothing else ends it
             self._outcome = event.outcome  # type: ignore[attr-defined]
             self._ended.set()
+        if isinstance(event, DebateCancelled):
+            self._stopped()
         self._queue.put_nowait(event)
+
+    def _stopped(self) -> None:
+        """The debate was stopped: the thread gets the notice that says so and nothing else new. What was
+        written and not yet shown stays in the log (the page and `show` have it); edits finishing a message
+        already posted still land."""
+        self.out.withhold()
+        while not self._queue.empty():
+            self._queue.get_nowait()
 
     async def wait_closed(self) -> None:
         """Until the final event has been rendered (or the worker was cancelled); never raises."""
@@ -151,6 +164,9 @@ class ThreadSink:
             event = await self._queue.get()
             try:
                 await self._apply(event)
+            except Withheld:  # stopped meanwhile: its post is not made
+                log.debug("%s: debate %s stopped; %s not shown", self.surface.platform, self.spec.id,
+                          type(event).__name__)
             except Exception:  # one failed render must not stop the rest of the thread
                 log.exception("%s: rendering %s for debate %s failed", self.surface.platform,
                               type(event).__name__, self.spec.id)
@@ -214,11 +230,11 @@ class ThreadSink:
     async def _record_final(self, key: str, message_id: str) -> None:
         await self._record(key, message_id, final=True)
 
-    async def _post_once(self, key: str, message: Any) -> None:
+    async def _post_once(self, key: str, message: Any, *, after_stop: bool = False) -> None:
         """Post a message that never changes, unless the thread has it already."""
         if key in self.recorded:
             return
-        await self.out.post(lambda: message, Urgency.REPLY, key=key,
+        await self.out.post(lambda: message, Urgency.REPLY, key=key, after_stop=after_stop,
                             record=lambda message_id, _posted: self._record_final(key, message_id))
 
     def _status(self, state: Running | Ended, urgency: Urgency) -> None:
@@ -261,7 +277,7 @@ class ThreadSink:
     async def _finish(self, outcome: Outcome) -> None:
         if self.verdict is None and (ended := self.surface.ended(outcome)) is not None:
             try:
-                await self._post_once(self.ended_key, ended)
+                await self._post_once(self.ended_key, ended, after_stop=True)
             except Exception:  # a thread that is gone must not keep the root from showing the end
                 log.warning("%s: the end of debate %s could not be posted in its thread", self.surface.platform,
                             self.spec.id, exc_info=True)

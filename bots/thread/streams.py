@@ -79,7 +79,9 @@ class Streams:
         if not self.pacer.start_stream():
             return None
         channel = self.surface.thread_channel
+        self.out.check()
         async with self.pacer.posting(channel, Urgency.TEXT):
+            self.out.check()  # stopped while this waited for the channel's turn
             text = settled(render()) or "…"
 
             async def start() -> str:

@@ -40,6 +40,7 @@ from orchestrator.models import MAX_CONTINUATIONS, DebateStatus, Outcome
 log = logging.getLogger(__name__)
 
 NO_RESULT = "the debate stopped without a result"
+CANCELLED = "CANCELLED"  # DBOS's status of a workflow a stop reached
 RETRY_SECONDS = (0.5, 30.0)  # a feed that broke (database unreachable) is read again after this, doubling
 STARTING_GRACE_S = 10.0  # a debate found live before its workflow was queued: how long it may take
 ROOT_KEYS = tuple(root_key(segment) for segment in range(1, MAX_CONTINUATIONS + 2))
@@ -52,7 +53,9 @@ class Feed(Protocol):
 
     def events(self, debate_id: str, offset: int = 0, segment: int = 1) -> AsyncIterator[EventBase]: ...
 
-    async def cancel(self, debate_id: str, segment: int = 1) -> None: ...
+    async def cancel(self, debate_id: str, segment: int = 1) -> str | None:
+        """Stop the segment's workflow; its status once stopped (CANCELLED, or how it had ended first),
+        None when unknown."""
 
 
 class FrontTailer:
@@ -167,8 +170,11 @@ class FrontTailer:
         return resumed
 
     async def stop(self, debate_id: str) -> Outcome | None:
-        """Cancel the debate's workflow, log it cancelled and show that in its thread; the outcome, or
-        None when the debate had ended already (it keeps its own end)."""
+        """Cancel the debate's workflow, log it cancelled and show that in its thread. One answer wins a
+        stop racing the debate's end: the workflow's. Cancelled (the stop reached it first), the log says
+        cancelled too, even over an end its last step logged meanwhile; ended first, its own end stands.
+        Returns the outcome that won (its `status` is what to tell the user), None for a debate the log
+        does not know."""
         self._stopping.add(debate_id)
         sink = self.sink(debate_id)
         if sink is not None:
@@ -176,12 +182,25 @@ class FrontTailer:
         else:
             record = await self.store.get_debate(debate_id, turns=False)
             segment = 1 if record is None else record.segment
-        await (self.feed.cancel(debate_id) if segment == 1 else self.feed.cancel(debate_id, segment))
-        outcome = await self._end(debate_id, "cancelled", None)
+        status = await (self.feed.cancel(debate_id) if segment == 1 else self.feed.cancel(debate_id, segment))
+        if status not in (None, CANCELLED):  # it ended before the stop reached it: that end is the answer
+            self._stopping.discard(debate_id)
+            return await self._logged(debate_id)
+        outcome = await self._end(debate_id, "cancelled", None, over_an_end=status == CANCELLED)
         sink = self.sink(debate_id)
         if outcome is not None and sink is not None:
             await sink.handle(DebateCancelled(debate_id=debate_id, outcome=outcome))
-        return outcome
+        return outcome if outcome is not None else await self._logged(debate_id)
+
+    async def _logged(self, debate_id: str) -> Outcome | None:
+        """How the log says the debate ended (or that it runs), as an Outcome; None when it is unknown."""
+        record = await self.store.get_debate(debate_id, turns=False)
+        if record is None:
+            return None
+        return Outcome(status=record.status, rounds_completed=record.rounds_completed,
+                       rounds_planned=record.rounds_planned, input_tokens=record.input_tokens,
+                       output_tokens=record.output_tokens, cost_usd=record.cost_usd, warnings=record.warnings,
+                       error=record.error)
 
     async def idle(self) -> None:
         """Until every followed debate's thread is finished."""
@@ -246,12 +265,8 @@ class FrontTailer:
                 await self._settle(debate_id, sink.outcome)
             elif debate_id not in self._stopping:
                 outcome = await self._end(debate_id, "failed", NO_RESULT)
-                record = await self.store.get_debate(debate_id, turns=False)
-                if outcome is None and record is not None:  # it ended in the log: show that
-                    outcome = Outcome(status=record.status, rounds_completed=record.rounds_completed,
-                                      rounds_planned=record.rounds_planned, input_tokens=record.input_tokens,
-                                      output_tokens=record.output_tokens, cost_usd=record.cost_usd,
-                                      warnings=record.warnings, error=record.error)
+                if outcome is None:  # it ended in the log: show that
+                    outcome = await self._logged(debate_id)
                 if outcome is not None:
                     await sink.handle(_final(debate_id, outcome))
             await sink.wait_closed()
@@ -309,11 +324,13 @@ class FrontTailer:
         record = await self.store.get_debate(sink.spec.id, turns=False)
         return record is not None and (sink.segment > 1 or record.created_at >= self._born)
 
-    async def _end(self, debate_id: str, status: DebateStatus, error: str | None) -> Outcome | None:
-        """Log the end of a debate the log still calls running, with what its turns used; None when it
-        is not running (ended already, or unknown)."""
+    async def _end(self, debate_id: str, status: DebateStatus, error: str | None, *,
+                   over_an_end: bool = False) -> Outcome | None:
+        """Log the end of a debate the log still calls running (`over_an_end`: or ended otherwise than
+        `status`: the workflow was cancelled after its last step logged its end), with what its turns
+        used; None when it is not (ended already, or unknown)."""
         record = await self.store.get_debate(debate_id, turns=False)
-        if record is None or record.status != "running":
+        if record is None or record.status == status or (record.status != "running" and not over_an_end):
             return None
         await self.store.finish_debate(debate_id, Outcome(
             status=status, rounds_completed=record.rounds_completed, rounds_planned=record.rounds_planned, error=error))
@@ -322,6 +339,15 @@ class FrontTailer:
         return Outcome(status=ended.status, rounds_completed=ended.rounds_completed,
                        rounds_planned=ended.rounds_planned, input_tokens=ended.input_tokens,
                        output_tokens=ended.output_tokens, cost_usd=ended.cost_usd, error=error)
+
+
+def stop_answer(debate_id: str, outcome: Outcome | None) -> str:
+    """What the user who asked for a stop is told: the answer that won (`FrontTailer.stop`)."""
+    if outcome is None or outcome.status in ("cancelled", "running"):
+        return f"Stopping debate `{debate_id}`; its thread will say it was cancelled."
+    if outcome.status == "completed":
+        return f"Debate `{debate_id}` had already ended with its verdict; its thread shows it."
+    return f"Debate `{debate_id}` had already ended ({outcome.status}); its thread says how."
 
 
 async def _after(first: asyncio.Future[None], then: asyncio.Task[None]) -> None:

@@ -31,13 +31,8 @@ log = logging.getLogger(__name__)
 APP_NAME = "debate-bot"
 WORKFLOW_VERSION = "debate-5"  # 5: an event that is not a closing one goes with the next step
 POLL_S = 0.1  # notification polling (a front's stream reads on SQLite)
-# a worker's queue poll: enqueue → start ≈ 0.1–0.3 s. Each poll is a dequeue of ~6 ms of CPU, so at 0.1 s an idle
-# worker spent 60 ms of CPU a second, ~6 ms per model call of a 100-debate run
+# a worker's queue poll: each is a dequeue transaction, idle or not, and a debate waits at most this long to start
 QUEUE_POLL_S = 0.25
-# DBOS's notifier thread wakes this often to send what is pending. A worker sends its stream wake-ups from its
-# loop (dbos_loop_notify.py, every 10 ms) and nothing else through DBOS's: at its default (10 ms) the thread woke
-# 100 times a second for nothing
-DBOS_NOTIFIER_S = 0.25
 MAX_EXECUTOR_THREADS = 16  # DBOS's thread pool (its DB calls); unbounded otherwise
 FILE_MODE = 0o600
 SQLITE_PREFIX = "sqlite:///"
@@ -71,7 +66,7 @@ def sqlite_path(url: str) -> Path | None:
 
 def prepare_system_db(url: str) -> None:
     """Create an SQLite workflow database 0600 and in WAL mode, before DBOS opens it (DBOS does
-    neither; WAL cuts a stream write from ~9 ms to ~2 ms, and cannot be switched on under DBOS)."""
+    neither; WAL makes each commit cheaper, and cannot be switched on under DBOS)."""
     path = sqlite_path(url)
     if path is None:
         return
@@ -96,8 +91,8 @@ def prepare_system_db(url: str) -> None:
 class _WalConnection(sqlite3.Connection):
     """A connection of DBOS's to an SQLite workflow database, in WAL mode with synchronous=NORMAL, as
     the debate log: a commit survives the process's death (kill -9), and only a power cut may take the
-    last ones back. With the default (FULL) every commit waits for an fsync: ~0.5 ms of kernel CPU each,
-    and a worker commits a stream write and two step records per model call or more."""
+    last ones back. With the default (FULL) every commit waits for an fsync, and a worker commits a stream
+    write and two step records per model call or more."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -129,17 +124,15 @@ def dbos_config(url: str, executor: str) -> DBOSConfig:
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": POLL_S,
         "max_executor_threads": MAX_EXECUTOR_THREADS,
-        "notification_coalesce_sec": DBOS_NOTIFIER_S,
     }
     if sqlite_path(url) is None:
-        # no ping before each checkout either: on Postgres it is a round trip per step check, record and stream
-        # write (~0.6 ms of CPU a step). A connection the server dropped fails when used, and DBOS's retry takes
-        # a fresh one (tests/test_dbos_cut_connections.py); a NOTIFY flush it held is lost, and a front reads
-        # that write at its next notification or poll
+        # no ping before each checkout: on Postgres it is a round trip per step check, record and stream
+        # write. A connection the server dropped fails when used, and DBOS's retry takes a fresh one
+        # (tests/test_dbos_cut_connections.py)
         config["db_engine_kwargs"] = {"pool_pre_ping": False}
     if sqlite_path(url) is not None:
         # no ping before each use of a pooled connection (DBOS's default, for a server that may have dropped it):
-        # a file's connection cannot go stale, and a worker checks one out ~9 times per model call
+        # a file's connection cannot go stale, and a worker checks one out several times per model call
         config["db_engine_kwargs"] = {"connect_args": {"factory": _WalConnection}, "pool_pre_ping": False}
     if tracing.enabled():
         config["enable_otlp"] = True

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
+from dbos import DBOS
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.durable.names import CONTINUATION_WORKFLOW_NAME, QUEUE, continuation_workflow_id
+from orchestrator.durable.names import CONTINUATION_WORKFLOW_NAME
 from orchestrator.durable.steps import at_each_step_end, reset_step_end
 from orchestrator.durable.workflow import STREAM_PACE, StreamSink, current_runtime, settle_failure
 from orchestrator.events import DebateFailed, EventBus, LogWriteFailed
@@ -76,14 +76,3 @@ async def debate_continuation(debate_id: str, segment: int) -> dict[str, Any]:
     finally:
         reset_step_end(ending)
     return (bus.failure or outcome).model_dump(mode="json")
-
-
-async def enqueue_continuation(debate_id: str, segment: int,
-                               request_key: str | None = None) -> WorkflowHandleAsync[dict[str, Any]]:
-    """Queue segment `segment` of the debate (from a process that launched DBOS; the log has begun it).
-    The workflow id comes from the debate and the segment, so a segment never runs twice."""
-    policy = "return-existing" if request_key else None
-    with SetWorkflowID(continuation_workflow_id(debate_id, segment)), SetEnqueueOptions(
-        deduplication_id=request_key, duplication_policy=policy
-    ):
-        return await DBOS.enqueue_workflow_async(QUEUE, debate_continuation, debate_id, segment)

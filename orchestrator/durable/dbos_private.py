@@ -1,17 +1,11 @@
-"""Every use this program makes of DBOS's private API, here and in dbos_step_records.py,
-dbos_stream_writes.py (what a step writes: its check and record, its stream writes), dbos_step_hops.py
-(a step's hops to the thread pool), dbos_steps_on_loop.py, dbos_loop_statements.py and dbos_loop_sqlite.py
-(a step's check and record sent from the event loop, with the system database's URL and retry setting),
-dbos_steps_ahead.py's use of them and dbos_queue_poll.py (the check in front of the queue's dequeue): a
-client's system
-database, its stream listeners and batched stream reads, the deserialiser of stored values, the close
-marker of a stream, and which statuses are still running (stream_reads.py is the user); and the channel a
-worker's notification listener leaves out (`hear_no_streams`, worker.py).
+"""The one use this program makes of DBOS's private API, read-only: a front's batched reads of many
+workflows' streams (`SystemStreams`, used by stream_reads.py). DBOS's public reader follows one stream at
+a time, and a front follows every live debate's.
 
-These are not DBOS's public interface, so pyproject pins DBOS to the minor version they were checked
-against (PINNED_MINOR, `dbos>=3.4,<3.5`), and tests/test_dbos_private.py exercises each of them against
-the installed DBOS on a real SQLite system database. Upgrading DBOS is this file and that test run
-(docs/dbos-notes.md).
+What it reaches: a client's system database (its engine and tables), the stream listeners of its
+notification thread, the deserialiser of stored values, the close marker of a stream, and which
+statuses are still running. Nothing here writes. tests/test_dbos_private.py runs each call against the
+installed DBOS on real SQLite and Postgres system databases: a DBOS upgrade runs that test first.
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from dbos import DBOSClient, _sys_db_postgres
+from dbos import DBOSClient
 from dbos._serialization import deserialize_value
 from dbos._sys_db import (
     SystemDatabase,
@@ -32,29 +26,6 @@ from dbos._sys_db import (
     workflow_is_active,
 )
 from dbos._utils import LoopAwareEvent
-
-from orchestrator.durable.dbos_loop_statements import LoopStatements
-from orchestrator.durable.dbos_step_records import Prepared
-
-PINNED_MINOR = "3.4"  # the DBOS version these calls were checked against (pyproject: dbos>=3.4,<3.5)
-UNHEARD_CHANNEL = "debate_bot_streams_unheard"  # what a worker's listener LISTENs to instead: nothing is sent there
-
-
-def hear_no_streams() -> Callable[[], None]:
-    """This process reads no stream (a `debate worker`): its DBOS notification listener, when it starts, does not
-    LISTEN on the streams channel. Every stream write's NOTIFY otherwise reaches every process's listener, and a
-    worker's drops them all after its server backend has sent them and its listener thread has read them: with
-    two workers, three deliveries for the front's one (BENCHMARKS.md, round 16: 0.7 ms of CPU a model call).
-    DBOS names the channel in a module global of its Postgres system database, read where its listener thread
-    connects; call this before `DBOS.launch`. The other channels (messages, workflow events) are still heard.
-    Returns what restores it (for tests: in a process it is for good)."""
-    heard = _sys_db_postgres._dbos_streams_channel
-    _sys_db_postgres._dbos_streams_channel = UNHEARD_CHANNEL
-
-    def restore() -> None:
-        _sys_db_postgres._dbos_streams_channel = heard
-
-    return restore
 
 
 @dataclass
@@ -113,8 +84,6 @@ class SystemStreams:
         self._sys_db: SystemDatabase = client._sys_db
         self._many: dict[str, sa.Select[Any]] = {}  # per stream key: the statement of read_many, built once
         self._changed: dict[str, sa.Select[Any]] = {}  # per stream key: the statement of changed_since
-        self._many_prepared: dict[str, Prepared] = {}  # per stream key: read_many's, compiled for the driver
-        self._loop_statements: LoopStatements | None = None  # read_many_on_loop's connections
         self._top = sa.select(sa.func.max(sa.literal_column("rowid", sa.Integer))).select_from(
             self._sys_db.tables.streams)
 
@@ -146,26 +115,6 @@ class SystemStreams:
         with self._sys_db.engine.begin() as c:
             rows = c.execute(self._many_statement(key), {"want": _wanted(offsets), "limit": limit}).all()
         return self._chunks(offsets, rows)
-
-    async def read_many_on_loop(self, key: str, offsets: dict[str, int], limit: int) -> dict[str, StreamChunk]:
-        """Postgres: `read_many` sent from the running loop, in autocommit through async psycopg
-        (dbos_loop_statements.py), not from a thread through SQLAlchemy. A connection error is raised,
-        not retried: the readers hear of it, as from `read_many`."""
-        if not offsets:
-            return {}
-        if self._loop_statements is None:
-            self._loop_statements = LoopStatements(self._sys_db, reopen=False)  # a pass after close: an error
-        prepared = self._many_prepared.get(key)
-        if prepared is None:
-            prepared = self._many_prepared[key] = Prepared(self._many_statement(key), self._sys_db)
-        rows = await self._loop_statements.rows(prepared.sql, prepared.params({"want": _wanted(offsets),
-                                                                               "limit": limit}), retry=False)
-        return self._chunks(offsets, rows)
-
-    async def close_on_loop(self) -> None:
-        """Close the connections `read_many_on_loop` opened on the running loop."""
-        if self._loop_statements is not None:
-            await self._loop_statements.close()
 
     def _chunks(self, offsets: dict[str, int], rows: Sequence[Sequence[Any]]) -> dict[str, StreamChunk]:
         chunks: dict[str, StreamChunk] = {}
@@ -234,7 +183,7 @@ class SystemStreams:
         """Postgres: `_many_statement` as one index lookup per wanted stream (a LATERAL subquery with a
         LIMIT, which the planner cannot flatten into a join). As a join, the planner guesses 100 wanted
         rows and, with the table's statistics behind a burst of writes, hashes every row of the stream key
-        instead: ~1.3 ms a pass at 1,800 rows, growing with every debate the table keeps."""
+        instead, a cost that grows with every debate the table keeps."""
         tables = self._sys_db.tables
         status, streams = tables.workflow_status, tables.streams
         want = sa.func.json_to_recordset(sa.cast(wanted, sa.JSON)).table_valued(

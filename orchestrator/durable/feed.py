@@ -5,11 +5,11 @@ stops one, and reads a debate's events from the workflow's stream, from any offs
 restarted picks each live debate up again from offset 0. A continuation (`continue` after the verdict)
 is a workflow of its own, with its own stream: `enqueue_continuation`, and `events(..., segment=N)`.
 
-A stream is written at least once (a step that runs again writes again), so the feed drops what it
-has delivered before: an event whose key it has seen, a text delta whose (turn, attempt, offset) it
-has seen. What is left may still hold a turn restarted by a new attempt: the renderer starts that
-turn's text over (`bots.thread.live`). The reads of all the debates a front follows share batches
-(stream_reads.py).
+A stream entry is one event or a list of them (a step's events written together). A stream is written
+at least once (a step that runs again writes again), so the feed drops what it has delivered before: an
+event whose key it has seen, a text delta whose (turn, attempt, offset) it has seen. What is left may
+still hold a turn restarted by a new attempt: the renderer starts that turn's text over
+(`bots.thread.live`). The reads of all the debates a front follows share batches (stream_reads.py).
 """
 
 from __future__ import annotations
@@ -47,10 +47,21 @@ from orchestrator.models import DebateSpec
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = POLL_S  # how often a stream with nothing new is read again (SQLite has no notifications)
-# Postgres: LISTEN/NOTIFY wakes a reader (~10 ms); this read only catches a lost notification. Each idle read
-# costs ~1.3 ms of CPU, and a front reads every live debate's stream: at 1 s, 1,000 debates were 1.3 CPU-s/s
+# Postgres: LISTEN/NOTIFY wakes a reader; this read only catches a lost notification (a front reads every
+# live debate's stream, so an idle read is paid per debate)
 NOTIFIED_POLL_SECONDS = 5.0
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+def _events_in(value: Any, debate_id: str) -> list[EventBase]:
+    """The events of one stream entry: one event, or a list of them (a step's events written together)."""
+    events = []
+    for item in value if isinstance(value, list) else [value]:
+        try:
+            events.append(_EVENT.validate_python(item))
+        except ValidationError:  # written by another version of the program: skip it, keep reading
+            log.warning("debate %s: unreadable stream entry skipped", debate_id, exc_info=True)
+    return events
 
 
 class DebateNotQueued(LookupError):
@@ -105,14 +116,13 @@ class FrontFeed:
         `DBOS.migrate`) must have created. `application_version` must be the workers' pinned one: a
         workflow enqueued with another version waits for a worker of that version."""
         # on Postgres a listener thread turns the workers' NOTIFYs into wake-ups: a stream entry reaches
-        # the front in ~10 ms rather than half a poll interval
+        # the front at once rather than after half a poll interval
         client = await asyncio.to_thread(DBOSClient, system_database_url=system_database_url,
                                          application_name=application_name,
                                          use_listen_notify=sqlite_path(system_database_url) is None)
         return cls(client, application_version=application_version, poll_seconds=poll_seconds)
 
     async def close(self) -> None:
-        await self.reads.close()
         await asyncio.to_thread(self.client.destroy)
 
     async def enqueue(self, spec: DebateSpec, request_key: str | None = None) -> str:
@@ -146,11 +156,17 @@ class FrontFeed:
         running = handle.get_workflow_id().rpartition("-c")[2]
         return int(running) if running.isdigit() else segment
 
-    async def cancel(self, debate_id: str, segment: int = 1) -> None:
-        """Stop the workflow of the debate's `segment` (1: the debate; 2, …: a continuation): it ends at
-        its next step boundary (a model call in flight is cancelled within about a second). Writing the
-        outcome and telling the thread is the caller's."""
-        await self.client.cancel_workflow_async(segment_workflow_id(debate_id, segment))
+    async def cancel(self, debate_id: str, segment: int = 1) -> str | None:
+        """Stop the workflow of the debate's `segment` (1: the debate; 2, …: a continuation): it ends at its
+        next step boundary, and no model call starts after this returns. Returns DBOS's status of the
+        workflow once the cancel is in: CANCELLED when the stop reached it, SUCCESS or ERROR when it had
+        ended first (its own end stands), None when there is no such workflow. Writing the outcome and
+        telling the thread is the caller's."""
+        workflow = segment_workflow_id(debate_id, segment)
+        await self.client.cancel_workflow_async(workflow)
+        found = await self.client.list_workflows_async(workflow_ids=[workflow], load_input=False,
+                                                       load_output=False)
+        return found[0].status if found else None
 
     async def events(self, debate_id: str, offset: int = 0, segment: int = 1) -> AsyncIterator[EventBase]:
         """The events of the debate's `segment` (1: the debate; 2, …: a continuation, on its own stream)
@@ -161,16 +177,12 @@ class FrontFeed:
         stream = self.reads.values(segment_workflow_id(debate_id, segment), offset)
         try:
             async for value in stream:
-                try:
-                    event = _EVENT.validate_python(value)
-                except ValidationError:  # written by another version of the program: skip it, keep reading
-                    log.warning("debate %s: unreadable stream entry skipped", debate_id, exc_info=True)
-                    continue
-                if not seen.first(event):
-                    continue
-                yield event
-                if isinstance(event, FINAL_EVENTS):
-                    return
+                for event in _events_in(value, debate_id):
+                    if not seen.first(event):
+                        continue
+                    yield event
+                    if isinstance(event, FINAL_EVENTS):
+                        return
         except StreamMissing:
             raise DebateNotQueued(debate_id) from None
         finally:

@@ -18,6 +18,10 @@ step more for them.
 A workflow may name a hook that runs at the end of each of its steps, inside it, before DBOS records it
 (`at_each_step_end`: the stream sink writes the events it held back, stream_sink.py).
 
+A stop is DBOS's cancel: DBOS's check before each step ends the workflow there, and a preemptible step
+(a model call) checks again once its deliveries are made, just before the call, so no model call starts
+after a stop; one in flight is cancelled by DBOS's watcher.
+
 A graceful stop drains: from `drain()` on, a step that has not started waits (its workflow stays
 pending, to be recovered at the next launch); `idle()` waits for the steps already running.
 """
@@ -30,7 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
-from dbos import DBOS, StepOptions, StepReservation
+from dbos import DBOS, StepOptions, StepReservation, error
 
 from orchestrator.durable import deferred
 
@@ -39,6 +43,50 @@ T = TypeVar("T")
 LANE_SLOTS = 8  # steps one coroutine of a gather may take: a stances turn with its retry takes 3
 
 _step_end: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("debate_step_end", default=None)
+
+
+class _Running:
+    """Marks the body of a step while it runs; a task started in the step shares it, and sees its end."""
+
+    ended = False
+
+
+_running_step: ContextVar[_Running | None] = ContextVar("debate_running_step", default=None)
+
+
+def in_step() -> bool:
+    """Whether this runs in the body of a step of a workflow (not the workflow's own code, nor a task left
+    over from a step that has ended)."""
+    running = _running_step.get()
+    return running is not None and not running.ended
+
+
+def _unless_stopped(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """`fn`, unless the workflow was cancelled since DBOS's check before the step (while its deliveries were
+    made): a model call is the one thing a stop must not let start."""
+
+    async def body(*args: Any) -> T:
+        workflow = DBOS.workflow_id
+        found = await DBOS.list_workflows_async(workflow_ids=[workflow], load_input=False,
+                                                load_output=False) if workflow else []
+        if found and found[0].status == "CANCELLED":
+            raise error.DBOSWorkflowCancelledError(f"Workflow {workflow} is cancelled: its model call is not made")
+        return await fn(*args)
+
+    return body
+
+
+def _marked(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    async def body(*args: Any) -> T:
+        running = _Running()
+        token = _running_step.set(running)
+        try:
+            return await fn(*args)
+        finally:
+            running.ended = True
+            _running_step.reset(token)
+
+    return body
 
 
 def at_each_step_end(hook: Callable[[], Awaitable[None]] | None) -> Token[Callable[[], Awaitable[None]] | None]:
@@ -105,10 +153,11 @@ class Durable:
             self._parked.add(task)
             await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
         options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": preemptible}
-        body = deferred.delivering_first(deferred.take(), fn)
+        body = deferred.delivering_first(deferred.take(), _unless_stopped(fn) if preemptible else fn)
         hook = _step_end.get()
         if hook is not None:
             body = _ending_with(hook, body)
+        body = _marked(body)
         lane = _lane.get()
         self._running.add(task)
         try:

@@ -1,30 +1,17 @@
 """Reading many workflows' streams at once: `StreamReads`, one per front, for every debate it follows.
 
-DBOS's own stream reader (`DBOSClient.read_stream_async`) is made for one stream, and its SQLite
-listener wakes every reader at every poll once its stream has any value: a front following 100
-debates made 1,000 reads a second, most of them finding nothing, ~40 ms of CPU per model call.
+DBOS's own reader (`DBOSClient.read_stream_async`) follows one stream, and its SQLite listener wakes
+every reader at every poll: a front following many debates would spend most of its CPU on reads that
+find nothing. Here the front's readers share one loop and one statement: a reader registers its stream
+and offset and sleeps; each pass reads every due stream in one query (`SystemStreams.read_many`) and
+wakes only the readers with something new (values, the close marker, or a workflow that ended).
 
-Here the front's readers share one loop and one statement. A reader that wants more registers its
-stream and offset and sleeps; each pass of the loop reads every waiting stream in one query
-(`SystemStreams.read_many`) and wakes only the readers whose stream has something new (values, its
-close marker, or a workflow that ended). A pass runs at once for a reader that has just started or
-is behind, and otherwise every `poll_seconds`: on SQLite that is the poll (there are no
-notifications); on Postgres DBOS's LISTEN/NOTIFY listener hands each written stream's reader to this
-loop (`StreamListener.call_once_set`), the first such since the last pass wakes it, and a pass reads
-every reader handed over, at most one pass every NOTIFIED_PASS_SECONDS; every stream is read at least
-every `poll_seconds` in case a notification was lost (a look over every reader once a second finds
-those). The CPU is then per pass and per value, not per stream and per poll: nothing looks at every
-reader at every pass (at 300 debates that look was ~5 % of a front's CPU).
-
-On SQLite a pass no longer reads every waiting stream: at 1,000 followed debates that was 1,000 streams
-every 0.1 s, ~30 ms of CPU a pass. Every `poll_seconds` one cheap statement lists the streams written
-since the last (`SystemStreams.changed_since`: rows of rowid above the highest seen), and a pass reads
-those and the readers just started or behind; every QUIET_POLLS polls one pass also reads the quiet
-streams (a workflow may end without closing its stream, and a reused rowid could hide a write).
-
-This uses the DBOS client's system database directly, through dbos_private.py (the one module that
-touches DBOS's private API, with its contract test). On Postgres a pass's query is sent from this loop
-(`read_many_on_loop`, async psycopg); on SQLite it runs in a thread.
+Which streams are due: on SQLite (no notifications) one cheap statement every `poll_seconds` lists the
+streams written since the last (`SystemStreams.changed_since`), and every QUIET_POLLS polls the quiet
+ones are read too (a workflow may end without closing its stream). On Postgres DBOS's LISTEN/NOTIFY
+listener hands a written stream's reader to this loop (`StreamListener.call_once_set`), and every
+stream is read at least every `poll_seconds` in case a notification was lost. Readers just started or
+behind are read at once. The reads go through dbos_private.py, the one module using DBOS's private API.
 """
 
 from __future__ import annotations
@@ -233,10 +220,7 @@ class StreamReads:
                 self._arm(w)
         self.passes += 1
         try:
-            if self._scanned:
-                chunks = await asyncio.to_thread(self._streams.read_many, self._key, offsets, BATCH_VALUES)
-            else:  # Postgres: from the loop (a hop to a thread and SQLAlchemy cost more than the read)
-                chunks = await self._streams.read_many_on_loop(self._key, offsets, BATCH_VALUES)
+            chunks = await asyncio.to_thread(self._streams.read_many, self._key, offsets, BATCH_VALUES)
         except Exception as exc:  # the database went away, or a value no serializer here reads
             for w in due:
                 self._finish(w, exc)
@@ -252,10 +236,6 @@ class StreamReads:
                     self._flag(w)
             elif chunk.values or chunk.closed or chunk.status is None or chunk.status not in still_active:
                 self._finish(w, chunk)
-
-    async def close(self) -> None:
-        """Close the connections the passes opened on the running loop (the front stopping)."""
-        await self._streams.close_on_loop()
 
     def _finish(self, waiter: _Waiter, outcome: StreamChunk | Exception) -> None:
         self._leave(waiter)

@@ -1,20 +1,15 @@
 """`StreamSink`: the events a thread shows, written to the running workflow's DBOS stream from inside the
-step that delivers them.
+step that delivers them (`DBOS.write_stream_async`).
 
-Each write costs the worker a statement (and Postgres a transaction, and the front a notification and a
-read), and some of a debate's events come in runs a few milliseconds apart: a notice, the verdict and the
-debate's end. So an event is held (`HOLD_S` at most) and goes in one write with the events after it: the
-next one that is written at once (a turn's start, so that a thread can post the turn's message before its
-text comes, and its text, which is already paced), the end of the step, or the hold's end, whichever comes
-first. bench.durable_pg's 2-round challenge writes 16 times where it wrote 18 (BENCHMARKS.md, issue 24 rounds
-17 and 18, where 7 of the 16 now go with a step's record; holding a turn's start for its first text too made
-12, and Discord's first texts later, as its placeholder then waited for the text to be posted at all).
-
-The end of a step flushes (`Durable` runs `step_ended` at the end of every step of the workflow, before DBOS
-records it): what it holds then goes with the step's record (`StepStreams.ride`: on Postgres in the record's
-statement), or is written at once where the record cannot take it (SQLite). Either way
-a step recorded has written everything it delivered, so a replay that gets its record back has nothing to
-deliver again. An event delivered outside a step (DBOS checkpoints those writes itself) is written at once.
+Each write is a transaction for the worker and a read for the front, and some of a debate's events come
+in runs a few milliseconds apart (a notice, the verdict, the debate's end). So an event is held
+(`HOLD_S` at most) and goes in one write with the events after it, as one stream entry holding a list:
+the next event that is written at once (a turn's start, so a thread can post the turn's message before
+its text comes, and its text, which is already paced), the end of the step, or the hold's end, whichever
+comes first. The end of a step flushes (`Durable` runs `step_ended` inside every step of the workflow,
+before DBOS records it), so a step recorded has written everything it delivered, and a replay that gets
+its record back has nothing to deliver again. An event delivered outside a step is written at once, one
+entry per event, as DBOS checkpoints each such write as a step of the workflow.
 """
 
 from __future__ import annotations
@@ -23,29 +18,28 @@ import asyncio
 import logging
 from typing import Any
 
-from orchestrator.durable.dbos_stream_writes import StepStreams, in_step
+from dbos import DBOS, error
+
 from orchestrator.durable.names import STREAM
-from orchestrator.durable.steps import in_lane
+from orchestrator.durable.steps import in_step
 from orchestrator.events import CallRecorded, DebateStarted, EventBase, RoundCompleted, TextDelta, TurnStarted
 
 log = logging.getLogger(__name__)
 
 HOLD_S = 0.5  # an event waits this long at most for the events after it (as a stream's first text: STREAM_PACE)
 
-# What the log keeps and no thread shows (a call's tokens, the spec the front already posted, a round's
-# end; bots/thread/sink.py renders the rest): not streamed, as each stream write costs the worker a statement
+# What the log keeps and no thread shows (a call's tokens, the spec the front already posted, a round's end;
+# bots/thread/sink.py renders the rest): not streamed
 UNSHOWN = (CallRecorded, DebateStarted, RoundCompleted)
 AT_ONCE = (TurnStarted, TextDelta)  # written when delivered, with what is held before them
 
 
 class StreamSink:
     """Writes each event a thread shows to the running workflow's stream, in order. One writer at a time:
-    the lanes of a parallel round would otherwise race for the stream's next offset (on Postgres the
-    write then waits 100 ms and tries again)."""
+    the lanes of a parallel round would otherwise race for the stream's next offset."""
 
     def __init__(self, *, hold_s: float = HOLD_S) -> None:
         self._lock = asyncio.Lock()
-        self._streams = StepStreams()
         self._hold_s = hold_s
         self._held: list[dict[str, Any]] = []
         self._due: asyncio.TimerHandle | None = None
@@ -70,24 +64,26 @@ class StreamSink:
                 return
             values, self._held = self._held, []
             if values:
-                await self._streams.write(STREAM, values)
+                await self._write(values)
+
+    async def _write(self, values: list[dict[str, Any]]) -> None:
+        """In a step: one entry (one event, or a list of them). Outside one: an entry per event."""
+        if in_step():
+            await DBOS.write_stream_async(STREAM, values if len(values) > 1 else values[0])
+            return
+        for value in values:
+            await DBOS.write_stream_async(STREAM, value)
 
     async def step_ended(self) -> None:
-        """The end of a step of the workflow (before DBOS records it): what it delivered and holds still goes
-        with its record (`StepStreams.ride`: in the record's statement, on Postgres), or where the record
-        cannot take it, or in a parallel branch (whose writes would race another's for
-        the stream's next offsets), in a write of its own now. A write that fails is logged, as the bus does
-        for a sink's failure; the step goes on."""
-        self._cancel_hold()
-        async with self._lock:
-            if self._held and not in_lane() and self._streams.ride(STREAM, self._held):
-                self._held = []
-                return
+        """The end of a step of the workflow (before DBOS records it): what it holds is written now. A write
+        that fails is logged, as the bus does for a sink's failure; the step goes on."""
         await self._flush_logged()
 
     async def _flush_logged(self, *, only_in_step: bool = False) -> None:
         try:
             await self.flush(only_in_step=only_in_step)
+        except error.DBOSWorkflowConflictIDError:  # the workflow is no longer this execution's: a stop
+            log.info("stream write after the debate was stopped: not written")
         except Exception:
             log.exception("stream write failed")
 
@@ -98,8 +94,8 @@ class StreamSink:
 
     def _hold_ended(self) -> None:
         """The hold's end, in the context of the step that began it: its write, unless that step ends first
-        (a write from an ended step's context would be taken for the workflow's own, with a step id of its
-        own; what is held by then is a later step's, written at its end or its own hold's)."""
+        (a write from an ended step's context would be taken for the workflow's own; what is held by then
+        is a later step's, written at its end or its own hold's)."""
         self._due = None
         task = asyncio.get_running_loop().create_task(self._flush_logged(only_in_step=True), name="stream-hold")
         self._late.add(task)

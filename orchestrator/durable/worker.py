@@ -25,11 +25,8 @@ from orchestrator.budgets import spend_watch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
 from orchestrator.debate.engine import Engine
-from orchestrator.durable import dbos_queue_poll, dbos_step_hops, dbos_steps_on_loop
 from orchestrator.durable.config import dbos_config, prepare_system_db, system_db_url
 from orchestrator.durable.continuation import debate_continuation
-from orchestrator.durable.dbos_private import hear_no_streams
-from orchestrator.durable.dbos_steps_on_loop import install_launched
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
 from orchestrator.log import DebateLog
@@ -41,9 +38,8 @@ log = logging.getLogger(__name__)
 
 GRACE_S = 20.0
 # Debates one worker process runs at once unless told (`--concurrency`); the rest wait in the queue.
-# DEBATE_MAX_CONCURRENT admits debates across every front: raised to 1,000, one worker running all 1,000 at
-# once finished 17 of them in 420 s, where one taking 200 at a time finished all 1,000 in ~200 s
-# (BENCHMARKS.md, issue 24).
+# DEBATE_MAX_CONCURRENT admits debates across every front; one worker taking all of a large burst at once
+# finishes far fewer of them in time than one taking them a bounded number at a time (BENCHMARKS.md).
 WORKER_CONCURRENCY = 200
 
 WORKFLOWS = (debate_workflow, debate_continuation)  # what a host runs (importing them registered them with DBOS)
@@ -61,10 +57,7 @@ class WorkerHost:
         executor_id: str,
         concurrency: int | None = None,
         db_url: str | None = None,
-        reads_streams: bool = True,
     ) -> None:
-        """`reads_streams`: False in a process that only works (`debate worker`): its DBOS listener then hears
-        no stream write (dbos_private.hear_no_streams)."""
         self.settings = settings
         self.store = store
         self.registry = registry
@@ -72,11 +65,10 @@ class WorkerHost:
         self.concurrency = concurrency or min(settings.debate_max_concurrent, WORKER_CONCURRENCY)
         self.db_url = db_url or system_db_url(settings)
         self.steps = Durable()
-        self.reads_streams = reads_streams
         self._started = False
 
     async def start(self) -> None:
-        # the SDKs' imports take ~1.4 s: done now, off the loop, not by the first debate after a (re)start
+        # the SDKs' imports are slow: done now, off the loop, not by the first debate after a (re)start
         await preload_sdks()
         prepare_model_metrics(self.registry.configured())
         prepare_system_db(self.db_url)
@@ -84,16 +76,11 @@ class WorkerHost:
         engine = Engine(self.registry, self.settings, spend=spend)
         install_runtime(Runtime(engine=engine, log=self.store, steps=self.steps,
                                 audience=LogAudience(self.store)))
-        if not self.reads_streams:
-            hear_no_streams()
         DBOS(config=dbos_config(self.db_url, self.executor_id))
         DBOS.listen_queues([QUEUE])
         heap.settle()  # what start-up built, out of every full collection from now on (heap.py)
         launched = datetime.now(UTC).isoformat()
         DBOS.launch()  # in the running loop: dequeued and recovered workflows run on it
-        install_launched()  # before the loop runs a step of them
-        dbos_step_hops.install()
-        dbos_queue_poll.install_launched()
         self._started = True
         await self._count_recovered(launched)
         await register_queue(self.concurrency)
@@ -119,7 +106,6 @@ class WorkerHost:
         if not await self.steps.idle(grace_s):
             log.warning("stopping with model calls in flight: they run again when their debates resume")
         await self.steps.abandon()
-        await dbos_steps_on_loop.close_all()  # the loop's connections, while the loop runs
         # DBOS made its thread pool this loop's default executor and shuts it: give the loop its own
         # first, and shut DBOS down from it (off the loop: DBOS joins threads that may call into it)
         pool = ThreadPoolExecutor(thread_name_prefix="asyncio")

@@ -4,9 +4,9 @@
 steps.py): every model call is a recorded step, and every event is delivered inside one (its own, or
 the next step's), so a debate resumed after a crash re-runs only the call that was in flight. Its bus
 writes each event to the log (idempotent writes: a step may run twice) and then, unless no thread shows
-it (`UNSHOWN`), to the workflow's DBOS stream STREAM, one entry per event, `event.model_dump(mode="json")`,
-events a few milliseconds apart in one write (stream_sink.py); a reader rebuilds them with the `Event`
-union and drops what it has seen by `event.key` (text deltas by turn key, attempt and offset).
+it (`UNSHOWN`), to the workflow's DBOS stream STREAM as `event.model_dump(mode="json")`, events a few
+milliseconds apart in one entry, a list (stream_sink.py); a reader rebuilds them with the `Event` union
+and drops what it has seen by `event.key` (text deltas by turn key, attempt and offset).
 
 Each round starts by taking the audience's notes waiting in the log (`Runtime.audience`), as one
 recorded step: a resumed debate gets back the notes it took. A continuation after the verdict is a
@@ -14,10 +14,7 @@ workflow of its own (continuation.py).
 
 What a workflow needs of its process (settings, providers, the log, the audience) cannot travel in
 its input: it is the process's `Runtime`, installed by the WorkerHost (worker.py) before DBOS launches.
-
-`enqueue` starts a debate: the workflow id comes from the debate id, so the same debate never runs
-twice; the request key (Slack trigger id, Discord interaction id) deduplicates a retried request that
-built a new spec, across processes, for as long as the first one runs.
+Debates are started and stopped through `FrontFeed` (feed.py), from any process.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
+from dbos import DBOS
 
 from orchestrator.debate.audience import Audience
 from orchestrator.debate.deltas import TextPace
@@ -38,13 +35,12 @@ from orchestrator.events import LOG_WRITE_FAILED, EventBus, LogWriteFailed, log_
 from orchestrator.log import DebateLog, StoreSink
 from orchestrator.models import DebateSpec, Outcome
 
-__all__ = ["QUEUE", "STREAM", "UNSHOWN", "WORKFLOW_NAME", "Runtime", "StreamSink", "cancel", "debate_workflow",
-           "enqueue", "install_runtime", "register_queue", "settle_failure", "workflow_id"]
+__all__ = ["QUEUE", "STREAM", "UNSHOWN", "WORKFLOW_NAME", "Runtime", "StreamSink", "debate_workflow",
+           "install_runtime", "register_queue", "settle_failure", "workflow_id"]
 
-# A durable stream's text: its first write when it has a phrase to show (six words, the front's first post;
-# at most 0.5 s after the first token), then a write a second at most (a thread shows about an edit a second,
-# a channel shared by debates less), and its end only in the turn's closing event. The writes of a turn grow
-# with its length (a 10 s turn: ~10), and each costs the worker a transaction.
+# A durable stream's text: its first write when it has a phrase to show (the front's first post), then a
+# write a second at most (a thread shows about an edit a second), and its end only in the turn's closing
+# event: each write costs the worker a transaction.
 STREAM_PACE = TextPace(interval=1.0, tail=False, first_words=6, first_wait=0.5)
 
 
@@ -110,18 +106,3 @@ async def record_failure(debate_id: str, outcome_json: str) -> None:
 async def register_queue(concurrency: int) -> None:
     """Create or update the debates queue (after launch): at most `concurrency` debates at once in this process."""
     await DBOS.register_queue_async(QUEUE, worker_concurrency=concurrency, polling_interval_sec=QUEUE_POLL_S)
-
-
-async def enqueue(spec: DebateSpec, request_key: str | None = None) -> WorkflowHandleAsync[dict[str, Any]]:
-    """Queue `spec` (from a process that launched DBOS). A request key already running, or the same
-    debate again, returns the handle of the workflow that exists: nothing starts twice."""
-    policy = "return-existing" if request_key else None
-    with SetWorkflowID(workflow_id(spec.id)), SetEnqueueOptions(deduplication_id=request_key,
-                                                                duplication_policy=policy):
-        return await DBOS.enqueue_workflow_async(QUEUE, debate_workflow, spec.model_dump_json())
-
-
-async def cancel(debate_id: str) -> None:
-    """Stop a debate (from a process that launched DBOS): its workflow ends at its next step boundary,
-    a model call in flight within about a second. The caller records the cancelled outcome."""
-    await DBOS.cancel_workflow_async(workflow_id(debate_id))

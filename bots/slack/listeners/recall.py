@@ -13,6 +13,7 @@ from bots.commands import History, Search, Show, Stop
 from bots.slack.links import permalink, thread_links
 from bots.slack.listeners.invocation import Invocation
 from bots.slack.views import history_text, models_text, search_text, show_text
+from bots.thread.tail import stop_answer
 from orchestrator.log import DebateRecord
 from orchestrator.policy import ChatPolicy
 
@@ -60,5 +61,4 @@ async def stop_debate(command: Stop, inv: Invocation) -> None:
     if not await inv.runtime.users.may_stop(inv.client, inv.team_id, record, inv.user_id):
         await inv.tell(f"Only the person who started it or a workspace admin can stop debate `{record.id}`.")
         return
-    await tailer.stop(record.id)
-    await inv.tell(f"Stopping debate `{record.id}`; its thread will say it was cancelled.")
+    await inv.tell(stop_answer(record.id, await tailer.stop(record.id)))
