@@ -65,7 +65,7 @@ async def test_migrations_from_empty_in_order_once_even_when_two_processes_start
     assert names == migration_names() == sorted(migration_names())
     for table, expected in CONTRACT_COLUMNS.items():
         assert expected <= columns(postgres_url, table), table
-    assert indexes == {"debates_fts", "turns_fts", "verdicts_fts"}
+    assert indexes == {"debates_fts", "turns_fts", "verdicts_fts", "sources_fts"}
 
 
 async def test_migrates_forward_and_indexes_rows_written_before_search_existed(postgres_url: str) -> None:

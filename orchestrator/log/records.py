@@ -16,7 +16,7 @@ from orchestrator.models import MAX_CONTINUATIONS, DebateSpec, DebateStatus, Int
 
 MIN_ID_PREFIX = 4
 RECOMMENDATION_SNIPPET_CHARS = 200
-HitWhere = Literal["topic", "turn", "recommendation"]
+HitWhere = Literal["topic", "turn", "recommendation", "source"]  # source: a text of the brief
 
 
 class StoreError(Exception):

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.brief.models import Brief
 from orchestrator.budgets import estimate_usd
 from orchestrator.log.dialect import Conn, Sent
 from orchestrator.log.jury import jury_columns
@@ -53,6 +54,17 @@ async def _send_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None,
     row, seats = _debate_rows(c, spec, at, runner)
     await c.send_insert("debates", row | {"reserved_usd": reserved_usd}, tail)
     await c.send_insert_rows("seats", seats, "on conflict do nothing")
+    if spec.brief.sources:
+        await send_sources(c, spec.id, spec.brief, at)
+
+
+async def send_sources(c: Conn, debate_id: str, brief: Brief, at: float) -> None:
+    """The brief's sources, one row each by number (a source there already stays: a write repeated)."""
+    rows = [{"debate_id": debate_id, "number": s.number, "title": s.title, "kind": s.kind, "origin": s.origin,
+             "url": s.url, "size": s.size, "sha256": s.sha256, "text": s.text, "note": s.note or None,
+             "sections": json.dumps([x.model_dump() for x in s.sections]), "at": c.time(at)}
+            for s in brief.sources]
+    await c.send_insert_rows("sources", rows, "on conflict do nothing")
 
 
 # what a debate learns between its admission and its start (the thread under the root message it posted)
