@@ -91,3 +91,21 @@ def normal_anchor(anchor: str) -> str:
         if text.startswith(prefix) and text[len(prefix):].isdigit():
             return f"§{int(text[len(prefix):])}"
     return anchor.strip()
+
+
+def size_text(size: int) -> str:
+    """Bytes as a reader says them: 812 B, 14 KB, 2.3 MB."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KB"
+    return f"{size / 1024 / 1024:.1f} MB"
+
+
+def source_line(source: Source) -> str:
+    """One source as every listing shows it: `S1 · Title (pdf, 2.3 MB, 14 sections) · origin`."""
+    count = len(source.sections)
+    where = source.url or source.origin
+    shown_where = f" · {where}" if where and where != source.title else ""
+    return (f"{source.label} · {source.title} ({source.kind}, {size_text(source.size)}, {count} "
+            f"section{'s' if count != 1 else ''}){shown_where}")

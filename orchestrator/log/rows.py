@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from orchestrator.brief.models import Section, Source
 from orchestrator.log.records import (
     RECOMMENDATION_SNIPPET_CHARS,
     DebateRecord,
@@ -88,6 +89,7 @@ def debate_record(
     interjections: Iterable[Row] = (),
     rematches: Iterable[Row] = (),
     tally: Tally,
+    sources: Iterable[Row] = (),
 ) -> DebateRecord:
     """One debate in full from its `debates` row and the rows that hang off it: its verdicts' JSON by
     number, and its rematches as summary rows (see `summary`)."""
@@ -108,7 +110,15 @@ def debate_record(
         interjections=tuple(interjection(r, epoch) for r in interjections),
         rematches=tuple(summary(r, epoch) for r in rematches),
         tally=tally,
+        sources=tuple(source(r) for r in sources),
     )
+
+
+def source(row: Row) -> Source:
+    """One source of a debate's brief from its `sources` row."""
+    return Source(number=row["number"], title=row["title"], kind=row["kind"], origin=row["origin"] or "",
+                  url=row["url"], size=row["size"] or 0, sha256=row["sha256"] or "", text=row["text"],
+                  sections=tuple(Section(**s) for s in json.loads(row["sections"] or "[]")), note=row["note"] or "")
 
 
 def summary(row: Row, epoch: Epoch) -> DebateSummary:
