@@ -93,6 +93,7 @@ class StartDebate(_Command):
     judges: tuple[str, ...] | None = None  # a jury in place of `judge`
     effort: Effort | None = None
     rematch_of: str | None = None  # the debate this one replays (`/debate rematch`)
+    context: tuple[str, ...] = ()  # http(s) links read into the brief (`--context URL`, repeatable)
 
 
 class Help(_Command):
@@ -148,11 +149,25 @@ def _debate_id(words: list[str], name: str) -> str:
 
 
 def _start(words: list[str], options: dict[str, str]) -> StartDebate:
-    return start_request(
+    request = start_request(
         " ".join(words), format=options.get("format"), rounds=options.get("rounds"), debaters=options.get("vs"),
         proposer=options.get("proposer"), challenger=options.get("challenger"), judge=options.get("judge"),
         effort=options.get("effort"), judges=options.get("judges"),
     )
+    links = context_links(options.get("context", "").split())
+    return request.model_copy(update={"context": links}) if links else request
+
+
+def context_links(values: Sequence[str]) -> tuple[str, ...]:
+    """`--context` values from chat: http(s) links only (Slack may wrap one as `<url>` or `<url|label>`)."""
+    links = []
+    for value in values:
+        link = value.strip().removeprefix("<").removesuffix(">").split("|", 1)[0].strip()
+        if not link.lower().startswith(("http://", "https://")):
+            raise CommandError(f"`--context` takes an http(s) link here (got `{link[:80]}`); to debate a message, "
+                               "its files or its thread, use the message's **Debate this** action.")
+        links.append(link)
+    return tuple(links)
 
 
 def parse_command(text: str) -> Command:

@@ -15,8 +15,8 @@ from bots.cli.terminal import TerminalSink
 from bots.commands import CommandError, StartDebate, build_spec
 from bots.signals import on_stop_signals
 from orchestrator.app import Core
-from orchestrator.brief.fetch import Fetcher, FetchPolicy
-from orchestrator.brief.gather import BriefInputError, BriefLimits, Material, gather, material_for
+from orchestrator.brief.gather import BriefInputError, Material, material_for
+from orchestrator.brief.gather import read_brief as read_brief_from
 from orchestrator.brief.models import Brief, source_line
 from orchestrator.config import Settings
 from orchestrator.export import to_json
@@ -60,8 +60,7 @@ async def run_command(command: StartDebate, settings: Settings, *, as_json: bool
     progress = progress_stream(as_json)
     if materials or brief.sources:
         brief = await read_brief(materials, settings, brief, progress)
-        spec = spec.model_copy(update={"brief": brief})
-        notes = [*notes, *brief.notes]
+        spec = spec.model_copy(update={"brief": brief})  # what could not be read: the debate's first notices
     async with await Core.open(settings, role="run") as core:
         assert core.jobs is not None  # the `run` role runs debates in this process
         try:
@@ -88,10 +87,7 @@ async def read_brief(materials: Sequence[Material], settings: Settings, brief: B
     """`brief` and `materials` read after it (URLs fetched under DEBATE_FETCH's rules), each source listed."""
     if materials:
         print(f"Reading {len(materials)} source{'s' if len(materials) != 1 else ''} for the brief…", file=progress)
-    added = await gather(list(materials), limits=BriefLimits.from_settings(settings),
-                         fetcher=Fetcher(FetchPolicy.from_settings(settings)), first_number=len(brief.sources) + 1,
-                         chars_used=brief.chars)
-    whole = brief.with_sources(added) if brief.sources else added
+    whole = await read_brief_from(list(materials), settings, brief)
     for source in whole.sources:
         print(f"📎 {source_line(source)}", file=progress)
     return whole

@@ -4,7 +4,8 @@ A platform hands `start_in_thread` a `RootPoster`: how to post its root message 
 and how to take it back. Everything else is here, in this order:
 
 1. the request checked and admitted (`bots.commands.chat_spec`: the channel's defaults, the chat
-   policy, the quotas; its slot reserved in the log);
+   policy, the quotas; its slot reserved in the log), then its brief read (the materials the platform
+   gathered and the `--context` links, fetched through orchestrator/brief/fetch.py);
 2. the root posted (`RootPoster.post`); a `RootRefused` gives the slot back and tells the user why;
 3. the debate recorded with its thread, in the log before a worker or a restarted front needs it;
 4. the thread's sink opened (it records the root message under its key);
@@ -20,6 +21,7 @@ with the reason (its slot given back). A rematch starts through the same path (`
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,6 +32,7 @@ from bots.thread.sink import ThreadSink
 from bots.thread.surface import Surface
 from bots.thread.tail import FrontTailer
 from orchestrator.app import NOT_A_FRONT, Core
+from orchestrator.brief.gather import Material, read_brief
 from orchestrator.models import DebateSpec
 
 log = logging.getLogger(__name__)
@@ -86,9 +89,10 @@ class Started:
 
 
 async def start_in_thread(core: Core, tailer: FrontTailer | None, command: StartDebate, origin: Origin,
-                          poster: RootPoster) -> Started | None:
+                          poster: RootPoster, materials: Sequence[Material] = ()) -> Started | None:
     """Start `command` as a debate in a new thread; None when the request was a repeat (withdrawn).
-    Every refusal is a `CommandError` with one sentence for the user alone."""
+    Every refusal is a `CommandError` with one sentence for the user alone. `materials`: what the platform
+    read for the brief (a message, its files, its thread); `command.context`'s links are fetched here."""
     if core.feed is None or tailer is None:
         raise CommandError(NOT_A_FRONT)
     spec, notes = await chat_spec(command, core, platform=origin.platform, channel=origin.channel,
@@ -96,6 +100,9 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
                                   channel_private=origin.channel_private)
     settled, sink = False, None
     try:  # admitted: from here on, a debate that does not start must give its slot back
+        wanted = [*materials, *(Material.from_url(link) for link in command.context)]
+        if wanted:  # read before the root is posted, so it lists them; what failed becomes a notice
+            spec = spec.model_copy(update={"brief": await read_brief(wanted, core.settings)})
         try:
             posted = await poster.post(spec, notes)
         except RootRefused as exc:

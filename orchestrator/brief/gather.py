@@ -161,3 +161,14 @@ async def _read(material: Material, number: int, limits: BriefLimits, fetcher: F
 def _note(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_NOTE_CHARS else text[: MAX_NOTE_CHARS - 1] + "…"
+
+
+async def read_brief(materials: list[Material], settings: object, base: Brief | None = None) -> Brief:
+    """`base` (a rematch's or a continuation's brief) with `materials` read after it, under the settings'
+    limits (DEBATE_BRIEF_MAX_SOURCES, DEBATE_BRIEF_MAX_CHARS) and fetching rules (DEBATE_FETCH,
+    DEBATE_FETCH_ALLOW_HOSTS)."""
+    base = base or Brief()
+    added = await gather(materials, limits=BriefLimits.from_settings(settings),
+                         fetcher=Fetcher(FetchPolicy.from_settings(settings)), first_number=len(base.sources) + 1,
+                         chars_used=base.chars)
+    return base.with_sources(added) if base.sources else added

@@ -1,0 +1,97 @@
+"""The brief from Slack, through bolt's real dispatch and the loopback Slack Web API peer: **Debate this** on a
+message with a file and a thread starts a debate whose brief holds all three; `/debate TOPIC --context URL`
+fetches a loopback page named in DEBATE_FETCH_ALLOW_HOSTS; the root message lists the sources; a link to a
+Slack file of another channel is refused; a private channel's brief never shows in a public channel's
+recall, unfurl or page link."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bots.slack.surface import slack_limits
+from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.fakes.slack_api import SlackAPIPeer, SlackBot, shortcut_payload, slack_settings, view_submission_payload
+from tests.fakes.web_source import SourceServer
+from tests.llm_scripts import is_judge, script_judge
+from tests.pdf_maker import make_pdf
+
+TOPIC_LINE = "Should we move ingest to a queue?"
+
+
+def briefed(llm: FakeLLMServer) -> list[str]:
+    return [r.last_user for r in llm.requests if "<source " in r.last_user]
+
+
+async def test_debate_this_reads_the_message_its_file_and_its_thread(tmp_path: Path) -> None:
+    limits = slack_limits(post_interval=0.01, updates=600, window=60.0, edit_interval=0.05, streams=False)
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
+        script_judge(llm, "A")
+        llm.default = Reply(text='Per [S2 p.1 "a lock for 40 minutes"], yes.')
+        peer.add_file("F0RFC0001", "rfc.pdf", "application/pdf",
+                      make_pdf(["The batch job held a lock for 40 minutes."], title="Ingest RFC"), ("C9",))
+        root = peer.say("C9", f"{TOPIC_LINE}\nThe RFC is attached; <@U7> disagrees.", files=("F0RFC0001",))
+        peer.say("C9", "I think the queue adds an on-call burden we cannot staff.", user="U7", thread_ts=root.ts)
+        peer.say("C9", "The vendor quote was 12k a year.", user="U8", thread_ts=root.ts)
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  DEBATE_ROUNDS=1)
+        async with SlackBot(settings, limits) as bot:
+            status, _ = await bot.interact(shortcut_payload(peer.message("C9", root.ts), "debate_this",
+                                                            response_url=peer.response_url()))
+            assert status == 200
+            await bot.settle()
+            (modal,) = peer.opened
+            (topic,) = [b for b in modal["blocks"] if b.get("block_id") == "topic"]
+            assert topic["element"]["initial_value"] == TOPIC_LINE
+
+            status, _ = await bot.interact(view_submission_payload(modal, {"topic": TOPIC_LINE}))
+            assert status == 200
+            await bot.settle()
+            (summary,) = await bot.core.store.history(5)
+            record = await bot.core.store.get_debate(summary.id)
+            assert record is not None and record.status == "completed", record
+            assert [(s.label, s.kind) for s in record.sources] == [("S1", "message"), ("S2", "pdf"), ("S3", "thread")]
+            assert "@U7 disagrees" in record.sources[0].text and record.sources[1].title == "Ingest RFC"
+            assert "on-call burden" in record.sources[2].text and "12k a year" in record.sources[2].text
+            assert peer.downloads == [("F0RFC0001", "Bearer xoxb-test-token")]  # with the bot token, once
+
+            prompts = briefed(llm)
+            assert len(prompts) == len([r for r in llm.requests if r.model != "judge" or is_judge(r)])
+            for prompt in prompts:
+                assert '<source id="S2" anchor="p.1" title="Ingest RFC" kind="pdf">' in prompt
+                assert "| U8: The vendor quote was 12k a year." in prompt
+
+            listed = json.dumps(peer.message("C9", record.thread or "").blocks, ensure_ascii=False)
+            assert "*Brief*" in listed and "S2 · Ingest RFC (pdf" in listed and "S3 · Thread (2 replies)" in listed
+
+
+async def test_context_links_a_refused_one_and_a_slack_file_of_another_channel(tmp_path: Path) -> None:
+    limits = slack_limits(post_interval=0.01, updates=600, window=60.0, edit_interval=0.05, streams=False)
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm, SourceServer() as web:
+        script_judge(llm, "A")
+        web.pages["/wiki/ingest.md"] = ("text/markdown", b"# Ingest\nThe queue pilot ran for two weeks.")
+        peer.add_file("F0SECRET01", "salaries.txt", "text/plain", b"Pay bands", ("G5",))
+        peer.declare_channel("G5", "private")
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  DEBATE_ROUNDS=1, DEBATE_FETCH_ALLOW_HOSTS=web.allow_hosts)
+        async with SlackBot(settings, limits) as bot:
+            await bot.command(f"Queue or not? --context {web.url('/wiki/ingest.md')} "
+                              "--context http://10.0.0.1/admin", peer, channel="C9")
+            await bot.settle()
+            (summary,) = await bot.core.store.history(5)
+            record = await bot.core.store.get_debate(summary.id)
+            assert record is not None and [s.origin for s in record.sources] == [web.url("/wiki/ingest.md")]
+            refused = [n.text for n in record.notices if "10.0.0.1" in n.text]
+            assert len(refused) == 1 and "private address" in refused[0]  # a note, and the debate went on
+            thread = json.dumps([m.text for m in peer.thread("C9", record.thread or "")] +
+                                [json.dumps(m.blocks) for m in peer.thread("C9", record.thread or "")])
+            assert "10.0.0.1" in thread
+            root = json.dumps(peer.message("C9", record.thread or "").blocks)
+            assert f"<{web.url('/wiki/ingest.md')}|link>" in root
+
+            await bot.command(f"Pay? --context {peer.file_url('F0SECRET01')}", peer, channel="C9")
+            await bot.settle()
+            assert len(await bot.core.store.history(5)) == 1  # nothing started
+            told = [c.params.get("text", "") for c in peer.of("response_url")]
+            assert any("not shared in this channel" in t for t in told), told
+            assert peer.downloads == []  # the other channel's file was never downloaded
