@@ -95,3 +95,41 @@ async def test_context_links_a_refused_one_and_a_slack_file_of_another_channel(t
             told = [c.params.get("text", "") for c in peer.of("response_url")]
             assert any("not shared in this channel" in t for t in told), told
             assert peer.downloads == []  # the other channel's file was never downloaded
+
+
+async def test_a_private_channels_brief_stays_out_of_public_recall_unfurls_and_links(tmp_path: Path) -> None:
+    from bots.page import page_link
+    from tests.page_harness import PUBLIC_URL
+
+    limits = slack_limits(post_interval=0.01, updates=600, window=60.0, edit_interval=0.05, streams=False)
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm, SourceServer() as web:
+        script_judge(llm, "A")
+        peer.declare_channel("G2", "private")
+        web.pages["/salaries.md"] = ("text/markdown", b"# Pay\nThe quillwort band starts at 90k.")
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  DEBATE_ROUNDS=1, DEBATE_FETCH_ALLOW_HOSTS=web.allow_hosts,
+                                  DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="brief-page-secret")
+        async with SlackBot(settings, limits) as bot:
+            await bot.command(f"Raise the bands? --context {web.url('/salaries.md')}", peer, channel="G2")
+            await bot.settle()
+            (summary,) = await bot.core.store.history(5)
+            link = await page_link(bot.core.store, bot.settings, summary.id)
+            assert link is not None
+
+            await bot.command("search quillwort", peer, channel="C1")
+            await bot.command(f"show {summary.id}", peer, channel="C1")
+            await bot.command("search quillwort", peer, channel="G2")
+            await bot.settle()
+            answers = [c.params.get("text", "") + json.dumps(c.params.get("blocks") or [])
+                       for c in peer.of("response_url")]
+            public, shown, private = answers[-3:]
+            assert public.startswith("Nothing found") and summary.id not in public and "90k" not in public
+            assert summary.id not in shown or "No debate" in shown
+            assert link not in public + shown and "/d/" not in public + shown
+            assert summary.id in private  # inside its own channel, the brief is searched with the rest
+
+            assert await peer.share_links(f"{bot.url}/slack/events", [link], channel="C1") == 200
+            await bot.settle()
+            assert not any(key[0] == "C1" for key in peer.unfurls)
+            assert await peer.share_links(f"{bot.url}/slack/events", [link], channel="G2") == 200
+            await peer.wait_for(lambda p: any(key[0] == "G2" for key in p.unfurls))
