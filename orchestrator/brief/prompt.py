@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from itertools import groupby
 
+from orchestrator.brief import select as selecting
 from orchestrator.brief.models import Brief
-from orchestrator.brief.select import PROMPT_CHARS, Selection, select
+from orchestrator.brief.select import Selection, select
 from orchestrator.debate.quoting import quote_block
 from orchestrator.prompts import render
 
@@ -37,11 +38,12 @@ def what_is_shown(selection: Selection) -> str:
             "be shown other sections.")
 
 
-def brief_prompt(brief: Brief, about: str, budget: int = PROMPT_CHARS) -> str:
-    """What a prompt carries of `brief` for a stage about `about`; "" for a debate without one."""
+def brief_prompt(brief: Brief, about: str, budget: int | None = None) -> str:
+    """What a prompt carries of `brief` for a stage about `about`; "" for a debate without one. `budget`:
+    characters of the brief a prompt may carry (default `select.PROMPT_CHARS`, read when called)."""
     if not brief.sources:
         return ""
-    selection = select(brief, about, budget)
+    selection = select(brief, about, selecting.PROMPT_CHARS if budget is None else budget)
     if not selection.shown:
         return ""
     return render("brief", shown=what_is_shown(selection), sections=quote_selection(selection))
