@@ -96,6 +96,14 @@ async def test_context_links_a_refused_one_and_a_slack_file_of_another_channel(t
             assert any("not shared in this channel" in t for t in told), told
             assert peer.downloads == []  # the other channel's file was never downloaded
 
+            await bot.command(f"rematch {record.id}", peer, channel="C9")  # a rematch keeps the brief
+            await bot.settle()
+            again = [d for d in await bot.core.store.history(5) if d.id != record.id]
+            assert len(again) == 1
+            rematch = await bot.core.store.get_debate(again[0].id)
+            assert rematch is not None and rematch.rematch_of == record.id
+            assert [(s.origin, s.sha256) for s in rematch.sources] == [(s.origin, s.sha256) for s in record.sources]
+
 
 async def test_a_private_channels_brief_stays_out_of_public_recall_unfurls_and_links(tmp_path: Path) -> None:
     from bots.page import page_link

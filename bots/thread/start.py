@@ -33,6 +33,7 @@ from bots.thread.surface import Surface
 from bots.thread.tail import FrontTailer
 from orchestrator.app import NOT_A_FRONT, Core
 from orchestrator.brief.gather import Material, read_brief
+from orchestrator.brief.models import Brief
 from orchestrator.models import DebateSpec
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,9 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
     settled, sink = False, None
     try:  # admitted: from here on, a debate that does not start must give its slot back
         wanted = [*materials, *(Material.from_url(link) for link in command.context)]
-        if wanted:  # read before the root is posted, so it lists them; what failed becomes a notice
-            spec = spec.model_copy(update={"brief": await read_brief(wanted, core.settings)})
+        kept = await _rematched_brief(core, command.rematch_of)
+        if wanted or kept.sources:  # read before the root is posted, so it lists them; what failed: a notice
+            spec = spec.model_copy(update={"brief": await read_brief(wanted, core.settings, kept)})
         try:
             posted = await poster.post(spec, notes)
         except RootRefused as exc:
@@ -126,6 +128,15 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
             await core.abandon(spec.id, f"it could not start: {str(exc) or type(exc).__name__}")
         raise
     return Started(spec, sink, notes)
+
+
+async def _rematched_brief(core: Core, original: str | None) -> Brief:
+    """A rematch keeps the brief of the debate it replays (which its asker was allowed to see: checked when
+    the rematch was asked for)."""
+    if original is None:
+        return Brief()
+    record = await core.debate(original, None, turns=False)
+    return record.brief if record is not None else Brief()
 
 
 async def _withdraw(core: Core, poster: RootPoster, posted: PostedRoot, sink: ThreadSink, debate_id: str,
