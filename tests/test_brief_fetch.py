@@ -196,3 +196,14 @@ def test_address_rules() -> None:
     assert allowed.allows_host("WIKI.corp", 443) and not allowed.allows_host("wiki.corp", 8080)
     assert allowed.allows_port("127.0.0.1", 8081) and allowed.allows_host("::1", 9000)
     assert not allowed.allows_port("127.0.0.1", 8082)
+
+
+@pytest.mark.parametrize("url", ["http://2130706433/", "http://0x7f000001/", "http://127.1/", "http://0177.0.0.1/"])
+async def test_other_spellings_of_loopback_are_refused_once_resolved(url: str) -> None:
+    """Decimal, hex, short and octal forms are names to the URL parser; the system's resolver (a numeric
+    parse, no DNS) turns them into 127.0.0.1, which the check refuses before any connection."""
+    attempts: list[str] = []
+    client = Fetcher(FetchPolicy(), connector=lambda pinned: RecordingConnector(pinned, attempts))
+    with pytest.raises(FetchRefused, match="loopback"):
+        await client.fetch(url)
+    assert attempts == []

@@ -71,16 +71,21 @@ async def test_context_links_a_refused_one_and_a_slack_file_of_another_channel(t
         script_judge(llm, "A")
         web.pages["/wiki/ingest.md"] = ("text/markdown", b"# Ingest\nThe queue pilot ran for two weeks.")
         peer.add_file("F0SECRET01", "salaries.txt", "text/plain", b"Pay bands", ("G5",))
+        peer.add_file("F0SHARED01", "pilot.md", "text/markdown", b"# Pilot\nTwo weeks, no data loss.", ("C9",))
         peer.declare_channel("G5", "private")
         settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
                                   DEBATE_ROUNDS=1, DEBATE_FETCH_ALLOW_HOSTS=web.allow_hosts)
         async with SlackBot(settings, limits) as bot:
-            await bot.command(f"Queue or not? --context {web.url('/wiki/ingest.md')} "
-                              "--context http://10.0.0.1/admin", peer, channel="C9")
+            await bot.command(f"Queue or not? --context {web.url('/wiki/ingest.md')} --context "
+                              f"http://10.0.0.1/admin --context <{peer.file_url('F0SHARED01')}>", peer, channel="C9")
             await bot.settle()
             (summary,) = await bot.core.store.history(5)
             record = await bot.core.store.get_debate(summary.id)
-            assert record is not None and [s.origin for s in record.sources] == [web.url("/wiki/ingest.md")]
+            assert record is not None
+            assert [s.origin for s in record.sources] == ["pilot.md", web.url("/wiki/ingest.md")]
+            assert peer.downloads == [("F0SHARED01", "Bearer xoxb-test-token")]  # this channel's file, by token
+            assert [r["path"] for r in web.requests] == ["/wiki/ingest.md"]
+            assert "Authorization" not in web.requests[0]["headers"]  # the bot token never goes to a typed link
             refused = [n.text for n in record.notices if "10.0.0.1" in n.text]
             assert len(refused) == 1 and "private address" in refused[0]  # a note, and the debate went on
             thread = json.dumps([m.text for m in peer.thread("C9", record.thread or "")] +
@@ -94,7 +99,7 @@ async def test_context_links_a_refused_one_and_a_slack_file_of_another_channel(t
             assert len(await bot.core.store.history(5)) == 1  # nothing started
             told = [c.params.get("text", "") for c in peer.of("response_url")]
             assert any("not shared in this channel" in t for t in told), told
-            assert peer.downloads == []  # the other channel's file was never downloaded
+            assert [d[0] for d in peer.downloads] == ["F0SHARED01"]  # the other channel's file never was
 
             await bot.command(f"rematch {record.id}", peer, channel="C9")  # a rematch keeps the brief
             await bot.settle()
