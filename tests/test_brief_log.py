@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,23 @@ async def test_sources_are_stored_searched_and_scoped_as_their_debate(store: Deb
     record = await store.get_debate("bbbb0001", None)
     assert record is not None and record.spec is not None and record.spec.brief == public_brief
     assert await store.get_debate("bbbb0002", IN_PUBLIC) is None
+
+
+@pytest.mark.postgres
+async def test_migrate_log_copies_the_brief_both_ways(tmp_path: Path, postgres_url: str) -> None:
+    from orchestrator.log import migrate_log
+
+    sqlite, postgres, back = (LogBackend("sqlite", str(tmp_path / "a.db")), LogBackend("postgres", postgres_url),
+                              LogBackend("sqlite", str(tmp_path / "b.db")))
+    brief = await brief_of(("rfc.md", "# RFC\nMove ingest.\n\n## Cost\nTwo engineers."), ("notes.txt", "Lock: 40 min."))
+    debate = DebateSpec(id="cccc0001", topic="Move ingest?", seats=SEATS, judge="openai:j", brief=brief)
+    async with sqlite.open() as store:
+        await store.create_debate(debate)
+    copied = await migrate_log(Path(sqlite.target), postgres.target)
+    assert copied.tables["sources"] == 2
+    await migrate_log(postgres.target, Path(back.target))
+    async with back.open(readonly=True) as store:
+        record = await store.get_debate("cccc0001")
+    assert record is not None and record.brief == brief and record.spec is not None and record.spec.brief == brief
+    (spec_json,) = back.sql("select spec from debates")[0]
+    assert "Two engineers" not in spec_json  # the brief's text lives in `sources` only

@@ -39,7 +39,8 @@ def _debate_rows(c: Conn, spec: DebateSpec, at: float,
         "platform": spec.platform, "workspace": spec.workspace, "channel": spec.channel,
         "channel_private": spec.channel_private, "thread": spec.thread, "requested_by": spec.requested_by,
         "runner": runner, "rounds_planned": spec.rounds, "rounds_completed": 0, "effort": spec.effort,
-        "judge": spec.judge, "input_tokens": 0, "output_tokens": 0, "warnings": "[]", "spec": spec.model_dump_json(),
+        "judge": spec.judge, "input_tokens": 0, "output_tokens": 0, "warnings": "[]",
+        "spec": spec.model_dump_json(exclude={"brief"}),  # the brief's sources have their own table
         "rematch_of": spec.rematch_of, "held_by": spec.requested_by, "held_since": c.time(at),
     }
     seats = [{"debate_id": spec.id, "label": s.label, "role": s.role, "provider": s.provider, "model": s.model,
