@@ -129,13 +129,15 @@ async def test_a_private_channels_brief_stays_out_of_public_recall_unfurls_and_l
             link = await page_link(bot.core.store, bot.settings, summary.id)
             assert link is not None
 
-            await bot.command("search quillwort", peer, channel="C1")
-            await bot.command(f"show {summary.id}", peer, channel="C1")
-            await bot.command("search quillwort", peer, channel="G2")
-            await bot.settle()
-            answers = [c.params.get("text", "") + json.dumps(c.params.get("blocks") or [])
-                       for c in peer.of("response_url")]
-            public, shown, private = answers[-3:]
+            async def answer(text: str, channel: str) -> str:  # one at a time: answers come back in order
+                await bot.command(text, peer, channel=channel)
+                await bot.settle()
+                last = peer.of("response_url")[-1].params
+                return str(last.get("text", "")) + json.dumps(last.get("blocks") or [])
+
+            public = await answer("search quillwort", "C1")
+            shown = await answer(f"show {summary.id}", "C1")
+            private = await answer("search quillwort", "G2")
             assert public.startswith("Nothing found") and summary.id not in public and "90k" not in public
             assert summary.id not in shown or "No debate" in shown
             assert link not in public + shown and "/d/" not in public + shown
