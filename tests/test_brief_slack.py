@@ -148,3 +148,19 @@ async def test_a_private_channels_brief_stays_out_of_public_recall_unfurls_and_l
             assert not any(key[0] == "C1" for key in peer.unfurls)
             assert await peer.share_links(f"{bot.url}/slack/events", [link], channel="G2") == 200
             await peer.wait_for(lambda p: any(key[0] == "G2" for key in p.unfurls))
+
+
+async def test_debate_this_on_a_message_the_bot_cannot_read_starts_nothing_and_says_why(tmp_path: Path) -> None:
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url)
+        async with SlackBot(settings) as bot:
+            message = peer.say("G7", "Should we rotate the keys?")
+            del peer.messages[("G7", message.ts)]  # gone, or in a channel the bot was never invited to
+            await bot.interact(shortcut_payload(message, "debate_this", response_url=peer.response_url()))
+            await bot.settle()
+            (modal,) = peer.opened
+            await bot.interact(view_submission_payload(modal, {"topic": "Should we rotate the keys?"}))
+            await bot.settle()
+            assert await bot.core.store.history(5) == [] and llm.requests == []
+            (told,) = [c.params["text"] for c in peer.of("chat.postEphemeral")]
+            assert "couldn't read that message" in told

@@ -32,6 +32,8 @@ from orchestrator.log import StoreError
 log = logging.getLogger(__name__)
 
 DEBATE_THIS = "debate_this"
+CANNOT_READ = ("I couldn't read that message or its thread, so nothing started. In a private channel, "
+               "`/invite @debate-bot` first.")
 
 
 class Ephemeral:
@@ -85,6 +87,9 @@ async def _start(inv: Invocation, command: Any, ts: str, thread_ts: str | None) 
             return  # a retried submission
         files = SlackFiles(inv.client, bot_settings(inv.runtime.core.settings).slack_api_base_url)
         materials = await files.message_materials(inv.channel_id, ts, thread_ts)
+        if not materials:  # conversations.replies refused (not in the channel) or the message is gone
+            await inv.tell(CANNOT_READ)
+            return
         await start_debate(command, inv, materials)
     except (CommandError, StoreError) as exc:
         await inv.tell(str(exc))
