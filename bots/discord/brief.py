@@ -122,5 +122,7 @@ class DebateThisCog(commands.Cog, name="Debate this"):
         await interaction.response.defer(thinking=True)
         message = await channel.fetch_message(message_id)  # type: ignore[union-attr]
         materials = await message_materials(message)
+        if not materials:
+            raise CommandError("That message has no text, files or thread to debate; nothing started.")
         home = channel.parent if isinstance(channel, discord.Thread) else channel
         await self.debates.start_debate(interaction, command, materials, home)  # type: ignore[attr-defined]
