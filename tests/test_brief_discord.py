@@ -110,3 +110,14 @@ async def test_debate_this_on_a_threads_message_reads_it_its_file_and_the_thread
         assert "Splitting costs two sprints." in debate.sources[1].text
         assert "held the lock for 40 minutes" in debate.sources[2].text
         assert "Should we split" not in debate.sources[2].text  # the clicked message is S1, not again in S3
+
+
+async def test_debate_this_on_a_message_with_nothing_to_read_starts_nothing(core: Core, peer: DiscordPeer) -> None:
+    async with connected(core, pacing=FAST):
+        empty = peer.say(CHANNEL_ID, "")
+        menu = await peer.dispatch_interaction(peer.message_command("Debate this", empty["id"]))
+        await peer.wait_for(lambda: menu.modal is not None, within=10)
+        form = await peer.dispatch_interaction(peer.modal_submit(menu, {"topic": "Anything?"}))
+        await peer.wait_for(lambda: form.ephemeral, within=20)
+        assert "no text, files or thread to debate" in json.dumps(form.ephemeral)
+        assert await core.store.history(5) == []
