@@ -70,8 +70,9 @@ HELP_TEXT = (
     "`/debate <topic>` runs a challenge debate (proposer vs challenger, 2 rounds) and a judge's verdict.\n"
     f"Options: `--format {'|'.join(FORMATS)}`  `--rounds {MIN_ROUNDS}-{MAX_ROUNDS}`  `--vs MODEL,MODEL`  "
     f"`--judge MODEL`  `--judges MODEL,MODEL,MODEL` (a jury of {MIN_JUDGES}-{MAX_JUDGES})  "
-    f"`--effort {'|'.join(EFFORTS)}`\n"
+    f"`--effort {'|'.join(EFFORTS)}`  `--context URL` (a page every debater and the judge read; repeatable)\n"
     "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
+    "To debate a message, its files and its thread: the message's *Debate this* action.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
     "`/debate quote <id>` · `/debate stop <id>` · `/debate models` · `/debate usage`\n"
@@ -91,6 +92,7 @@ class StartDebate(_Command):
     judges: tuple[str, ...] | None = None  # a jury in place of `judge`
     effort: Effort | None = None
     rematch_of: str | None = None  # the debate this one replays (`/debate rematch`)
+    context: tuple[str, ...] = ()  # http(s) links read into the brief (`--context URL`, repeatable)
 
 
 class Help(_Command):
@@ -146,11 +148,25 @@ def _debate_id(words: list[str], name: str) -> str:
 
 
 def _start(words: list[str], options: dict[str, str]) -> StartDebate:
-    return start_request(
+    request = start_request(
         " ".join(words), format=options.get("format"), rounds=options.get("rounds"), debaters=options.get("vs"),
         proposer=options.get("proposer"), challenger=options.get("challenger"), judge=options.get("judge"),
         effort=options.get("effort"), judges=options.get("judges"),
     )
+    links = context_links(options.get("context", "").split())
+    return request.model_copy(update={"context": links}) if links else request
+
+
+def context_links(values: Sequence[str]) -> tuple[str, ...]:
+    """`--context` values from chat: http(s) links only (Slack may wrap one as `<url>` or `<url|label>`)."""
+    links = []
+    for value in values:
+        link = value.strip().removeprefix("<").removesuffix(">").split("|", 1)[0].strip()
+        if not link.lower().startswith(("http://", "https://")):
+            raise CommandError(f"`--context` takes an http(s) link here (got `{link[:80]}`); to debate a message, "
+                               "its files or its thread, use the message's **Debate this** action.")
+        links.append(link)
+    return tuple(links)
 
 
 def parse_command(text: str) -> Command:

@@ -21,7 +21,8 @@ from orchestrator.safety import scrub_user_text
 
 ID_RE = re.compile(r"^[0-9a-f]{4,32}$")
 OPTION_RE = re.compile(r"^(?:--|—|–)([a-z-]+)(?:=(.*))?$", re.IGNORECASE)  # Slack may turn `--` into a dash
-OPTIONS = ("format", "rounds", "vs", "judge", "judges", "effort", "proposer", "challenger")
+OPTIONS = ("format", "rounds", "vs", "judge", "judges", "effort", "proposer", "challenger", "context")
+REPEATABLE = ("context",)  # given more than once: the values kept in order, space-separated
 CONFIG_KEYS = ("proposer", "challenger", "judge", "judges", "format", "rounds", "effort", "interjections")
 CLEARED = ("", "default")  # `key=` or `key=default`: back to the operator's default
 SWITCH = {"on": True, "off": False, "yes": True, "no": False, "true": True, "false": False}
@@ -127,7 +128,7 @@ def split_options(words: list[str], allowed: tuple[str, ...] = OPTIONS) -> tuple
                 raise CommandError(f"`--{name}` needs a value.")
             value = words[i + 1]
             i += 1
-        options[name] = value
+        options[name] = f"{options[name]} {value}" if name in REPEATABLE and name in options else value
         i += 1
     return rest, options
 

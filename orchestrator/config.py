@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     vllm_base_url: str | None = Field(default=None, alias="VLLM_BASE_URL")
     vllm_api_key: str | None = Field(default=None, alias="VLLM_API_KEY")
 
+    # the brief (orchestrator/brief/): fetching user-typed URLs, and what one debate's brief may hold
+    debate_fetch: Literal["on", "off"] = Field(default="on", alias="DEBATE_FETCH")
+    debate_fetch_allow_hosts: str = Field(default="", alias="DEBATE_FETCH_ALLOW_HOSTS")
+    debate_brief_max_sources: int = Field(default=5, ge=1, le=50, alias="DEBATE_BRIEF_MAX_SOURCES")
+    debate_brief_max_chars: int = Field(default=200_000, ge=1_000, le=5_000_000, alias="DEBATE_BRIEF_MAX_CHARS")
+
     @field_validator("debate_database_url")
     @classmethod
     def _postgres_url(cls, value: str | None) -> str | None:

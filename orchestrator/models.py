@@ -6,8 +6,17 @@ import time
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
+from orchestrator.brief.models import Brief
 from orchestrator.safety import scrub_user_text
 
 Format = Literal["challenge", "consensus", "stances", "council"]
@@ -88,6 +97,16 @@ class DebateSpec(Frozen):
     thread: str | None = None
     requested_by: str | None = None
     rematch_of: str | None = None  # the debate this one replays with other models or another format
+    # the sources every seat and judge reads (orchestrator/brief/); part of the workflow's input, so a resumed
+    # debate reads the same brief. Left out of the JSON when empty: a spec without one reads as it always did.
+    brief: Brief = Field(default_factory=Brief)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_brief(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        data: dict[str, object] = handler(self)
+        if not self.brief.sources and not self.brief.notes:
+            data.pop("brief", None)
+        return data
 
     @field_validator("topic")
     @classmethod

@@ -237,9 +237,10 @@ async def test_discord_sync_sends_the_tree_once_and_skips_it_while_unchanged(set
     commands = {c["name"]: c for c in puts[0].body}
     assert set(commands) == {"debate", "debate-stop", "debate-history", "debate-search", "debate-show",
                              "debate-quote", "Quote recommendation", "debate-interject", "debate-continue",
-                             "debate-rematch", "debate-config", "debate-usage"}
-    assert commands["Quote recommendation"]["type"] == 3
+                             "debate-rematch", "debate-config", "debate-usage", "Debate this"}
+    assert commands["Quote recommendation"]["type"] == 3 and commands["Debate this"]["type"] == 3
     options = {o["name"]: o for o in commands["debate"]["options"]}
+    assert options["context"]["type"] == 11 and options["context_url"]["type"] == 3  # an attachment, a link
     assert options["topic"]["required"]
     assert (options["topic"]["min_length"], options["topic"]["max_length"]) == (1, 4000)
     assert (options["rounds"]["min_value"], options["rounds"]["max_value"]) == (1, 5)

@@ -65,7 +65,7 @@ async def test_migrations_from_empty_in_order_once_even_when_two_processes_start
     assert names == migration_names() == sorted(migration_names())
     for table, expected in CONTRACT_COLUMNS.items():
         assert expected <= columns(postgres_url, table), table
-    assert indexes == {"debates_fts", "turns_fts", "verdicts_fts"}
+    assert indexes == {"debates_fts", "turns_fts", "verdicts_fts", "sources_fts"}
 
 
 async def test_migrates_forward_and_indexes_rows_written_before_search_existed(postgres_url: str) -> None:
@@ -170,7 +170,7 @@ async def test_migrate_log_copies_sqlite_into_postgres_and_back_idempotently(
     copied = await migrate_log(Path(sqlite.target), postgres.target)
     assert copied.tables == {"debates": 2, "seats": 4, "turns": 3, "verdicts": 1, "votes": 1, "messages": 2,
                              "notices": 1, "interjections": 0, "channel_settings": 0, "continuations": 0,
-                             "model_calls": 0}
+                             "model_calls": 0, "sources": 0}
     await migrate_log(Path(sqlite.target), postgres.target)  # again: nothing doubles
     await assert_same_log(sqlite, postgres, [done.id, live.id])
     assert postgres.sql("select count(*) from turns")[0][0] == 3

@@ -38,6 +38,12 @@ SKIPPED: dict[str, str] = {
     "export ": "sets a provider's key; this test sets the same variables, pointed at the LLM peer",
     "debate serve": "needs Slack or Discord credentials; tests/test_serve.py runs it against the platform peers",
     "debate link": "needs DEBATE_PUBLIC_URL; tests/test_page_link_cli.py runs it and opens the links it prints",
+    "debate run \"Should ingest move to a queue?\" --context": "reads files and a link the example names; "
+        "tests/test_brief_cli.py runs --context with a PDF, a Markdown file and a loopback page",
+    "debate rematch 3f2a9c01 --context": "reads a file the example names; tests/test_brief_cli.py rematches a "
+        "debate with a brief",
+    "debate continue 3f2a9c01 --context": "reads a file the example names; tests/test_brief_cli.py continues "
+        "with --context",
     "debate discord-sync": "needs Discord credentials; tests/test_discord.py syncs against the Discord peer",
     "debate migrate-log --to postgresql://": "needs a Postgres server at the example's host; "
                                              "tests/test_postgres_log.py migrates into the test server",

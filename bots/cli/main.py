@@ -33,6 +33,7 @@ from orchestrator.tracing import configure_tracing
 DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
 
 
+CONTEXT_HELP = "a file (.md, .txt, .pdf, .html) or an http(s) URL every debater and judge reads; repeatable"
 LOGGING_COMMANDS = ("serve", "worker")  # long-running: warnings on stderr are the operator's log
 
 
@@ -62,11 +63,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
     run.add_argument("--interactive", action="store_true",
                      help="between rounds, read audience notes for the debaters from stdin")
+    run.add_argument("--context", metavar="SOURCE", action="append", default=[], help=CONTEXT_HELP)
 
     go_on = command("continue", help="one more round of a finished debate, then a new verdict")
     go_on.add_argument("id", metavar="ID")
     go_on.add_argument("facts", metavar="FACTS", nargs="?", help="new facts for the debaters and the judge")
     go_on.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
+    go_on.add_argument("--context", metavar="SOURCE", action="append", default=[],
+                       help="another source for the brief (the debate keeps the ones it has); repeatable")
 
     again = command("rematch", help="the same topic as a new debate, with other debaters or another format")
     again.add_argument("id", metavar="ID")
@@ -74,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("--format", metavar="|".join(FORMATS))
     again.add_argument("--judges", metavar="MODEL,MODEL,…", help="a jury of 2 to 5 judges in place of one")
     again.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
+    again.add_argument("--context", metavar="SOURCE", action="append", default=[],
+                       help="another source for the brief (the rematch keeps the original's); repeatable")
 
     command("demo", help="run a sample debate with whatever provider is configured")
 
@@ -103,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     show = command("show", help="one debate in full")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true")
+    show.add_argument("--no-sources-text", action="store_true", help="list the brief's sources without their text")
 
     search = command("search", help="full-text search over topics, turns and recommendations")
     search.add_argument("query", metavar="QUERY")
@@ -113,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=("md", "json"), required=True)
     export.add_argument("-o", "--output", metavar="FILE")
+    export.add_argument("--no-sources-text", action="store_true", help="list the brief's sources without their text")
 
     page = command("link", help="print a debate page's link (needs DEBATE_PUBLIC_URL); --revoke: a new key")
     page.add_argument("id", metavar="ID")
@@ -140,7 +148,7 @@ def _start_command(args: argparse.Namespace) -> StartDebate:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     return await run_command(_start_command(args), settings, as_json=args.json,
-                             interactive=args.interactive)
+                             interactive=args.interactive, context=args.context)
 
 
 async def _demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -153,7 +161,7 @@ async def _demo(args: argparse.Namespace, settings: Settings) -> int:
         print(SETUP_HINT)
         print(f"\nThen: make demo   (or: debate run \"{DEMO_TOPIC}\")")
         return EXIT_OK
-    args.topic, args.json, args.interactive = DEMO_TOPIC, False, False
+    args.topic, args.json, args.interactive, args.context = DEMO_TOPIC, False, False, []
     for name in ("format", "rounds", "proposer", "challenger", "debaters", "judge", "judges", "effort"):
         setattr(args, name, None)
     args.rounds = 1
@@ -197,7 +205,7 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
         record = await load(core, args.id)
         if args.json:
-            print(json.dumps(to_json(record), ensure_ascii=False, indent=2))
+            print(json.dumps(to_json(record, sources_text=not args.no_sources_text), ensure_ascii=False, indent=2))
         else:
             print(render_record(record, Style(sys.stdout)))
         return EXIT_OK
@@ -208,7 +216,8 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
 async def _export(args: argparse.Namespace, settings: Settings) -> int:
     async def go(core: Core) -> int:
         record = await load(core, args.id)
-        text = (json.dumps(to_json(record), ensure_ascii=False, indent=2) if args.format == "json"
+        text = (json.dumps(to_json(record, sources_text=not args.no_sources_text), ensure_ascii=False, indent=2)
+                if args.format == "json"
                 else to_markdown(record))
         if args.output:
             await asyncio.to_thread(Path(args.output).write_text, text + "\n", encoding="utf-8")

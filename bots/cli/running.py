@@ -7,7 +7,7 @@ import asyncio
 import getpass
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from bots.cli.stdin import StdinAudience
@@ -15,6 +15,9 @@ from bots.cli.terminal import TerminalSink
 from bots.commands import CommandError, StartDebate, build_spec
 from bots.signals import on_stop_signals
 from orchestrator.app import Core
+from orchestrator.brief.gather import BriefInputError, Material, material_for
+from orchestrator.brief.gather import read_brief as read_brief_from
+from orchestrator.brief.models import Brief, source_line
 from orchestrator.config import Settings
 from orchestrator.export import to_json
 from orchestrator.models import Outcome
@@ -22,6 +25,7 @@ from orchestrator.providers import ProviderRegistry
 from orchestrator.quotas import QuotaExceeded
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+NO_BRIEF = Brief()
 
 
 class UsageError(Exception):
@@ -40,8 +44,11 @@ def progress_stream(as_json: bool) -> TextIO:
     return sys.stderr if as_json else sys.stdout
 
 
-async def run_command(command: StartDebate, settings: Settings, *, as_json: bool, interactive: bool = False) -> int:
-    """Start `command` as a new debate and follow it to its end; `interactive`: notes from stdin."""
+async def run_command(command: StartDebate, settings: Settings, *, as_json: bool, interactive: bool = False,
+                      context: Sequence[str] = (), brief: Brief = NO_BRIEF) -> int:
+    """Start `command` as a new debate and follow it to its end; `interactive`: notes from stdin. `context`:
+    the `--context` sources, read into the brief after `brief`'s (a rematch's: the original's)."""
+    materials = context_materials(context)
     registry = ProviderRegistry(settings)
     try:
         # the host's user is the operator: no chat policy
@@ -51,6 +58,9 @@ async def run_command(command: StartDebate, settings: Settings, *, as_json: bool
     finally:
         await registry.aclose()
     progress = progress_stream(as_json)
+    if materials or brief.sources:
+        brief = await read_brief(materials, settings, brief, progress)
+        spec = spec.model_copy(update={"brief": brief})  # what could not be read: the debate's first notices
     async with await Core.open(settings, role="run") as core:
         assert core.jobs is not None  # the `run` role runs debates in this process
         try:
@@ -63,6 +73,24 @@ async def run_command(command: StartDebate, settings: Settings, *, as_json: bool
         audience = StdinAudience(core.store, os_user() or "operator") if interactive else None
         return await follow(core, spec.id, as_json,
                             lambda: core.jobs.start(spec, [TerminalSink(progress)], audience=audience))  # type: ignore[union-attr]
+
+
+def context_materials(context: Sequence[str]) -> list[Material]:
+    """The `--context` arguments as materials (local files read now): a bad one is bad usage, before anything."""
+    try:
+        return [material_for(argument) for argument in context]
+    except BriefInputError as exc:
+        raise UsageError(str(exc)) from None
+
+
+async def read_brief(materials: Sequence[Material], settings: Settings, brief: Brief, progress: TextIO) -> Brief:
+    """`brief` and `materials` read after it (URLs fetched under DEBATE_FETCH's rules), each source listed."""
+    if materials:
+        print(f"Reading {len(materials)} source{'s' if len(materials) != 1 else ''} for the brief…", file=progress)
+    whole = await read_brief_from(list(materials), settings, brief)
+    for source in whole.sources:
+        print(f"📎 {source_line(source)}", file=progress)
+    return whole
 
 
 async def follow(core: Core, debate_id: str, as_json: bool, start: Callable[[], asyncio.Task[Outcome]]) -> int:

@@ -2,18 +2,20 @@
 
 The rules are the chat surfaces' own (bots/loop.py): a continue is refused unless the debate completed
 with a verdict and has been continued fewer than MAX_CONTINUATIONS times; a rematch replays the topic
-with the original's settings unless told otherwise. A refusal exits 2 with its one sentence; a
-continuation or rematch that runs and fails exits 1, like `debate run`.
+with the original's settings unless told otherwise. Both keep the debate's brief; `--context` adds to it.
+A refusal exits 2 with its one sentence; a continuation or rematch that runs and fails exits 1, like
+`debate run`.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from bots.cli.running import UsageError, follow, progress_stream, run_command
+from bots.cli.running import UsageError, context_materials, follow, progress_stream, read_brief, run_command
 from bots.cli.terminal import TerminalSink
 from bots.commands import CommandError
 from orchestrator.app import Core
+from orchestrator.brief.models import Brief
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
 from orchestrator.log import AmbiguousIdError, DebateRecord
@@ -34,6 +36,7 @@ async def continue_debate(args: argparse.Namespace, settings: Settings) -> int:
     a new verdict that says whether the winner changed."""
     from bots.loop import prepare_continuation  # with the chat threads' code: only these two commands need it
 
+    materials = context_materials(args.context)
     async with await Core.open(settings, role="run") as core:
         assert core.jobs is not None
         await load(core, args.id)  # the CLI's own wording for an unknown id
@@ -46,6 +49,13 @@ async def continue_debate(args: argparse.Namespace, settings: Settings) -> int:
         spec, verdict = record.spec, record.verdict
         progress = progress_stream(args.json)
         print(f"Continuing debate {record.id} (continuation {segment - 1})", file=progress)
+        if materials or record.sources:  # the brief as it stands, and what this continuation adds
+            brief = await read_brief(materials, settings, record.brief, progress)
+            for note in brief.notes:
+                print(f"ℹ {note}", file=progress)
+            if len(brief.sources) > len(record.sources):
+                await core.store.add_sources(record.id, Brief(sources=brief.sources[len(record.sources):]))
+            spec = spec.model_copy(update={"brief": brief})
         return await follow(core, record.id, args.json, lambda: core.jobs.start_continuation(  # type: ignore[union-attr]
             spec, [TerminalSink(progress, spec)], segment=segment, history=list(record.turns), previous=verdict,
             rounds_done=record.rounds_completed, carried=(record.input_tokens, record.output_tokens, record.cost_usd),
@@ -62,4 +72,4 @@ async def rematch(args: argparse.Namespace, settings: Settings) -> int:
         command = rematch_request(original, vs=args.debaters, format=args.format, judges=args.judges)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
-    return await run_command(command, settings, as_json=args.json)
+    return await run_command(command, settings, as_json=args.json, context=args.context, brief=original.brief)

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TextIO
 
+from orchestrator.brief.models import source_line
 from orchestrator.events import (
     DebateCancelled,
     DebateContinued,
@@ -213,6 +214,8 @@ def render_record(record: DebateRecord, style: Style) -> str:
     if record.error:
         lines.append(style(f"Error: {record.error}", "31"))
     lines += [style(f"⚠ {w}", "33") for w in record.warnings]
+    if record.sources:
+        lines += ["", style("Brief", "1"), *(f"  {source_line(s)}" for s in record.sources)]
     for turn in record.turns:
         lines += ["", style.seat(turn.seat, f"Round {turn.round} · [{turn.seat}] {turn.role} · {turn.kind}")]
         lines.append(turn.text if turn.status == "ok" else style(f"failed: {turn.error}", "31"))

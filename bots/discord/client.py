@@ -21,6 +21,7 @@ import discord
 import yarl
 from discord.ext import commands
 
+from bots.discord.brief import DebateThisCog
 from bots.discord.buttons import BUTTONS
 from bots.discord.commands import DebateCog
 from bots.discord.loop import LoopCog
@@ -65,6 +66,7 @@ class DebateBot(commands.Bot):
         await self.add_cog(debates)
         await self.add_cog(RecallCog(self, self.core, self.output))
         await self.add_cog(LoopCog(self, self.core, self.output, debates))
+        await self.add_cog(DebateThisCog(self, debates))  # the Debate this message menu
         await self.add_cog(UsageCog(self, self.core))
         self.add_dynamic_items(*BUTTONS)
         if self.output.tailer is not None:

@@ -11,14 +11,16 @@ from a command, the menu or a button, becomes one ephemeral message in `replies.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Literal
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bots.commands import CommandError, StartDebate, start_request
+from bots.commands import CommandError, StartDebate, context_links, start_request
 from bots.discord.access import is_private, may_stop, scope_of, start_channel
+from bots.discord.brief import attachment_material
 from bots.discord.buttons import choice_label, stored_choice
 from bots.discord.output import DiscordOutput
 from bots.discord.render import thread_name
@@ -29,6 +31,7 @@ from bots.thread.start import Origin, PostedRoot, start_in_thread
 from bots.thread.tail import stop_answer
 from bots.thread.vote import cast_vote
 from orchestrator.app import NOT_A_FRONT, Core
+from orchestrator.brief.gather import Material
 from orchestrator.log import MIN_ID_PREFIX
 from orchestrator.models import MAX_ROUNDS, MAX_TOPIC_CHARS, MIN_ROUNDS, DebateSpec
 from orchestrator.policy import ChatPolicy
@@ -59,10 +62,18 @@ class DiscordRoot:
     async def post(self, spec: DebateSpec, notes: list[str]) -> PostedRoot:
         page = await self.output.page_of(spec.id)  # the debate page's link button (None: no DEBATE_PUBLIC_URL)
         surface = DiscordThread(self.channel, self.channel, notes=notes, page=page)  # type: ignore[arg-type]
-        response = await self.interaction.response.send_message(**surface.root(spec, Running()),
-                                                                allowed_mentions=NO_MENTIONS)
-        message = response.resource
-        if not isinstance(message, discord.InteractionMessage):
+        root = surface.root(spec, Running())
+        message: discord.Message | None
+        if not self.interaction.response.is_done():
+            response = await self.interaction.response.send_message(**root, allowed_mentions=NO_MENTIONS)
+            message = response.resource if isinstance(response.resource, discord.InteractionMessage) else None
+        elif self.interaction.channel_id == self.channel.id:  # deferred while the brief was read: the answer
+            message = await self.interaction.edit_original_response(**root, allowed_mentions=NO_MENTIONS)
+        else:  # asked from inside a thread: the debate starts in its channel, and the answer points there
+            message = await self.channel.send(**root, allowed_mentions=NO_MENTIONS)
+            await self.interaction.edit_original_response(content=f"Debate started in <#{self.channel.id}>.",
+                                                          allowed_mentions=NO_MENTIONS)
+        if message is None:
             raise CommandError("Discord did not return the message to start the thread on; please try again.")
         self.posted.append(message)
         thread = await self.output.open_thread(message, thread_name(spec.topic))
@@ -106,6 +117,8 @@ class DebateCog(commands.Cog, name="Debates"):
         judge="Model that judges the debate, as provider:model",
         judges="A jury in place of one judge: 2–5 models, comma-separated provider:model",
         effort="How hard the models think: low, medium, high or max",
+        context="A file (.md, .txt, .pdf, .html) every debater and the judge read as the debate's brief",
+        context_url="An http(s) link every debater and the judge read as the debate's brief",
     )
     @app_commands.autocomplete(proposer=_models, challenger=_models, judge=_models)
     async def debate(
@@ -119,29 +132,40 @@ class DebateCog(commands.Cog, name="Debates"):
         judge: str | None = None,
         effort: Literal["low", "medium", "high", "max"] | None = None,
         judges: str | None = None,
+        context: discord.Attachment | None = None,
+        context_url: str | None = None,
     ) -> None:
         """Start a debate between two AI models in a new thread; a judge gives a verdict you can vote on."""
         command = start_request(topic, format=format, rounds=rounds, proposer=proposer, challenger=challenger,
                                 judge=judge, effort=effort, judges=judges)
-        await self.start_debate(interaction, command)
+        if context_url:
+            command = command.model_copy(update={"context": context_links([context_url])})
+        materials = [await attachment_material(context)] if context is not None else []
+        await self.start_debate(interaction, command, materials)
 
-    async def start_debate(self, interaction: discord.Interaction, command: StartDebate) -> str | None:
+    async def start_debate(self, interaction: discord.Interaction, command: StartDebate,
+                           materials: Sequence[Material] = (), channel: discord.TextChannel | None = None
+                           ) -> str | None:
         """Answer at once with the debate's root message, open a public thread on it, queue the debate;
         returns its id, or None when this request started nothing new.
 
         The interaction's id keys the request: the log claims it once (a gateway that delivers the same
         interaction again, after a restart too, starts nothing), and the debate is enqueued under it, so
         if another debate holds it nothing new starts and what was posted for this one is taken back
-        (the steps and their undo: `bots.thread.start`)."""
-        channel = start_channel(interaction)
+        (the steps and their undo: `bots.thread.start`). With a brief to read (`materials`, `command.context`)
+        the interaction is deferred first: a link or a PDF can take longer than Discord's 3 s to answer.
+        `channel`: where the debate starts when not the interaction's (Debate this on a thread's message)."""
+        channel = channel or start_channel(interaction)
         request = f"discord:{interaction.id}"
         if not await self.core.claim_request(request):
             log.info("discord: dropped interaction %s, delivered again", interaction.id)
             return None
-        origin = Origin(platform=PLATFORM, channel=str(interaction.channel_id), user=str(interaction.user.id),
+        if (materials or command.context) and not interaction.response.is_done():
+            await interaction.response.defer(thinking=True)
+        origin = Origin(platform=PLATFORM, channel=str(channel.id), user=str(interaction.user.id),
                         workspace=str(interaction.guild_id), channel_private=is_private(channel), request_key=request)
         started = await start_in_thread(self.core, self.output.tailer, command, origin,
-                                        DiscordRoot(interaction, channel, self.output))
+                                        DiscordRoot(interaction, channel, self.output), materials)
         if started is None:
             return None
         self.output.track(started.sink)

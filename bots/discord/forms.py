@@ -90,3 +90,8 @@ def _field(components: list[Any], custom_id: str) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def text_field(data: dict[str, Any], custom_id: str) -> str | None:
+    """The value of text input `custom_id` in a form submission's data (any of our forms)."""
+    return _field(data.get("components") or [], custom_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from discord import Colour, Embed
 
 from bots.thread.text import neutralize_discord, truncate
+from orchestrator.brief.models import size_text
 from orchestrator.events import TurnStarted
 from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log import DebateRecord, Tally
@@ -78,11 +79,23 @@ def root_embed(spec: DebateSpec, *, status: str, notes: list[str] | None = None)
     embed.add_field(name="Format", value=f"{spec.format} · {spec.rounds} round(s) · effort {spec.effort}")
     if spec.rematch_of:
         embed.add_field(name="🔁 Rematch", value=f"Rematch of `{safe(spec.rematch_of, 40)}`")
+    if spec.brief.sources:
+        embed.add_field(name="📎 Brief", value=brief_text(spec), inline=False)
     embed.add_field(name="Status", value=safe(status, 1024), inline=False)
     if notes:
         embed.add_field(name="Notes", value=safe("\n".join(notes), 1024), inline=False)
     embed.set_footer(text=f"Debate {spec.id} · /debate-stop {spec.id} to stop it")
     return embed
+
+
+def brief_text(spec: DebateSpec) -> str:
+    """The brief's sources, one line each (label, title, kind, size; a fetched page's link), within a field."""
+    lines = []
+    for source in spec.brief.sources:
+        url = source.url if (source.url or "").startswith(("http://", "https://")) else ""
+        link = f" · <{url.replace('>', '%3E').replace(' ', '%20')}>" if url else ""
+        lines.append(f"{source.label} · {safe(source.title, 100)} ({source.kind}, {size_text(source.size)}){link}")
+    return truncate("\n".join(lines), 1024)
 
 
 def final_status(outcome: Outcome, verdict: Embed | None = None) -> str:

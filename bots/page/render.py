@@ -10,6 +10,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from bots.page.markdown import render_markdown
 from bots.page.view import PageView
+from orchestrator.brief.models import size_text
 
 STATIC_PATH = "/page/static"
 
@@ -31,7 +32,7 @@ def _choice(choice: str) -> str:
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("bots.page", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=False, lstrip_blocks=False)
-    env.filters.update(markdown=render_markdown, when=_when, usd=_usd, choice=_choice)
+    env.filters.update(markdown=render_markdown, when=_when, usd=_usd, choice=_choice, size=size_text)
     return env
 
 

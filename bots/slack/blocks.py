@@ -17,6 +17,7 @@ from typing import Any
 
 from bots.slack.markdown import fit_markdown, markdown_block, neutralize_markdown, plain_text, safe_mrkdwn
 from bots.thread.text import neutralize_slack, truncate
+from orchestrator.brief.models import size_text
 from orchestrator.events import Notice, RoundStarted, TurnStarted
 from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log import Tally
@@ -112,6 +113,8 @@ def root_message(spec: DebateSpec, status: str, detail: str = "", page: str | No
                 f" · id `{spec.id}`"),
         context(seat_line(spec)),
     ]
+    if spec.brief.sources:
+        blocks.append(context(brief_text(spec), debate_block_id(spec.id, "brief")))
     if spec.rematch_of:
         blocks.append(context(f":repeat: Rematch of `{safe(spec.rematch_of, 40)}`",
                               debate_block_id(spec.id, "rematch")))
@@ -123,6 +126,20 @@ def root_message(spec: DebateSpec, status: str, detail: str = "", page: str | No
         blocks.append({"type": "actions", "block_id": debate_block_id(spec.id, "root-actions"), "elements": actions})
     text = f"Debate ({status}): {safe(spec.topic, 300)}"
     return text, blocks
+
+
+def brief_text(spec: DebateSpec) -> str:
+    """The brief's sources, one line each: label, title, kind, size, and the link of a fetched page."""
+    lines = [":paperclip: *Brief*"]
+    for source in spec.brief.sources:
+        link = f" · <{link_target(source.url)}|link>" if (source.url or "").startswith(("http://", "https://")) else ""
+        lines.append(f"{source.label} · {safe(source.title, 120)} ({source.kind}, {size_text(source.size)}){link}")
+    return "\n".join(lines)
+
+
+def link_target(url: str) -> str:
+    """A URL inside `<…|…>`: the characters that would end it escaped."""
+    return url.replace("|", "%7C").replace(">", "%3E").replace("<", "%3C").replace(" ", "%20")
 
 
 def outcome_detail(outcome: Outcome, winner: str | None = None) -> str:

@@ -73,3 +73,33 @@ def submitted(view: dict[str, Any], block_id: str) -> str | None:
     value = (((view.get("state") or {}).get("values") or {}).get(block_id) or {}).get(TEXT_INPUT) or {}
     text = value.get("value")
     return text if isinstance(text, str) and text.strip() else None
+
+
+DEBATE_THIS_VIEW = "debate_this_modal"
+TOPIC_BLOCK = "topic"
+TOPIC_INPUT_CHARS = 3000  # a plain-text input's most (the topic's own limit is checked as for /debate)
+
+
+def debate_this_modal(topic: str, channel: str, ts: str, thread_ts: str | None) -> Block:
+    """**Debate this**: the topic (prefilled from the message's first line) for a debate whose brief is the
+    message, its files and its thread. The message is named in `private_metadata`, read at submission."""
+    element: dict[str, Any] = {"type": "plain_text_input", "action_id": TEXT_INPUT, "multiline": False,
+                               "max_length": TOPIC_INPUT_CHARS,
+                               "placeholder": _text("The question to debate, e.g. Should we adopt this RFC?")}
+    if topic:
+        element["initial_value"] = topic[:TOPIC_INPUT_CHARS]
+    blocks = [
+        {"type": "input", "block_id": TOPIC_BLOCK, "optional": False, "label": _text("Topic"), "element": element},
+        context("The debaters and the judge read this message, its files and its thread as the debate's brief, "
+                "quoted as material (never as instructions). The debate starts in this channel."),
+    ]
+    return {"type": "modal", "callback_id": DEBATE_THIS_VIEW, "title": _text("Debate this"),
+            "submit": _text("Start debate"), "close": _text("Cancel"),
+            "private_metadata": json.dumps({"channel": channel, "ts": ts, "thread_ts": thread_ts}),
+            "blocks": blocks}
+
+
+def debate_this_about(view: dict[str, Any]) -> tuple[str, str, str | None]:
+    """The channel, message ts and thread ts a submitted **Debate this** modal is about."""
+    meta = json.loads(view.get("private_metadata") or "{}")
+    return str(meta.get("channel", "")), str(meta.get("ts", "")), meta.get("thread_ts") or None

@@ -2,8 +2,8 @@
 
 A platform hands `start_in_thread` a `RootPoster` (how to post its root message, opening its thread, and take it
 back). Everything else is here, in order: (1) the request checked and admitted (`bots.commands.chat_spec`: channel
-defaults, chat policy, quotas; its slot reserved in the log); (2) the root posted (a `RootRefused` gives the slot back
-and tells the user why); (3) the debate recorded with its thread, before a worker or a restarted front needs it;
+defaults, chat policy, quotas; its slot reserved in the log), then its brief read (orchestrator/brief); (2) the root
+posted (a `RootRefused` gives the slot back and tells the user why); (3) the debate recorded with its thread, before a worker or a restarted front needs it;
 (4) the thread's sink opened (it records the root under its key); (5) the debate enqueued under the request's key:
 when another debate already holds that key (a retry past the log's claim) this one is withdrawn (sink closed, root
 deleted and marked final, slot given back); (6) the front's tailer follows the workers' stream into the sink.
@@ -14,6 +14,7 @@ reason, its slot given back. A rematch takes the same path (`StartDebate.rematch
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +25,8 @@ from bots.thread.sink import ThreadSink
 from bots.thread.surface import Surface
 from bots.thread.tail import FrontTailer
 from orchestrator.app import NOT_A_FRONT, Core
+from orchestrator.brief.gather import Material, read_brief
+from orchestrator.brief.models import Brief
 from orchestrator.models import DebateSpec
 
 log = logging.getLogger(__name__)
@@ -80,9 +83,10 @@ class Started:
 
 
 async def start_in_thread(core: Core, tailer: FrontTailer | None, command: StartDebate, origin: Origin,
-                          poster: RootPoster) -> Started | None:
+                          poster: RootPoster, materials: Sequence[Material] = ()) -> Started | None:
     """Start `command` as a debate in a new thread; None when the request was a repeat (withdrawn).
-    Every refusal is a `CommandError` with one sentence for the user alone."""
+    Every refusal is a `CommandError` with one sentence for the user alone. `materials`: what the platform
+    read for the brief (a message, its files, its thread); `command.context`'s links are fetched here."""
     if core.feed is None or tailer is None:
         raise CommandError(NOT_A_FRONT)
     spec, notes = await chat_spec(command, core, platform=origin.platform, channel=origin.channel,
@@ -90,6 +94,10 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
                                   channel_private=origin.channel_private)
     settled, sink = False, None
     try:  # admitted: from here on, a debate that does not start must give its slot back
+        wanted = [*materials, *(Material.from_url(link) for link in command.context)]
+        kept = await _rematched_brief(core, command.rematch_of)
+        if wanted or kept.sources:  # read before the root is posted, so it lists them; what failed: a notice
+            spec = spec.model_copy(update={"brief": await read_brief(wanted, core.settings, kept)})
         try:
             posted = await poster.post(spec, notes)
         except RootRefused as exc:
@@ -113,6 +121,15 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
             await core.abandon(spec.id, f"it could not start: {str(exc) or type(exc).__name__}")
         raise
     return Started(spec, sink, notes)
+
+
+async def _rematched_brief(core: Core, original: str | None) -> Brief:
+    """A rematch keeps the brief of the debate it replays (which its asker was allowed to see: checked when
+    the rematch was asked for)."""
+    if original is None:
+        return Brief()
+    record = await core.debate(original, None, turns=False)
+    return record.brief if record is not None else Brief()
 
 
 async def _withdraw(core: Core, poster: RootPoster, posted: PostedRoot, sink: ThreadSink, debate_id: str,

@@ -63,6 +63,8 @@ class Engine:
         (None: no notes); `pace`: how streamed text is sent."""
         run = self._new_run(spec, bus, steps, audience, pace)
         await run.emit(DebateStarted(debate_id=spec.id, spec=spec))
+        for note in spec.brief.notes:  # a source that could not be read: one line each, and the debate goes on
+            await run.notice(note)
 
         async def play() -> Outcome:
             return await self._conclude(run, await get_format(spec.format).run(run))

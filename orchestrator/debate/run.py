@@ -11,7 +11,9 @@ A debater's turn is one step: its TurnStarted, the call, and its TurnCompleted o
 step costs the workflow engine a few SQL statements).
 A round's start is one step too (`round_started`): the audience's notes for the round are taken,
 then RoundStarted and the notes are delivered; from then on every debater's prompt ends with the
-notes, quoted as untrusted text.
+notes, quoted as untrusted text. A debate with a brief (orchestrator/brief/) has every debater's prompt and
+every judge's start with it: the sections chosen for the round (or for the judging) from what was recorded,
+so a replayed run builds the same prompts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import tracing
+from orchestrator.brief.prompt import brief_prompt, with_brief
 from orchestrator.budgets import SpendWatch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience, with_audience
@@ -116,6 +119,7 @@ class DebateRun:
     round_span: tracing.Opened | None = None  # the current round's span, while tracing
     spend: SpendWatch | None = None  # None: no budget is set (the after-round step asks nothing)
     stopped_early: str | None = None  # why the debate stops after this round (a budget spent): the formats stop
+    brief_prompts: dict[str, str] = field(default_factory=dict)  # the brief as each stage's prompts carry it
 
     @property
     def debate_id(self) -> str:
@@ -286,7 +290,8 @@ class DebateRun:
         """Call `seat`'s model, streaming its text as TextDelta events; never raises for model failures:
         a failed call comes back as a Turn with status "failed" and a user-safe error. Once the audience
         sent any note, `user` ends with the quoted notes (orchestrator/debate/audience.py)."""
-        call = self.model_call(seat.model, system, with_audience(user, self.interjections))
+        call = self.model_call(seat.model, system, with_audience(with_brief(user, self.brief_for_round(round)),
+                                                                 self.interjections))
         where: dict[str, Any] = dict(debate_id=self.debate_id, round=round, seat=seat.label, role=seat.role,
                                      kind=kind, model=seat.model)
         started = self.scrub(TurnStarted(**where))
@@ -326,7 +331,10 @@ class DebateRun:
         self, model: str, system: str, user: str, *, max_tokens: int | None = None,
         continuation: tuple[Message, ...] = (), answer_schema: AnswerSchema | None = None, purpose: str = "judge",
     ) -> Completion | None:
-        """`aux` with the call's tokens, and `answer_schema` for a provider's structured-output mode."""
+        """`aux` with the call's tokens, and `answer_schema` for a provider's structured-output mode. A judge's
+        call (`purpose` "judge": a judge pass, a juror, a council's chair) reads the brief first."""
+        if purpose == "judge":
+            user = with_brief(user, self.brief_for_judge())
         result = await self._call(model, self.model_call(model, system, user, max_tokens, continuation, answer_schema),
                                   purpose)
         if result.completion is None:
@@ -386,6 +394,30 @@ class DebateRun:
         if reason is not None:
             self.stopped_early = reason
             await self.notice(reason, "warning")
+
+    def brief_for_round(self, round: int) -> str:
+        """The brief as round `round`'s debaters read it: the sections most relevant to the topic, the notes
+        and the turns before this round, when it does not all fit (orchestrator/brief/select.py). Made from
+        what the debate recorded, so a resumed debate's prompts are the same."""
+        if not self.spec.brief.sources:
+            return ""
+        key = f"round {round}"
+        if key not in self.brief_prompts:
+            earlier = [t.text for t in self.transcript if t.round == round - 1] or \
+                [t.text for t in self.transcript if t.round < round][-4:]
+            about = "\n".join([self.spec.topic, *(n.text for n in self.interjections), *earlier])
+            self.brief_prompts[key] = brief_prompt(self.spec.brief, about)
+        return self.brief_prompts[key]
+
+    def brief_for_judge(self) -> str:
+        """The brief as a judge reads it: the sections most relevant to the topic and the whole debate."""
+        if not self.spec.brief.sources:
+            return ""
+        key = f"judge {len(self.transcript)}"
+        if key not in self.brief_prompts:
+            about = "\n".join([self.spec.topic, *(t.text for t in self.transcript)])
+            self.brief_prompts[key] = brief_prompt(self.spec.brief, about)
+        return self.brief_prompts[key]
 
     def end_round_span(self) -> None:
         """End the current round's span (called in the context that opened it: the format's)."""

@@ -9,8 +9,10 @@ holding our seat label, so `from_json` can rebuild the record exactly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.brief.models import Brief, Source
 from orchestrator.export.markdown import to_markdown
 from orchestrator.log.records import (
     DebateRecord,
@@ -87,9 +89,28 @@ def _verdict_json(record: DebateRecord, v: Verdict) -> dict[str, Any]:
     }
 
 
-def to_json(record: DebateRecord) -> dict[str, Any]:
+def sources_json(sources: Sequence[Source], *, text: bool = True) -> list[dict[str, Any]]:
+    """The brief as the export lists it: each source's number, title, kind, origin, link, size, sha256 and
+    anchors, and its text unless `text` is False (`--no-sources-text`)."""
+    return [{"number": s.number, "label": s.label, "title": s.title, "kind": s.kind, "origin": s.origin,
+             "url": s.url, "size": s.size, "sha256": s.sha256, "note": s.note,
+             "sections": [x.model_dump(mode="json") for x in s.sections], **({"text": s.text} if text else {})}
+            for s in sources]
+
+
+def _spec_json(record: DebateRecord) -> dict[str, Any] | None:
+    """The spec without its brief (the export's `sources` holds the brief, its text only when asked for)."""
+    if record.spec is None:
+        return None
+    data: dict[str, Any] = record.spec.model_dump(mode="json")
+    data.pop("brief", None)
+    return data
+
+
+def to_json(record: DebateRecord, *, sources_text: bool = True) -> dict[str, Any]:
     """A JSON-ready dict: every agentsys `last-debate.json` key plus all the log keeps. `verdict` is the
-    latest verdict; `verdicts` holds every one (more than one after `continue`), each whole."""
+    latest verdict; `verdicts` holds every one (more than one after `continue`), each whole. `sources` is
+    the brief, with each source's text unless `sources_text` is False."""
     proposer, challenger = _debaters(record)
     verdict: dict[str, Any] | None = None
     if record.verdict is not None:
@@ -155,7 +176,8 @@ def to_json(record: DebateRecord) -> dict[str, Any]:
         "error": record.error,
         "warnings": list(record.warnings),
         "notices": [{"at": _required_iso(n.at), "level": n.level, "text": n.text} for n in record.notices],
-        "spec": record.spec.model_dump(mode="json") if record.spec else None,
+        "spec": _spec_json(record),
+        "sources": sources_json(record.sources, text=sources_text),
         "segment": record.segment,
         "verdicts": [
             {"number": number, **_verdict_json(record, v)}
@@ -212,6 +234,7 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
         elif verdict is not None:  # an export from before numbered verdicts
             verdicts = (verdict,)
         debate_id = data["id"]
+        sources = tuple(_source_from_json(x) for x in data.get("sources", ()) if "text" in x)
         votes = data.get("votes") or {}
         tokens = data.get("tokens") or {}
         return DebateRecord(
@@ -236,7 +259,9 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
             cost_usd=data.get("cost_usd"),
             error=data.get("error"),
             warnings=tuple(data.get("warnings", ())),
-            spec=DebateSpec.model_validate(data["spec"]) if data.get("spec") else None,
+            spec=DebateSpec.model_validate({**data["spec"], "brief": Brief(sources=sources)})
+            if data.get("spec") else None,
+            sources=sources,
             seats=tuple(Seat(label=s["label"], role=s["role"], model=s["model"]) for s in data["seats"]),
             turns=tuple(
                 TurnRecord.model_validate({**t, "debate_id": debate_id, "started_at": from_iso(t["started_at"]) or 0.0})
@@ -263,3 +288,7 @@ def from_json(data: dict[str, Any]) -> DebateRecord:
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ExportError(f"malformed {SCHEMA} export: {error}") from error
+
+
+def _source_from_json(data: dict[str, Any]) -> Source:
+    return Source.model_validate({k: v for k, v in data.items() if k != "label"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from orchestrator.brief.models import source_line
 from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log.records import DebateRecord, DebateSummary, TurnRecord
 from orchestrator.models import Interjection, Verdict
@@ -171,6 +172,8 @@ def to_markdown(record: DebateRecord) -> str:
         for note in waiting:
             lines += _note_lines(note)
 
+    if record.sources:
+        lines += ["## Brief", "", *(f"- {source_line(s)}" for s in record.sources), ""]
     if record.rematches:
         lines += ["## Rematches", "", *(_rematch_line(r) for r in record.rematches), ""]
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Self, TypeVar
 
+from orchestrator.brief.models import Brief
 from orchestrator.budgets import CallUsage, SpentCall
 from orchestrator.log import page_keys, reads, renderers, spend, team, writes
 from orchestrator.log.dialect import Conn
@@ -83,6 +84,10 @@ class DebateLog(ABC):
         """Reserve the debate's place under `quota`: count and insert it (running, this runner's) in one
         transaction, or raise QuotaExceeded and log nothing. Its DebateStarted later fills in the thread."""
         await self._write(lambda c: writes.admit(c, spec, quota, _at(at), self.runner))
+
+    async def add_sources(self, debate_id: str, brief: Brief, *, at: float | None = None) -> None:
+        """Add `brief`'s sources to a debate's (a `continue` that brings more); a number there already stays."""
+        await self._write(lambda c: writes.send_sources(c, debate_id, brief, _at(at)))
 
     async def add_turn(self, turn: Turn) -> int:
         return await self._write(lambda c: writes.add_turn(c, turn))

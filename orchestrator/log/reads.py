@@ -116,6 +116,7 @@ async def load_record(c: Conn, debate_id: str, *, turns: bool = True, scope: Sco
         interjections=await interjection_rows(c, debate_id),
         rematches=await rematch_rows(c, debate_id, scope),
         tally=await tally(c, debate_id),
+        sources=await c.rows("select * from sources where debate_id = :id order by number", key),
     )
 
 

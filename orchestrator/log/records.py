@@ -12,11 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.brief.models import Brief, Source
 from orchestrator.models import MAX_CONTINUATIONS, DebateSpec, DebateStatus, Interjection, Seat, Turn, Verdict
 
 MIN_ID_PREFIX = 4
 RECOMMENDATION_SNIPPET_CHARS = 200
-HitWhere = Literal["topic", "turn", "recommendation"]
+HitWhere = Literal["topic", "turn", "recommendation", "source"]  # source: a text of the brief
 
 
 class StoreError(Exception):
@@ -246,6 +247,12 @@ class DebateRecord(DebateRow):
     interjections: tuple[Interjection, ...] = ()
     rematches: tuple[DebateSummary, ...] = ()  # debates started as rematches of this one, oldest first
     tally: Tally
+    sources: tuple[Source, ...] = ()  # the brief, as the `sources` table holds it (a `continue` may add to it)
+
+    @property
+    def brief(self) -> Brief:
+        """The debate's brief as it stands now: every source, the ones a `continue` added included."""
+        return Brief(sources=self.sources)
 
     def seat(self, label: str) -> Seat | None:
         return next((s for s in self.seats if s.label == label), None)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from orchestrator.brief.models import Brief, Section, Source
 from orchestrator.log.records import (
     RECOMMENDATION_SNIPPET_CHARS,
     DebateRecord,
@@ -88,10 +89,15 @@ def debate_record(
     interjections: Iterable[Row] = (),
     rematches: Iterable[Row] = (),
     tally: Tally,
+    sources: Iterable[Row] = (),
 ) -> DebateRecord:
     """One debate in full from its `debates` row and the rows that hang off it: its verdicts' JSON by
     number, and its rematches as summary rows (see `summary`)."""
     verdicts = tuple(Verdict.model_validate_json(v) for v in verdict_jsons)
+    brief = tuple(source(r) for r in sources)
+    spec = DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None
+    if spec is not None and brief:  # the spec is stored without its brief, which lives in `sources`
+        spec = spec.model_copy(update={"brief": Brief(sources=brief)})
     return DebateRecord(
         **debate_fields(row, epoch),
         effort=row["effort"],
@@ -99,7 +105,7 @@ def debate_record(
         input_tokens=row["input_tokens"] or 0,
         output_tokens=row["output_tokens"] or 0,
         warnings=tuple(json.loads(row["warnings"] or "[]")),
-        spec=DebateSpec.model_validate_json(row["spec"]) if row["spec"] else None,
+        spec=spec,
         seats=tuple(seat(r) for r in seats),
         turns=tuple(turn_record(r, epoch) for r in turns),
         verdict=verdicts[-1] if verdicts else None,
@@ -108,7 +114,15 @@ def debate_record(
         interjections=tuple(interjection(r, epoch) for r in interjections),
         rematches=tuple(summary(r, epoch) for r in rematches),
         tally=tally,
+        sources=brief,
     )
+
+
+def source(row: Row) -> Source:
+    """One source of a debate's brief from its `sources` row."""
+    return Source(number=row["number"], title=row["title"], kind=row["kind"], origin=row["origin"] or "",
+                  url=row["url"], size=row["size"] or 0, sha256=row["sha256"] or "", text=row["text"],
+                  sections=tuple(Section(**s) for s in json.loads(row["sections"] or "[]")), note=row["note"] or "")
 
 
 def summary(row: Row, epoch: Epoch) -> DebateSummary:

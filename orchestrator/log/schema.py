@@ -157,9 +157,10 @@ FTS_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"
 FTS_COLUMNS: dict[str, list[str]] = {"debates": ["topic"], "turns": ["text"],
                                      "verdicts": ["recommendation", "reasoning"]}
 TEXT_SEARCH_CONFIG = "debate_text"  # Postgres's
+SOURCE_FTS_COLUMNS = ["title", "text"]  # the brief's sources (m018), searched with the rest
 
 
-def _enable_fts(db: Database, table: str) -> None:
+def _enable_fts(db: Database, table: str, columns: list[str] | None = None) -> None:
     """FTS5 kept in sync by triggers. `turns` has an INTEGER PRIMARY KEY, its FTS rowid; `debates` and
     `verdicts` are indexed by their implicit rowid, stable except through VACUUM (rebuild after one)."""
     try:
@@ -168,7 +169,7 @@ def _enable_fts(db: Database, table: str) -> None:
         tokenize: str | None = FTS_TOKENIZER
     except sqlite3.OperationalError:
         tokenize = None
-    _table(db, table).enable_fts(FTS_COLUMNS[table], create_triggers=True, replace=True, tokenize=tokenize)
+    _table(db, table).enable_fts(columns or FTS_COLUMNS[table], create_triggers=True, replace=True, tokenize=tokenize)
 
 
 # Postgres: words as SQLite's unicode61 tokenizer sees them: no stemming, no stop words (`simple`),
@@ -406,3 +407,30 @@ def m017_scoped_turn_search_window(step: Step) -> None:
     """Postgres: `debate_turn_window` takes a search's scope (turn_window.py), so `/debate search` in a
     channel reads its window from an id range too, not by walking the turns and joining each match."""
     step.postgres(SCOPED_TURN_WINDOW_SQL)
+
+
+def _enable_sources_fts(db: Database) -> None:
+    """FTS5 over a source's title and text, kept by triggers, indexed by the table's implicit rowid."""
+    _enable_fts(db, "sources", SOURCE_FTS_COLUMNS)
+
+
+@migration
+def m018_brief_sources(step: Step) -> None:
+    """A debate's brief (orchestrator/brief/): one row per source, numbered as its seats cite it (S1, S2, …),
+    with its text, its sections' anchors (a JSON list of spans of the text), size and sha256. Scoped as its
+    debate (search joins the debate for the scope) and searched with the rest: FTS5 on SQLite, a `tsvector`
+    on Postgres."""
+    step.both("""
+        create table sources (
+            debate_id text not null {refs}, number integer not null, {seq}
+            title text not null, kind text not null, origin text, url text, size integer, sha256 text,
+            text text not null, sections text not null default '[]', note text, at {time},
+            primary key (debate_id, number)
+        );""")
+    step.sqlite(_enable_sources_fts)
+    step.postgres("""
+        alter table sources add column text_tsv tsvector
+            generated always as (debate_tsvector(title || ' ' || text)) stored;
+        alter table sources alter column text_tsv set storage main;
+        create index sources_fts on sources using gin (text_tsv);
+        create index sources_search_order on sources (seq desc);""")

@@ -125,6 +125,7 @@ FTS_SOURCES: tuple[_Fts, ...] = (
     _Fts("topic", "debates_fts", "join debates d on d.rowid = {row}"),
     _Fts("turn", "turns_fts", "join turns t on t.id = {row} join debates d on d.id = t.debate_id"),
     _Fts("recommendation", "verdicts_fts", "join verdicts v on v.rowid = {row} join debates d on d.id = v.debate_id"),
+    _Fts("source", "sources_fts", "join sources b on b.rowid = {row} join debates d on d.id = b.debate_id"),
 )
 
 

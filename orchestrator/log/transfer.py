@@ -3,7 +3,8 @@
 Row by row, table by table (debates first, so every foreign key finds its debate), with every id
 kept: debate ids, turn and notice ids, votes per user, platform message ids, the tenancy columns,
 every numbered verdict, audience notes (with the round each reached), segments, rematch links,
-each channel's defaults, and who holds each running slot and asked for each continuation. Each
+each channel's defaults, who holds each running slot and asked for each continuation, and each
+debate's brief (its sources, text and anchors). Each
 row is an upsert on its key, so running the copy again updates what is there and adds what is
 new; nothing is deleted in the target. The target is brought to the current schema first; the
 source is only read, and must be on the current schema (`debate serve` once upgrades it). Values
@@ -41,6 +42,7 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("channel_settings", ("platform", "workspace", "channel"), "platform, workspace, channel"),
     ("continuations", ("debate_id", "segment"), "debate_id, segment"),
     ("model_calls", ("attempt",), "at, attempt"),
+    ("sources", ("debate_id", "number"), "debate_id, number"),
 )
 TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at", "held_since"}
 FLAG_COLUMNS = {"channel_private", "split", "final"}

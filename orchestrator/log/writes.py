@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.brief.models import Brief
 from orchestrator.budgets import estimate_usd
 from orchestrator.log.dialect import Conn, Sent
 from orchestrator.log.jury import jury_columns
@@ -38,7 +39,8 @@ def _debate_rows(c: Conn, spec: DebateSpec, at: float,
         "platform": spec.platform, "workspace": spec.workspace, "channel": spec.channel,
         "channel_private": spec.channel_private, "thread": spec.thread, "requested_by": spec.requested_by,
         "runner": runner, "rounds_planned": spec.rounds, "rounds_completed": 0, "effort": spec.effort,
-        "judge": spec.judge, "input_tokens": 0, "output_tokens": 0, "warnings": "[]", "spec": spec.model_dump_json(),
+        "judge": spec.judge, "input_tokens": 0, "output_tokens": 0, "warnings": "[]",
+        "spec": spec.model_dump_json(exclude={"brief"}),  # the brief's sources have their own table
         "rematch_of": spec.rematch_of, "held_by": spec.requested_by, "held_since": c.time(at),
     }
     seats = [{"debate_id": spec.id, "label": s.label, "role": s.role, "provider": s.provider, "model": s.model,
@@ -53,6 +55,17 @@ async def _send_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None,
     row, seats = _debate_rows(c, spec, at, runner)
     await c.send_insert("debates", row | {"reserved_usd": reserved_usd}, tail)
     await c.send_insert_rows("seats", seats, "on conflict do nothing")
+    if spec.brief.sources:
+        await send_sources(c, spec.id, spec.brief, at)
+
+
+async def send_sources(c: Conn, debate_id: str, brief: Brief, at: float) -> None:
+    """The brief's sources, one row each by number (a source there already stays: a write repeated)."""
+    rows = [{"debate_id": debate_id, "number": s.number, "title": s.title, "kind": s.kind, "origin": s.origin,
+             "url": s.url, "size": s.size, "sha256": s.sha256, "text": s.text, "note": s.note or None,
+             "sections": json.dumps([x.model_dump() for x in s.sections]), "at": c.time(at)}
+            for s in brief.sources]
+    await c.send_insert_rows("sources", rows, "on conflict do nothing")
 
 
 # what a debate learns between its admission and its start (the thread under the root message it posted)

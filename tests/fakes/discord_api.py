@@ -20,6 +20,10 @@ for each guild of that shard only ((guild_id >> 22) % count; `add_guild` declare
 GUILD_ID), and the events of those guilds (interactions included) on that connection only; DMs go to
 shard 0. A client without `shard` gets every guild, as Discord does for one connection.
 
+People's messages (`say`, with attachments served as the CDN serves them), their threads (`open_thread`),
+a channel's history (GET …/messages) and a slash command's attachment option (`attachment_option`) are
+there for the brief's tests.
+
 JSON is served with Content-Type exactly `application/json`: discord.py parses nothing else.
 """
 
@@ -119,6 +123,7 @@ class DiscordPeer:
     guilds: dict[str, str] = field(default_factory=lambda: {GUILD_ID: "Debate Club"})  # the bot's guilds: id → name
     shards: list[tuple[int, int] | None] = field(default_factory=list)  # each IDENTIFY's `shard`, in order
     on_call: Callable[[Call], Awaitable[None]] | None = None  # awaited as each REST call arrives, before its answer
+    files: dict[str, bytes] = field(default_factory=dict)  # attachment id → its bytes, served at /attachments/
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(900_000_000_000_000_000)
@@ -144,6 +149,7 @@ class DiscordPeer:
         app = web.Application()
         app.router.add_get("/gateway/", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_get("/attachments/{id}/{name}", self._attachment)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -195,6 +201,39 @@ class DiscordPeer:
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
+
+    def say(self, channel_id: str, content: str, *, user_id: str = "740000000000000003",
+            attachments: tuple[tuple[str, str, bytes], ...] = ()) -> JSON:
+        """A message a person posted in `channel_id`, with `attachments` of (filename, content type, bytes)
+        served from the peer as Discord's CDN serves them."""
+        files = []
+        for filename, content_type, data in attachments:
+            file_id = str(next(self._ids))
+            self.files[file_id] = data
+            files.append({"id": file_id, "filename": filename, "size": len(data), "content_type": content_type,
+                          "url": f"http://127.0.0.1:{self.port}/attachments/{file_id}/{filename}",
+                          "proxy_url": f"http://127.0.0.1:{self.port}/attachments/{file_id}/{filename}"})
+        return self._new_message(channel_id, {"content": content}, author=self._user(user_id), attachments=files)
+
+    def attachment_option(self, name: str, filename: str, content_type: str, data: bytes) -> tuple[JSON, JSON]:
+        """A slash command's attachment option (type 11) and its `resolved` entry."""
+        file_id = str(next(self._ids))
+        self.files[file_id] = data
+        url = f"http://127.0.0.1:{self.port}/attachments/{file_id}/{filename}"
+        return ({"name": name, "type": 11, "value": file_id},
+                {"attachments": {file_id: {"id": file_id, "filename": filename, "size": len(data),
+                                           "content_type": content_type, "url": url, "proxy_url": url}}})
+
+    async def open_thread(self, channel_id: str, message_id: str, name: str) -> JSON:
+        """A person opened a public thread on a message: Discord creates it and tells the bot."""
+        await self._thread(channel_id, {"name": name}, from_message=message_id)
+        return self.channels[message_id]
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        data = self.files.get(request.match_info["id"])
+        if data is None:
+            return web.Response(status=404)
+        return web.Response(body=data, headers={"Content-Type": "application/octet-stream"})
 
     def channel_messages(self, channel_id: str) -> list[JSON]:
         return [m for m in self.messages.values() if m["channel_id"] == channel_id]
@@ -426,6 +465,12 @@ class DiscordPeer:
             return await self._thread(match.group(1), body)
         if match := re.fullmatch(r"/channels/(\d+)/messages", p):
             self.channels[match.group(1)]  # a KeyError is a 404, as on Discord
+            if m == "GET":  # history: newest first, as Discord answers, after/before an id
+                found = [x for x in self.messages.values() if x["channel_id"] == match.group(1)
+                         and int(x["id"]) > int(call.query.get("after", 0))
+                         and int(x["id"]) < int(call.query.get("before", 1 << 63))]
+                found.sort(key=lambda x: int(x["id"]), reverse=True)
+                return _json(found[:int(call.query.get("limit", 50))])
             return _json(self._new_message(match.group(1), body))
         if match := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", p):
             if m == "PATCH":

@@ -14,7 +14,10 @@ streams need a thread and, outside a DM, the recipient's user and team, close af
 Channels and users are what tests declare (`declare_channel`, `declare_user`): conversations.info
 answers an undeclared channel as a public one and users.info an undeclared user as a plain member with
 no names. Modals: views.open takes a trigger id once and records the modal (`opened`), checked against
-Slack's limits; `view_submission_payload` builds what Slack sends when one is submitted.
+Slack's limits; `view_submission_payload` builds what Slack sends when one is submitted. People's messages
+and files (`say`, `add_file`): conversations.replies lists a thread with each message's user and files,
+files.info describes a file with the channels it was shared in, and its download URL serves it only to a
+bot token, as Slack's does.
 """
 
 from __future__ import annotations
@@ -88,6 +91,21 @@ class Message:
         """The text of the message's markdown blocks, joined: what Slack renders as standard Markdown."""
         return "\n".join(b["text"] for b in self.blocks or [] if b.get("type") == "markdown")
     metadata: dict[str, Any] | None = None  # chat.postMessage's `metadata` (event_type, event_payload)
+    user: str | None = None  # who wrote it, for a message a test says a person posted (`say`)
+    files: tuple[str, ...] = ()  # the ids of files attached to it (`add_file`)
+
+
+@dataclass
+class File:
+    """A file a person uploaded (`add_file`): files.info describes it, and its `url_private_download`
+    serves its bytes only to a request that carries a bot token."""
+
+    id: str
+    name: str
+    mimetype: str
+    content: bytes
+    channels: tuple[str, ...]
+    title: str = ""
 
 
 @dataclass
@@ -190,6 +208,8 @@ class SlackAPIPeer:
         self.opened: list[dict[str, Any]] = []  # every modal views.open showed, with its "id"
         self.shared: dict[tuple[str, str], list[str]] = {}  # (channel, ts) → the links a link_shared event named
         self.unfurls: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) → chat.unfurl's `unfurls`
+        self.files: dict[str, File] = {}
+        self.downloads: list[tuple[str, str]] = []  # (file id, the Authorization header) of each download
         self._triggers: set[str] = set()
         self.socket_acks: list[dict[str, Any]] = []
         self._forced: dict[str, deque[int]] = {}
@@ -212,6 +232,7 @@ class SlackAPIPeer:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{key}", self._response_url)
         app.router.add_get("/socket", self._socket)
+        app.router.add_get("/files/{id}/{name}", self._download)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -241,6 +262,42 @@ class SlackAPIPeer:
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
         """Answer the next `times` calls of `method` with 429 and `Retry-After: retry_after`."""
         self._forced.setdefault(method, deque()).extend([retry_after] * times)
+
+    def say(self, channel: str, text: str, *, user: str = "U2", thread_ts: str | None = None,
+            files: tuple[str, ...] = ()) -> Message:
+        """A message a person posted (not the bot): what a shortcut is clicked on, or a thread's reply."""
+        message = Message(channel=channel, ts=self._next_ts(), text=text, blocks=None, thread_ts=thread_ts,
+                          user=user, files=files)
+        self.messages[(channel, message.ts)] = message
+        return message
+
+    def add_file(self, file_id: str, name: str, mimetype: str, content: bytes, channels: tuple[str, ...],
+                 title: str = "") -> File:
+        self.files[file_id] = File(file_id, name, mimetype, content, channels, title or name)
+        return self.files[file_id]
+
+    def file_url(self, file_id: str) -> str:
+        file = self.files[file_id]
+        return f"http://127.0.0.1:{self.port}/files/{file.id}/{file.name}"
+
+    async def _download(self, request: web.Request) -> web.Response:
+        file = self.files.get(request.match_info["id"])
+        auth = request.headers.get("Authorization", "")
+        self.downloads.append((request.match_info["id"], auth))
+        if file is None or not auth.startswith("Bearer xox"):
+            return web.Response(status=302, headers={"Location": "/signin"})  # Slack's answer without a token
+        return web.Response(body=file.content, headers={"Content-Type": file.mimetype})
+
+    def _m_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        file = self.files.get(str(params.get("file")))
+        if file is None:
+            return {"ok": False, "error": "file_not_found"}
+        url = self.file_url(file.id)
+        public = [c for c in file.channels if self.channels.get(c, "public") == "public"]
+        private = [c for c in file.channels if c not in public]
+        return {"ok": True, "file": {"id": file.id, "name": file.name, "title": file.title, "mimetype": file.mimetype,
+                                     "size": len(file.content), "url_private": url, "url_private_download": url,
+                                     "permalink": url, "channels": public, "groups": private, "ims": []}}
 
     def declare_channel(self, channel: str, kind: ChannelKind) -> None:
         """What conversations.info says of `channel`; "unreachable" answers `channel_not_found`, as Slack
@@ -508,7 +565,9 @@ class SlackAPIPeer:
         start, limit = int(params.get("cursor") or 0), int(params.get("limit") or 100)
         metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
         page = [{"type": "message", "ts": m.ts, "text": m.text, "thread_ts": m.thread_ts or m.ts,
-                 **({"metadata": m.metadata} if metadata and m.metadata else {})}
+                 **({"metadata": m.metadata} if metadata and m.metadata else {}),
+                 **({"user": m.user} if m.user else {}),
+                 **({"files": [{"id": f, "name": self.files[f].name} for f in m.files]} if m.files else {})}
                 for m in thread[start:start + limit]]
         more = start + limit < len(thread)
         return {"ok": True, "messages": page, "has_more": more,
@@ -679,7 +738,9 @@ def shortcut_payload(message: Message, callback_id: str, *, user: str = "U1", te
         "api_app_id": "A1", "token": "legacy", "trigger_id": f"trigger-{time.monotonic_ns()}",
         "response_url": response_url, "message_ts": message.ts,
         "message": {"type": "message", "ts": message.ts, "text": message.text, "blocks": message.blocks or [],
-                    **({"thread_ts": message.thread_ts} if message.thread_ts else {})},
+                    **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
+                    **({"user": message.user} if message.user else {}),
+                    **({"files": [{"id": f} for f in message.files]} if message.files else {})},
     }
 
 

@@ -12,12 +12,13 @@ from slack_bolt.async_app import AsyncApp
 
 from bots.slack.blocks import CONTINUE_ACTION, INTERJECT_ACTION, PAGE_ACTION, QUOTE_ACTION, VOTE_ACTION
 from bots.slack.listeners.command import debate_command
+from bots.slack.listeners.debate_this import DEBATE_THIS, debate_this_shortcut, debate_this_submitted
 from bots.slack.listeners.forms import continue_button, continue_submitted, interject_button, interject_submitted
 from bots.slack.listeners.home import home_opened
 from bots.slack.listeners.quote import quote_button, quote_shortcut
 from bots.slack.listeners.unfurl import link_shared, page_opened
 from bots.slack.listeners.votes import vote_button
-from bots.slack.modals import CONTINUE_VIEW, INTERJECT_VIEW
+from bots.slack.modals import CONTINUE_VIEW, DEBATE_THIS_VIEW, INTERJECT_VIEW
 from bots.slack.runtime import SlackRuntime
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ def register_listeners(app: AsyncApp, runtime: SlackRuntime) -> None:
     app.action(CONTINUE_ACTION)(continue_button)
     app.view_submission(INTERJECT_VIEW)(interject_submitted)
     app.view_submission(CONTINUE_VIEW)(continue_submitted)
+    app.shortcut(DEBATE_THIS)(debate_this_shortcut)  # a debate over a message, its files and its thread
+    app.view_submission(DEBATE_THIS_VIEW)(debate_this_submitted)
     app.event("app_home_opened")(home_opened)
     app.event("link_shared")(link_shared)  # a debate page's link unfurled where recall may show it
     app.action(PAGE_ACTION)(page_opened)

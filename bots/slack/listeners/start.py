@@ -8,6 +8,7 @@ is the debate's thread. Taking it back is `chat.delete`. Everything else, in ord
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from slack_sdk.errors import SlackApiError
@@ -15,11 +16,13 @@ from slack_sdk.errors import SlackApiError
 from bots.commands import StartDebate
 from bots.page import page_link
 from bots.settings import bot_settings
+from bots.slack.files import SlackFiles
 from bots.slack.listeners.invocation import Invocation
 from bots.slack.surface import PLATFORM, SlackThread
 from bots.thread import Paced, Running, Urgency
 from bots.thread.pacing import Pacer
 from bots.thread.start import Origin, PostedRoot, RootRefused, start_in_thread
+from orchestrator.brief.gather import Material
 from orchestrator.models import DebateSpec
 
 log = logging.getLogger(__name__)
@@ -57,12 +60,19 @@ class SlackRoot:
             log.info("slack: a withdrawn debate's root %s stays: %s", posted.root_id, exc.response.get("error"))
 
 
-async def start_debate(command: StartDebate, inv: Invocation) -> str | None:
-    """Returns the new debate's id, or None when this request started nothing new (a repeat)."""
+async def start_debate(command: StartDebate, inv: Invocation, materials: Sequence[Material] = ()) -> str | None:
+    """Returns the new debate's id, or None when this request started nothing new (a repeat). `materials`:
+    what **Debate this** read for the brief; a `--context` link to a Slack file is read here with the bot
+    token, and refused unless the file was shared in this channel (bots/slack/files.py)."""
+    files = SlackFiles(inv.client, bot_settings(inv.runtime.core.settings).slack_api_base_url)
+    slack_links = [link for link in command.context if files.is_slack_file(link)]
+    if slack_links:
+        materials = [*materials, *[await files.link_material(link, inv.channel_id) for link in slack_links]]
+        command = command.model_copy(update={"context": tuple(c for c in command.context if c not in slack_links)})
     origin = Origin(platform=PLATFORM, channel=inv.channel_id, user=inv.user_id, workspace=inv.team_id,
                     channel_private=await inv.channel_private(), request_key=inv.request_key)
     poster = SlackRoot(inv, inv.runtime.pacers.for_workspace(inv.team_id))
-    started = await start_in_thread(inv.runtime.core, inv.runtime.tailer, command, origin, poster)
+    started = await start_in_thread(inv.runtime.core, inv.runtime.tailer, command, origin, poster, materials)
     if started is None:
         return None
     for note in started.notes:

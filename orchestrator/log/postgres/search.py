@@ -109,6 +109,8 @@ SOURCES: tuple[_Source, ...] = (
     _Source("recommendation", "verdicts", "recommendation_tsv",
             "coalesce(s.recommendation, '') || ' ' || coalesce(s.reasoning, '')", "s.seq", "bigint",
             "s.at desc nulls last, s.seq desc", "s.debate_id", "join debates d on d.id = s.debate_id"),
+    _Source("source", "sources", "text_tsv", "s.title || ' ' || s.text", "s.seq", "bigint", "s.seq desc",
+            "s.debate_id", "join debates d on d.id = s.debate_id"),
 )
 
 
