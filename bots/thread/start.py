@@ -3,12 +3,12 @@
 A platform hands `start_in_thread` a `RootPoster` (how to post its root message, opening its thread, and take it
 back). Everything else is here, in order: (1) the request checked and admitted (`bots.commands.chat_spec`: channel
 defaults, chat policy, quotas; its slot reserved in the log), then its brief read (orchestrator/brief); (2) the root
-posted (a `RootRefused` gives the slot back and tells the user why); (3) the debate recorded with its thread, before a worker or a restarted front needs it;
-(4) the thread's sink opened (it records the root under its key); (5) the debate enqueued under the request's key:
-when another debate already holds that key (a retry past the log's claim) this one is withdrawn (sink closed, root
-deleted and marked final, slot given back); (6) the front's tailer follows the workers' stream into the sink.
-Anything that fails before step 5 is done undoes what was done: the sink closed, the debate ended failed with the
-reason, its slot given back. A rematch takes the same path (`StartDebate.rematch_of`).
+posted (a `RootRefused` gives the slot back and tells the user why); (3) the debate recorded with its thread, before
+a worker or a restarted front needs it; (4) the thread's sink opened (it records the root under its key); (5) the
+debate enqueued under the request's key: when another debate already holds that key (a retry past the log's claim)
+this one is withdrawn (sink closed, root deleted and marked final, slot given back); (6) the front's tailer follows
+the workers' stream into the sink. Anything that fails before step 5 is done undoes what was done: the sink closed,
+the debate ended failed with the reason, its slot given back. A rematch takes the same path (`StartDebate.rematch_of`).
 """
 
 from __future__ import annotations
