@@ -48,16 +48,27 @@ class Usage(BaseModel):
     total: UsageLine
 
 
-def parse_since(text: str, now: float) -> float:
-    """`7d`, `24h`, `30m`, `2w`, or a date (`2026-03-01`, UTC): the start of the span. ValueError otherwise."""
+def parse_since(text: str, now: float, option: str = "--since") -> float:
+    """`7d`, `24h`, `30m`, `2w`, or a date (`2026-03-01`, UTC): the start of the span, at or after
+    1970-01-01 (the log holds nothing older, and the clock's arithmetic stops there). ValueError (one
+    sentence naming `option`) otherwise, whatever the size of the number."""
+    shown = text if len(text) <= 40 else text[:40] + "…"
     if found := _SPAN.match(text):
-        return now - int(found.group(1)) * _SECONDS[found.group(2)]
+        digits = found.group(1).lstrip("0") or "0"
+        # compared as whole numbers: a 400-digit span never becomes a float
+        if len(digits) > 12 or int(digits) * _SECONDS[found.group(2)] > now:
+            raise ValueError(f"{option} {shown.strip()} reaches back before 1970-01-01; give a shorter span "
+                             "or a date such as 2026-03-01")
+        return now - int(digits) * _SECONDS[found.group(2)]
     try:
         moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(f"--since takes a span such as 7d, 24h or 30m, or a date such as 2026-03-01, not {text!r}"
-                         ) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+        start = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    except (ValueError, OverflowError):
+        raise ValueError(f"{option} takes a span such as 7d, 24h or 30m, or a date such as 2026-03-01, "
+                         f"not {shown!r}") from None
+    if start < 0:
+        raise ValueError(f"{option} {shown.strip()} is before 1970-01-01; give a later date")
+    return start
 
 
 def _key(by: By) -> Callable[[SpentCall], str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.fakes.llm_server import FakeLLMServer
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-from tests.test_cli import debate, two_providers
+from tests.test_cli import clean_env, debate, two_providers
 
 
 def recorded(log_backend: LogBackend) -> tuple[int, float, int, int]:
@@ -57,3 +57,16 @@ async def test_usage_adds_up_every_model_call_the_log_recorded(tmp_path: Path, l
 
     code, out, err = await debate(tmp_path, "usage", "--since", "2026-13-40", env=env)
     assert code == 2 and out == "" and "--since takes a span" in err and len(err.strip().splitlines()) == 1
+
+
+async def test_every_span_too_long_or_too_big_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Issue 57 item 7: a span past 1970 (`99999999d`), a 400-digit one, a date before 1970 or past year 9999:
+    one line on stderr, nothing on stdout, exit 2 — never a traceback."""
+    env = clean_env(tmp_path)
+    for since in ("99999999d", "9" * 400 + "d", "1" * 13 + "m", "1969-12-31", "0001-01-01", "10000-01-01"):
+        code, out, err = await debate(tmp_path, "usage", "--since", since, env=env)
+        assert code == 2 and out == "", (since, code, out, err)
+        assert len(err.strip().splitlines()) == 1 and "--since" in err and "Traceback" not in err, (since, err)
+        assert len(err) < 300, err  # the 400 digits are not echoed back whole
+    code, out, err = await debate(tmp_path, "usage", "--since", "20000d", env=env)
+    assert code == 0, err  # back to 1971: a long span that fits is fine
