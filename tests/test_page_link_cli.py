@@ -11,7 +11,7 @@ from orchestrator.log import open_log
 from tests.page_harness import PUBLIC_URL, local, log_debate, serve_pages, settings
 from tests.test_cli import clean_env, debate
 
-SECRET = "page-secret-for-tests"
+SECRET = "page-secret-for-tests-0123456789ab"
 
 
 async def test_debate_link_prints_the_page_link_and_revoke_makes_the_old_one_404(tmp_path: Path) -> None:
