@@ -67,5 +67,5 @@ async def test_usage_shows_an_admin_the_workspace_and_anyone_else_their_own_spen
         models = await answer(peer, await ask(bot, peer, "models", user="U1"))
         assert "no known price counts at its vendor's highest known price" in models
 
-        # a topic that starts with the word is a debate, not the command
-        assert await debated(bot, peer, "usage based pricing or seats? --rounds 1", user="U1")
+        # a topic that starts with the word is the command (issue 57) unless it is quoted
+        assert await debated(bot, peer, '"usage based pricing or seats?" --rounds 1', user="U1")

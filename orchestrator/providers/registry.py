@@ -17,6 +17,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from orchestrator.config import Settings
+from orchestrator.models import MAX_MODEL_CHARS, too_long
 from orchestrator.providers.base import ModelStringError, UnknownProviderError
 from orchestrator.providers.spec import (
     DEFAULT_BUDGETS,
@@ -119,6 +120,8 @@ def provider_spec(name: str) -> ProviderSpec:
 def parse_model(s: str) -> tuple[str, str]:
     """`"provider:model"` → `(provider, model)`; `cli:claude` → `("cli", "claude")`."""
     text = (s or "").strip()
+    if len(text) > MAX_MODEL_CHARS:
+        raise ModelStringError(too_long(text))
     provider, sep, model = text.partition(":")
     provider, model = provider.strip().lower(), model.strip()
     if not sep or not provider or not model:
