@@ -15,8 +15,8 @@ A call whose model has no known price counts at its vendor's highest known price
 Admission (`check_room` in the log, in the transaction that takes the running slot) refuses a start, a
 `continue` or a rematch whose estimated cost (`estimate_usd`) would take a window past its budget, with
 a `BudgetExceeded` naming the variable, what is left and when the window resets. A running debate is
-checked after each round (`SpendWatch`): once its windows are spent, it stops after that round and
-gets its verdict, with a notice saying why.
+checked after each round, and before a jury sits (`SpendWatch`): once its windows are spent, it stops after
+that round and gets its verdict (from one judge, never the jury), with a notice saying why.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ _WHAT: dict[Window, str] = {
     "month": "this bot may spend per month",
 }
 PROMPT_TOKENS = 1500  # a call's instructions and topic, before any debate text
-JUDGE_PASSES = 2  # the judge reads the debate twice, the seats' order swapped
+JUDGE_PASSES = 2  # the judge (and each juror) reads the debate twice, the seats' order swapped
+CHAIR_MAX_TOKENS = 2000  # a council chair's synthesis (orchestrator/debate/formats/council.py)
 
 
 class SpentCall(BaseModel):
@@ -152,14 +153,36 @@ def _call_usd(model: str, input_tokens: int, output_tokens: int) -> float:
 def estimate_usd(spec: DebateSpec, rounds: int | None = None) -> float:
     """What `rounds` (default: the spec's) more rounds of `spec` and its verdict may cost at most: each
     round every seat writes its effort's output budget at its model's price, reading the instructions and
-    the round before; the judge reads every round, twice."""
-    rounds = spec.rounds if rounds is None else rounds
+    the round before; then the verdict (`verdict_usd`). A council is priced by its own stages
+    (`council_usd`), whatever `rounds` says."""
     outputs = {seat.label: output_budget(seat.model.partition(":")[0], spec.effort) for seat in spec.seats}
     one_round = sum(outputs.values())
+    if spec.format == "council":
+        return council_usd(spec, outputs, answered=rounds is None)
+    rounds = spec.rounds if rounds is None else rounds
     turns = sum(_call_usd(seat.model, PROMPT_TOKENS + one_round, outputs[seat.label]) for seat in spec.seats)
-    judge_out = output_budget(spec.judge.partition(":")[0], spec.effort)
-    judged = JUDGE_PASSES * _call_usd(spec.judge, PROMPT_TOKENS + rounds * one_round, judge_out)
-    return rounds * turns + judged
+    return rounds * turns + verdict_usd(spec, rounds * one_round)
+
+
+def verdict_usd(spec: DebateSpec, transcript_tokens: int) -> float:
+    """The verdict over `transcript_tokens` of debate: every juror's passes (JUDGE_PASSES each) when a jury
+    sits, else the judge's passes and, when a tie-break judge is named, its one pass."""
+    passes = [(juror, JUDGE_PASSES) for juror in spec.judges] or [(spec.judge, JUDGE_PASSES)]
+    if not spec.judges and spec.tiebreak_judge:
+        passes.append((spec.tiebreak_judge, 1))
+    return sum(n * _call_usd(model, PROMPT_TOKENS + transcript_tokens,
+                             output_budget(model.partition(":")[0], spec.effort)) for model, n in passes)
+
+
+def council_usd(spec: DebateSpec, outputs: dict[str, int], *, answered: bool = True) -> float:
+    """A council: every member's answer (`answered`: a start; a `continue` ranks the answers it has), every
+    member's ranking of all the answers, and the chair's synthesis from the answers and the rankings."""
+    all_answers = sum(outputs.values())
+    answers = sum(_call_usd(seat.model, PROMPT_TOKENS, outputs[seat.label]) for seat in spec.seats)
+    rankings = sum(_call_usd(seat.model, PROMPT_TOKENS + all_answers, outputs[seat.label]) for seat in spec.seats)
+    chair_out = max(CHAIR_MAX_TOKENS, output_budget(spec.judge.partition(":")[0], spec.effort))
+    chair = _call_usd(spec.judge, PROMPT_TOKENS + 2 * all_answers, chair_out)
+    return (answers if answered else 0.0) + rankings + chair
 
 
 # ---- refusals
@@ -208,15 +231,22 @@ def check_budget(budget: Budget | None, claim: Claim, estimated_usd: float, call
             raise BudgetExceeded(window, allowed, used, estimated_usd, at)
 
 
-def stop_reason(budget: Budget, claim: Claim, calls: Iterable[SpentCall], at: float) -> str | None:
-    """Why a running debate stops after the round it finished (a budget spent in its window), or None."""
+def stop_reason(budget: Budget, claim: Claim, calls: Iterable[SpentCall], at: float, *, jury: int = 0,
+                last: bool = False) -> str | None:
+    """Why a running debate stops after the round it finished (a budget spent in its window), or None.
+    `jury`: the size of the jury that would sit (it does not: one judge decides); `last`: the round was the
+    last one planned (only a jury is then held back)."""
     recorded = list(calls)
     for window, allowed in limits(budget, claim):
         used = spent(window, recorded, claim, at)
         if used >= allowed:
             resets = _when(at, resets_at(window, at))
-            return (f"Stopped early: {_money(used)} of the {_money(allowed)} {_WHAT[window]} ({VARIABLES[window]}) "
-                    f"is spent, so the debate ended after this round; the budget resets at {resets}.")
+            spent_text = f"{_money(used)} of the {_money(allowed)} {_WHAT[window]} ({VARIABLES[window]}) is spent"
+            judged = f"one judge decides instead of the {jury}-judge jury" if jury else ""
+            if last:
+                return f"Budget reached: {spent_text}, so {judged}; the budget resets at {resets}."
+            return (f"Stopped early: {spent_text}, so the debate ended after this round"
+                    f"{' and ' + judged if judged else ''}; the budget resets at {resets}.")
     return None
 
 
@@ -239,11 +269,13 @@ class SpendWatch:
     def __repr__(self) -> str:
         return "SpendWatch()"
 
-    async def stop_reason(self, spec: DebateSpec, holder: str | None = None) -> str | None:
+    async def stop_reason(self, spec: DebateSpec, holder: str | None = None, *, last: bool = False) -> str | None:
+        """`last`: asked after the last round, before a jury sits."""
         at = time.time()
         claim = Claim(platform=spec.platform, workspace=spec.workspace, user=holder or spec.requested_by,
                       channel=spec.channel)
-        return stop_reason(self.budget, claim, await self.store.spent_calls(month_start(at)), at)
+        return stop_reason(self.budget, claim, await self.store.spent_calls(month_start(at)), at,
+                           jury=len(spec.judges), last=last)
 
 
 class CallUsage(BaseModel):

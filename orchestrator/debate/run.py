@@ -358,16 +358,17 @@ class DebateRun:
         self.interjections.extend(await self.steps.call(start_round))  # later prompts quote what was shown
 
     async def round_completed(self, round: int, total: int) -> None:
-        """The round ends, and before a later round the spend is checked, in the same step whether or not
-        a budget is set (so setting one never changes a running debate's steps): once a budget is spent,
-        `stopped_early` says why and a notice tells users (the formats then stop, and the verdict covers
-        the rounds so far)."""
+        """The round ends, and before a later round (or a jury) the spend is checked, in the same step
+        whether or not a budget is set (so setting one never changes a running debate's steps): once a
+        budget is spent, `stopped_early` says why and a notice tells users (the formats then stop, and the
+        verdict covers the rounds so far, from one judge: the jury does not sit)."""
         shown = self.scrub(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
-        watch = self.spend if round < total else None
+        last = round >= total
+        watch = self.spend if not last or self.spec.judges else None  # a jury is checked for, as a round is
 
         async def complete_round() -> str | None:
             await self.bus.emit(shown)
-            return await watch.stop_reason(self.spec) if watch is not None else None
+            return await watch.stop_reason(self.spec, last=last) if watch is not None else None
 
         reason = await complete_round() if self.bus.silent else await self.steps.call(complete_round)
         self.end_round_span()
