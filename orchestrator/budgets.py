@@ -64,6 +64,7 @@ class SpentCall(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None  # None: the model's price is unknown
+    tokens_estimated: bool = False  # not reported by the server: counted from the text (a failed call's)
 
     @property
     def counted_usd(self) -> float:
@@ -290,3 +291,4 @@ class CallUsage(BaseModel):
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
+    tokens_estimated: bool = False

@@ -110,7 +110,8 @@ def observe_call(model_string: str, seconds: float, *, error_kind: str = "", inp
         FIRST_TOKEN.labels(*labels).observe(first_token_s)
     if error_kind:
         CALL_FAILURES.labels(labels[0], error_kind).inc()
-        return
+        if not (input_tokens or output_tokens):  # a failed call that streamed text is counted as it is billed
+            return
     TOKEN_USAGE.labels(*labels, "input").observe(input_tokens)
     TOKEN_USAGE.labels(*labels, "output").observe(output_tokens)
     if cost_usd is None:

@@ -150,6 +150,7 @@ class Turn(Frozen):
     output_tokens: int = 0
     status: TurnStatus = "ok"
     error: str | None = None
+    tokens_estimated: bool = False  # the server reported no usage (a call cut or failed mid-stream, …)
 
 
 class StanceScore(Frozen):

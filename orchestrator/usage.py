@@ -37,6 +37,7 @@ class UsageLine(BaseModel):
     cost_usd: float = 0.0  # the sum of the costs recorded in the log
     unpriced_calls: int = 0  # calls whose model has no known price (no recorded cost)
     counted_usd: float = 0.0  # what the budgets count: the unpriced at their vendor's highest price
+    estimated_calls: int = 0  # calls whose tokens the server did not report (counted from their text)
 
 
 class Usage(BaseModel):
@@ -86,7 +87,8 @@ def _line(key: str, calls: list[SpentCall]) -> UsageLine:
                      output_tokens=sum(c.output_tokens for c in calls),
                      cost_usd=round(sum(c.cost_usd or 0.0 for c in calls), 9),
                      unpriced_calls=sum(c.cost_usd is None for c in calls),
-                     counted_usd=round(sum(c.counted_usd for c in calls), 9))
+                     counted_usd=round(sum(c.counted_usd for c in calls), 9),
+                     estimated_calls=sum(c.tokens_estimated for c in calls))
 
 
 def usage(calls: Iterable[SpentCall], since: float, by: By = "day") -> Usage:

@@ -80,6 +80,12 @@ class CallResult(BaseModel):
     completion: Completion | None = None
     error: str = ""
     error_kind: str = ""  # ProviderError.kind ("timeout", "auth", …), or CONFIG_ERROR
+    spent: Completion | None = None  # a failed call's tokens (no text), when it streamed or reported any
+
+    @property
+    def used(self) -> Completion | None:
+        """The tokens this call is counted for: the completion's, or what a failed call had used."""
+        return self.completion or self.spent
 
 
 class TurnResult(BaseModel):
@@ -177,10 +183,11 @@ class DebateRun:
 
         async def model_call() -> CallResult:  # a closure: what a stopped step's log line shows stays short
             result = await self._call_model(model_string, call, None)
-            if (done := result.completion) is not None:
+            if (used := result.used) is not None:  # a failed call that streamed text is paid for too
                 await self.bus.emit(CallRecorded(debate_id=self.debate_id, at=result.started_at, purpose=purpose,
                                                  attempt=uuid.uuid4().hex, model=model_string,
-                                                 input_tokens=done.input_tokens, output_tokens=done.output_tokens))
+                                                 input_tokens=used.input_tokens, output_tokens=used.output_tokens,
+                                                 tokens_estimated=used.tokens_estimated))
             return result
 
         return self._count(model_string, await self.steps.call(model_call, preemptible=True))
@@ -190,11 +197,11 @@ class DebateRun:
         if result.error_kind == CONFIG_ERROR:
             return result
         self.stats.attempted += 1
-        if result.completion is None:
-            if result.error_kind == "timeout":
-                self.stats.timed_out += 1
+        if result.completion is None and result.error_kind == "timeout":
+            self.stats.timed_out += 1
+        completion = result.used
+        if completion is None:
             return result
-        completion = result.completion
         self.stats.input_tokens += completion.input_tokens
         self.stats.output_tokens += completion.output_tokens
         cost = estimate_cost(model_string, completion.input_tokens, completion.output_tokens)
@@ -212,7 +219,7 @@ class DebateRun:
         first_token: list[float] = []
         with self._chat_span(model_string, stream) as span:
             result = await self._make_call(model_string, call, stream, first_token)
-            completion = result.completion
+            completion = result.used
             tracing.note(span, {"gen_ai.usage.input_tokens": completion.input_tokens,
                                 "gen_ai.usage.output_tokens": completion.output_tokens} if completion else {},
                          error=result.error_kind)
@@ -265,9 +272,11 @@ class DebateRun:
                     await text.finish()
         except TimeoutError:
             return CallResult(started_at=started, duration_ms=elapsed_ms(), error_kind="timeout",
-                              error=f"{model_string} timed out after {call.timeout_s:.0f} s")
+                              error=f"{model_string} timed out after {call.timeout_s:.0f} s",
+                              spent=cap.spent(call, elapsed_ms()))
         except ProviderError as exc:
-            return CallResult(started_at=started, duration_ms=elapsed_ms(), error=str(exc), error_kind=exc.kind)
+            return CallResult(started_at=started, duration_ms=elapsed_ms(), error=str(exc), error_kind=exc.kind,
+                              spent=cap.spent(call, elapsed_ms(), (exc.input_tokens, exc.output_tokens)))
         return CallResult(started_at=started, duration_ms=elapsed_ms(), completion=completion)
 
     async def turn(self, seat: Seat, round: int, kind: str, system: str, user: str, *, record: bool = True) -> Turn:
@@ -387,9 +396,13 @@ def _closing_event(where: dict[str, Any], result: CallResult) -> TurnCompleted |
     model): completed with the text, or failed with a user-safe error."""
     completion = result.completion
     if completion is None:
+        spent = result.spent  # what it streamed before failing is paid for: its tokens are counted
         failed = Turn(**where, started_at=result.started_at, status="failed", error=sanitize_metadata(result.error),
-                      duration_ms=result.duration_ms)
+                      duration_ms=result.duration_ms, input_tokens=spent.input_tokens if spent else 0,
+                      output_tokens=spent.output_tokens if spent else 0,
+                      tokens_estimated=spent.tokens_estimated if spent else False)
         return TurnFailed(debate_id=failed.debate_id, turn=failed)
     done = Turn(**where, started_at=result.started_at, text=completion.text, duration_ms=completion.duration_ms,
-                input_tokens=completion.input_tokens, output_tokens=completion.output_tokens)
+                input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
+                tokens_estimated=completion.tokens_estimated)
     return TurnCompleted(debate_id=done.debate_id, turn=done)

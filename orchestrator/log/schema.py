@@ -406,3 +406,12 @@ def m017_scoped_turn_search_window(step: Step) -> None:
     """Postgres: `debate_turn_window` takes a search's scope (turn_window.py), so `/debate search` in a
     channel reads its window from an id range too, not by walking the turns and joining each match."""
     step.postgres(SCOPED_TURN_WINDOW_SQL)
+
+
+@migration
+def m018_limits_tokens_estimated(step: Step) -> None:
+    """Whether a call's tokens are estimated (about four characters a token) rather than reported by the
+    server: a call that failed or timed out after streaming text is counted too (its tokens cost money),
+    from the text it streamed, and the usage view says how many calls were counted so. Null: reported."""
+    step.both("alter table turns add column tokens_estimated {flag}")
+    step.both("alter table model_calls add column tokens_estimated {flag}")

@@ -43,7 +43,7 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("model_calls", ("attempt",), "at, attempt"),
 )
 TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at", "held_since"}
-FLAG_COLUMNS = {"channel_private", "split", "final"}
+FLAG_COLUMNS = {"channel_private", "split", "final", "tokens_estimated"}
 POSTGRES_ONLY = {"seq", "topic_tsv", "text_tsv", "recommendation_tsv"}  # generated there, never copied
 
 
