@@ -215,7 +215,10 @@ class BudgetExceeded(QuotaExceeded):
         super().__init__("budget", 0, at=at, frees_at=self.resets_at)
 
     def user_text(self) -> str:
-        return (f"This debate could cost up to {_money(self.estimated_usd)}, and only {_money(self.left_usd)} is left "
+        # what is left of the month's budget would tell any chat user what the whole deployment spent
+        left = (" more than is left" if self.window == "month" else
+                f", and only {_money(self.left_usd)} is left")
+        return (f"This debate could cost up to {_money(self.estimated_usd)},{left} "
                 f"of the {_money(self.allowed_usd)} {_WHAT[self.window]} ({self.variable}). The budget resets at "
                 f"{_when(self.at, self.resets_at)}; try fewer rounds, a lower effort or cheaper models before then.")
 
@@ -242,7 +245,9 @@ def stop_reason(budget: Budget, claim: Claim, calls: Iterable[SpentCall], at: fl
         used = spent(window, recorded, claim, at)
         if used >= allowed:
             resets = _when(at, resets_at(window, at))
-            spent_text = f"{_money(used)} of the {_money(allowed)} {_WHAT[window]} ({VARIABLES[window]}) is spent"
+            # the month's is the whole deployment's: what it spent is the operator's to see, not a channel's
+            amount = "" if window == "month" else f"{_money(used)} of "
+            spent_text = f"{amount}the {_money(allowed)} {_WHAT[window]} ({VARIABLES[window]}) is spent"
             judged = f"one judge decides instead of the {jury}-judge jury" if jury else ""
             if last:
                 return f"Budget reached: {spent_text}, so {judged}; the budget resets at {resets}."

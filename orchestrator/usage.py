@@ -123,8 +123,9 @@ class Standing(BaseModel):
 
 def standings(calls: Iterable[SpentCall], claim: Claim, budget: Budget | None, at: float, *,
               admin: bool) -> list[Standing]:
-    """An admin's: the workspace this day and this month, and the deployment's month budget; anyone
-    else's: their own spend this day and month. Each against the budget that applies, if set."""
+    """An admin's: the workspace this day and this month, and (when the deployment has a month budget) the
+    workspace's own share of it; anyone else's: their own spend this day and month. Each against the budget
+    that applies, if set. Never what other workspaces spent: a workspace's admin is not the operator."""
     kept = list(calls)
     mine = [c for c in kept if c.platform == claim.platform and c.workspace == claim.workspace
             and (admin or c.user == claim.user)]
@@ -135,9 +136,8 @@ def standings(calls: Iterable[SpentCall], claim: Claim, budget: Budget | None, a
     found = [Standing(window=day_window, spent_usd=today, resets_at=resets_at(day_window, at),
                       budget_usd=set_.per_workspace_day if admin else set_.per_user_day),
              Standing(window="month", spent_usd=month, resets_at=resets_at("month", at), budget_usd=None)]
-    if admin:  # the month budget is the deployment's: an admin sees what all of it has spent
-        everyone = sum(c.counted_usd for c in kept if c.at >= month_start(at))
-        found.append(Standing(window="month", spent_usd=everyone, resets_at=resets_at("month", at),
+    if admin and set_.per_month is not None:  # the deployment's budget: this workspace's share of it, no more
+        found.append(Standing(window="month", spent_usd=month, resets_at=resets_at("month", at),
                               budget_usd=set_.per_month))
     return found
 
@@ -149,9 +149,13 @@ def standing_lines(found: list[Standing], *, admin: bool, place: str = "workspac
     lines = []
     for n, s in enumerate(found):
         span = "today" if s.window != "month" else "this month"
-        who = "The whole bot" if n == 2 else whose
+        resets = datetime.fromtimestamp(s.resets_at, UTC).strftime('%Y-%m-%d %H:%M')
+        if n == 2 and s.budget_usd is not None:  # the whole bot's budget: what is left of it is not theirs to see
+            share = s.spent_usd / s.budget_usd if s.budget_usd else 0.0
+            lines.append(f"{whose}'s share of the bot's monthly budget: ${s.spent_usd:,.4f} of ${s.budget_usd:,.2f} "
+                         f"({share:.1%}; {s.variable}, shared with every workspace; resets {resets} UTC)")
+            continue
         against = (f" of ${s.budget_usd:,.2f} ({s.variable}; ${max(0.0, s.budget_usd - s.spent_usd):,.2f} left, "
-                   f"resets {datetime.fromtimestamp(s.resets_at, UTC).strftime('%Y-%m-%d %H:%M')} UTC)"
-                   if s.budget_usd is not None else "" if n == 1 else " (no budget set)")
-        lines.append(f"{who} spent ${s.spent_usd:,.4f} {span}{against}")
+                   f"resets {resets} UTC)" if s.budget_usd is not None else "" if n == 1 else " (no budget set)")
+        lines.append(f"{whose} spent ${s.spent_usd:,.4f} {span}{against}")
     return lines

@@ -58,7 +58,9 @@ async def run_watched(srv: FakeLLMServer, spec: DebateSpec, db: Path) -> tuple[O
 
 def stopped_by_the_budget(sink: CollectingSink) -> None:
     (notice,) = [e.text for e in sink.events if isinstance(e, Notice) and "DEBATE_BUDGET_USD_PER_MONTH" in e.text]
-    assert notice.startswith("Stopped early: $6.") and "of the $5.00 this bot may spend per month" in notice, notice
+    assert notice.startswith("Stopped early: the $5.00 this bot may spend per month (DEBATE_BUDGET_USD_PER_MONTH) "
+                             "is spent"), notice
+    assert "$6." not in notice, "what the whole bot spent is the operator's to see"
     assert [e.round for e in sink.events if isinstance(e, RoundStarted)] == [1]
     assert [e for e in sink.events if isinstance(e, VerdictReached)], "the verdict covers the round played"
 
@@ -154,7 +156,7 @@ async def test_a_jury_sits_only_while_the_budget_has_room(
             assert jurors_asked == [] and verdict.jury == (), "the jury did not sit"
             assert judged == {spec.judge}, judged
             (notice,) = notices
-            assert notice.startswith("Budget reached: $6."), notice
+            assert notice.startswith("Budget reached: the $5.00 this bot may spend per month"), notice
             assert "one judge decides instead of the 3-judge jury" in notice, notice
         else:
             assert len(jurors_asked) == 6 and len(verdict.jury) == 3 and notices == []
