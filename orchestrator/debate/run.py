@@ -236,7 +236,8 @@ class DebateRun:
         """The call's `chat {model}` span (GenAI conventions); a debater's turn says its round, seat and kind."""
         if not tracing.enabled():
             return tracing.span("", {})
-        provider, model, operation = model_labels(model_string)
+        provider, _, operation = model_labels(model_string)
+        model = model_string.partition(":")[2] or model_string  # a span is one call: its model as asked for
         attributes: dict[str, Any] = {tracing.CONVERSATION: self.debate_id, "gen_ai.operation.name": operation,
                                       "gen_ai.provider.name": provider, "gen_ai.request.model": model}
         if stream is not None:
