@@ -176,7 +176,7 @@ def subcommand_refusal(name: str, command_of: dict[str, str] | None = None) -> C
     quoted = " To debate a topic that starts with that word, put the topic in quotes."
     if name in OPERATOR_ONLY:
         return CommandError(f"`{name}` is for the operator's command line (`{OPERATOR_ONLY[name]}`), not chat; "
-                            "a debate's page link is on its verdict message." + quoted)
+                            "a debate's page link, where the bot has pages, is on its verdict message." + quoted)
     own = (command_of or {}).get(name)
     return CommandError(f"`{name}` names a command: use `{own or '/debate ' + name}`." + quoted)
 

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from bots.settings import load_settings
+from orchestrator.budgets import BudgetExceeded, check_budget
 from orchestrator.config import ConfigError
+from orchestrator.quotas import Budget, Claim
 from tests.test_cli import clean_env, debate
 
 
@@ -84,6 +86,10 @@ def test_the_settings_that_are_meant_are_kept() -> None:
                              DEBATE_BUDGET_USD_PER_USER_DAY="2.5")
     assert settings.debate_public_url == "https://debates.example.com/team/"
     assert (settings.debate_budget_usd_per_month, settings.debate_budget_usd_per_user_day) == (0.0, 2.5)
+    budget = Budget.from_settings(settings)
+    assert budget is not None and budget.per_month == 0.0
+    with pytest.raises(BudgetExceeded, match="DEBATE_BUDGET_USD_PER_MONTH"):  # 0: every paid start is refused
+        check_budget(budget, Claim(platform="slack", workspace="T1", user="U1", channel="C1"), 0.01, [], 0.0)
     assert load_settings(_env_file=None, DEBATE_PUBLIC_URL="http://127.0.0.1:3000").debate_public_url
 
 
