@@ -82,6 +82,7 @@ HELP_TEXT = (
     f"`--judge MODEL`  `--judges MODEL,MODEL,MODEL` (a jury of {MIN_JUDGES}-{MAX_JUDGES})  "
     f"`--effort {'|'.join(EFFORTS)}`\n"
     "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
+    "A topic that starts with a command's word (`usage`, `history`, `continue` …) goes in quotes.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
     "`/debate quote <id>` · `/debate stop <id>` · `/debate models` · `/debate usage`\n"
