@@ -67,7 +67,7 @@ async def _cpu_over(window_s: float) -> float:
 async def run(smoke: bool) -> Table:
     running, samples, window_s = (10, 40, 1.0) if smoke else (100, 400, 10.0)
     table = Table(f"debate page: a 5-round debate's page with {running} debates running; CPU per live viewer")
-    settings = BotSettings(_env_file=None, DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="bench")  # type: ignore[call-arg]
+    settings = BotSettings(_env_file=None, DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="b" * 32)  # type: ignore[call-arg]
     with tempfile.TemporaryDirectory(prefix="bench-page-") as tmp:
         async with open_log(Path(tmp) / "debates.db") as store:
             finished, live = await _log(store, running)

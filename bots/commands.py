@@ -23,13 +23,13 @@ from pydantic import ValidationError
 from bots.grammar import (
     ID_RE,
     TEAM_HELP,
+    TEAM_SUBCOMMANDS,
     CommandError,
     Config,
     Continue,
     Interject,
     Rematch,
     _Command,
-    is_team_command,
     parse_team_command,
     split_options,
 )
@@ -64,6 +64,14 @@ from orchestrator.providers import (
 from orchestrator.quotas import Quota, QuotaExceeded
 
 SUBCOMMANDS = ("help", "models", "history", "search", "show", "stop", "quote", "usage")
+# the command line's own words: in chat they are answered with where to find them, never debated
+OPERATOR_ONLY = {"link": "debate link ID", "export": "debate export ID --format md|json",
+                 "purge": "debate purge …", "audit": "debate audit"}
+USAGE_LINES = {
+    "usage": "`/debate usage` takes nothing after it: it shows the spend you may see and the budgets.",
+    "history": "`/debate history` takes an optional count, e.g. `/debate history 20`.",
+    "models": "`/debate models` takes nothing after it.",
+}
 
 HELP_TEXT = (
     "*Start a debate*\n"
@@ -73,6 +81,7 @@ HELP_TEXT = (
     f"`--effort {'|'.join(EFFORTS)}`  `--context URL` (a page every debater and the judge read; repeatable)\n"
     "MODEL is provider:model, e.g. `anthropic:claude-sonnet-4-6`, `openai:gpt-5`, `ollama:qwen3`.\n"
     "To debate a message, its files and its thread: the message's *Debate this* action.\n"
+    "A topic that starts with a command's word (`usage`, `history`, `continue` …) goes in quotes.\n"
     "*Recall*\n"
     "`/debate search <words>` · `/debate history` · `/debate show <id>` · "
     "`/debate quote <id>` · `/debate stop <id>` · `/debate models` · `/debate usage`\n"
@@ -169,14 +178,38 @@ def context_links(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(links)
 
 
+def named_subcommand(topic: str) -> str | None:
+    """The subcommand a text's first word names (`usage`, `link`, `continue` …), or None. A topic that
+    starts with such a word is put in quotes to be debated (`/debate "usage based pricing?"`)."""
+    head = (topic.split(None, 1) or [""])[0].lower()
+    return head if head in SUBCOMMANDS or head in TEAM_SUBCOMMANDS or head in OPERATOR_ONLY else None
+
+
+def subcommand_refusal(name: str, command_of: dict[str, str] | None = None) -> CommandError:
+    """What a surface says to a topic whose first word is the subcommand `name` (`command_of`: the surface's
+    own command for it, e.g. Discord's `/debate-usage`)."""
+    quoted = " To debate a topic that starts with that word, put the topic in quotes."
+    if name in OPERATOR_ONLY:
+        return CommandError(f"`{name}` is for the operator's command line (`{OPERATOR_ONLY[name]}`), not chat; "
+                            "a debate's page link, where the bot has pages, is on its verdict message." + quoted)
+    own = (command_of or {}).get(name)
+    return CommandError(f"`{name}` names a command: use `{own or '/debate ' + name}`." + quoted)
+
+
 def parse_command(text: str) -> Command:
-    """Turn the text after `/debate` into a Command, or raise CommandError with a user-facing message."""
+    """Turn the text after `/debate` into a Command, or raise CommandError with a user-facing message.
+    A first word that names a subcommand is that subcommand, whatever follows; wrong arguments get its
+    usage line, never a debate (a topic that starts with such a word is given in quotes)."""
     words = text.split()
     if not words:
         return Help()
     head = words[0].lower()
-    if head in SUBCOMMANDS and (head != "history" or len(words) <= 2) and (head != "usage" or len(words) == 1):
+    if head in OPERATOR_ONLY:
+        raise subcommand_refusal(head)
+    if head in SUBCOMMANDS:
         rest = words[1:]
+        if head in ("models", "usage") and rest:
+            raise CommandError(USAGE_LINES[head])
         if head == "help":
             return Help()
         if head == "models":
@@ -184,8 +217,8 @@ def parse_command(text: str) -> Command:
         if head == "usage":
             return Usage()
         if head == "history":
-            if rest and not _small_number(rest[0]):
-                raise CommandError("`/debate history` takes an optional count, e.g. `/debate history 20`.")
+            if len(rest) > 1 or (rest and not _small_number(rest[0])):
+                raise CommandError(USAGE_LINES["history"])
             return History(limit=min(int(rest[0]), 50) if rest else 10)
         if head == "search":
             if not rest:
@@ -194,7 +227,7 @@ def parse_command(text: str) -> Command:
         if head in ("show", "stop", "quote"):
             cls = {"show": Show, "stop": Stop, "quote": Quote}[head]
             return cls(debate_id=_debate_id(rest, head))
-    if is_team_command(head, words[1:]):
+    if head in TEAM_SUBCOMMANDS:
         return parse_team_command(text)
     rest, options = split_options(words)
     return _start(rest, options)

@@ -133,14 +133,6 @@ def split_options(words: list[str], allowed: tuple[str, ...] = OPTIONS) -> tuple
     return rest, options
 
 
-def is_team_command(head: str, rest: list[str]) -> bool:
-    """Whether `/debate <head> <rest…>` is one of these commands rather than a topic that starts with
-    the same word ("continue investing in Kafka?"): `continue` when an id (or nothing) follows it."""
-    if head == "continue":
-        return not rest or is_debate_id(rest[0])
-    return head in TEAM_SUBCOMMANDS
-
-
 def parse_team_command(text: str) -> Interject | Continue | Rematch | Config:
     """One of these commands from the text after `/debate` (its first word names it). A note or new
     facts keep their words as typed, `--` included."""

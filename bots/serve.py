@@ -18,11 +18,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from bots.page import PageSite
 from bots.settings import BotSettings, bot_settings
 from bots.signals import on_stop_signals
-from bots.web import Health, WebFront, check_port, health_for
+from bots.web import Health, WebFront, check_port, health_for, metrics_front
 from orchestrator import heap
 from orchestrator.app import STOP_GRACE_S, Core
 from orchestrator.config import ConfigError, Settings
@@ -46,16 +49,18 @@ def slack_configured(settings: BotSettings) -> bool:
 
 
 async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, port: int, front_only: bool = False,
-                grace_s: float = STOP_GRACE_S, name: str | None = None) -> int:
+                grace_s: float = STOP_GRACE_S, name: str | None = None, metrics: MetricsListener | None = None) -> int:
     """Run every requested platform (both configured ones by default) until SIGINT/SIGTERM. `name`
     (`--name`, default the host's): this front's name in the thread leases (and, with the worker in
-    this process, its executor id `serve-<name>`): unique among running processes, stable across restarts."""
+    this process, its executor id `serve-<name>`): unique among running processes, stable across restarts.
+    `metrics` (`--metrics-port`): GET /metrics on a listener of its own instead of this host's loopback."""
     settings = bot_settings(settings)
     if not slack and not discord:
         slack, discord = slack_configured(settings), bool(settings.discord_bot_token)
         if not slack and not discord:
             raise ConfigError(NOTHING_TO_SERVE)
     check_port(host, port)
+    check_metrics_port(metrics, port)
     stopping, stop = asyncio.Event(), asyncio.Event()
     on_stop_signals(stopping.set)
     if slack:
@@ -69,10 +74,11 @@ async def serve(settings: Settings, *, slack: bool, discord: bool, host: str, po
         if name is None:  # two fronts on one host must not share a lease name: the port tells them apart
             core.name = f"{socket.gethostname()}-{port}"
         # one HTTP server in every shape: GET /healthz, and /slack/events in Slack's HTTP mode
-        front = WebFront(health_for(lambda: 0, slack=slack, discord=discord))
+        front = WebFront(health_for(lambda: 0, slack=slack, discord=discord),
+                         metrics="off" if metrics is not None else "local")
         pages = PageSite(core, settings, lambda: core.feed)  # the debate pages (bots/page), live from the feed
         pages.mount(front)
-        async with front.listen(host, port), asyncio.TaskGroup() as group:
+        async with front.listen(host, port), metrics_listening(metrics, front.health), asyncio.TaskGroup() as group:
             say(log, f"GET /healthz on http://{host}:{port}")
             say(log, f"this front renders threads as {core.renderer}")
             if core.executor is not None:
@@ -112,20 +118,21 @@ async def graceful_stop(core: Core, health: Health, stopping: asyncio.Event, sto
 
 
 async def work(settings: Settings, *, name: str | None, concurrency: int | None, host: str = "0.0.0.0",
-               port: int | None = None, grace_s: float = STOP_GRACE_S) -> int:
+               port: int | None = None, grace_s: float = STOP_GRACE_S, metrics: MetricsListener | None = None) -> int:
     """`debate worker`: run debate workflows from the shared queue until SIGINT/SIGTERM, then stop
     gracefully (the calls in flight get `grace_s`; unfinished debates resume at the next start).
     `GET /healthz` on host:port answers 200 once the worker takes debates, 503 while it stops. Without
     a `port`, WORKER_PORT, or the next free one when another worker on the host holds it."""
     if port is not None:
         check_port(host, port)
+    check_metrics_port(metrics, port)
     stopping = asyncio.Event()
     on_stop_signals(stopping.set)
     async with await Core.open(settings, role="worker", name=name, concurrency=concurrency) as core:
         health = Health()
-        listening = WebFront(health).listen(host, WORKER_PORT if port is None else port,
-                                            tries=WORKER_PORT_TRIES if port is None else 1)
-        async with listening as bound:
+        listening = WebFront(health, metrics="off" if metrics is not None else "local").listen(
+            host, WORKER_PORT if port is None else port, tries=WORKER_PORT_TRIES if port is None else 1)
+        async with listening as bound, metrics_listening(metrics, health):
             if port is None and bound != WORKER_PORT:
                 say(log, f"port {WORKER_PORT} is taken (another worker on this host?); "
                       f"GET /healthz on port {bound} instead")
@@ -136,6 +143,33 @@ async def work(settings: Settings, *, name: str | None, concurrency: int | None,
             health.stop()
             await core.stop_workers(grace_s)
     return 0
+
+
+@dataclass(frozen=True)
+class MetricsListener:
+    """`--metrics-host`/`--metrics-port`: where GET /metrics is served when not on this host's loopback."""
+
+    host: str
+    port: int
+
+
+def check_metrics_port(metrics: MetricsListener | None, port: int | None) -> None:
+    if metrics is None:
+        return
+    if port is not None and metrics.port == port and port != 0:
+        raise ConfigError(f"--metrics-port {metrics.port} is the --port: give /metrics a port of its own")
+    check_port(metrics.host, metrics.port)
+
+
+@asynccontextmanager
+async def metrics_listening(metrics: MetricsListener | None, health: Health) -> AsyncIterator[None]:
+    """GET /metrics (and /healthz) on the metrics listener while the block runs, when one is asked for."""
+    if metrics is None:
+        yield
+        return
+    async with metrics_front(health).listen(metrics.host, metrics.port) as bound:
+        say(log, f"GET /metrics on http://{metrics.host}:{bound}")
+        yield
 
 
 async def discord_sync(settings: Settings, *, guild: int | None) -> int:

@@ -5,10 +5,14 @@ configuration knows no platform. `load_settings()` here is what `debate` and the
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from pydantic import Field, field_validator, model_validator
 
 from orchestrator.config import Settings
 from orchestrator.config import load_settings as load_core_settings
+
+MIN_WEB_SECRET_BYTES = 32
 
 
 class BotSettings(Settings):
@@ -35,6 +39,28 @@ class BotSettings(Settings):
     # of DISCORD_SHARD_COUNT shards (a guild's shard is (guild_id >> 22) % count) and renders only their threads
     discord_shard_count: int | None = Field(default=None, ge=1, alias="DISCORD_SHARD_COUNT")
     discord_shard_ids: str = Field(default="", alias="DISCORD_SHARD_IDS")
+
+    @field_validator("debate_public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        """An absolute http(s) address: it is the start of every link the bot posts and every page's
+        address (a `javascript:` one would be a link that runs script in a reader's browser)."""
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("must be the absolute http:// or https:// address the fronts are reached at, "
+                             "e.g. https://debates.example.com")
+        return value.strip()
+
+    @field_validator("debate_web_secret")
+    @classmethod
+    def _web_secret(cls, value: str | None) -> str | None:
+        """Signs every page's key: a short one is guessed, so it is refused rather than weakened silently."""
+        if value is not None and len(value.encode()) < MIN_WEB_SECRET_BYTES:
+            raise ValueError(f"must be at least {MIN_WEB_SECRET_BYTES} bytes (random, e.g. the output of "
+                             "`openssl rand -hex 32`)")
+        return value
 
     @field_validator("discord_guild_ids")
     @classmethod

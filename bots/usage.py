@@ -1,6 +1,7 @@
 """What `/debate usage` (Slack), `/debate-usage` (Discord) and the App Home say of spend: an admin sees
-the workspace's spend this day and month against its budgets (and the deployment's month), anyone else
-their own. The numbers are the costs the log recorded (orchestrator/usage.py)."""
+the workspace's spend this day and month against its budgets (and its own share of the deployment's
+month budget, never the deployment's total), anyone else their own. The numbers are the costs the log
+recorded (orchestrator/usage.py)."""
 
 from __future__ import annotations
 

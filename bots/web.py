@@ -8,6 +8,15 @@ mounted with `here=True` runs on the server's loop (Slack's /slack/events); ever
 where its objects live, and returns a `web.Response` or a `Streamed` (chunks produced there, written by the server's
 loop): a guard refuses a main-loop handler that writes to the connection itself.
 
+/metrics is not for the public the pages and Slack's events are served to: on this port it answers only a
+peer on this host (loopback) that came through no proxy (no `Forwarded`, `X-Forwarded-For` or `X-Real-IP`),
+and anyone else gets the 404 of a path that is not there. `--metrics-port` moves it to a listener of its own
+(`metrics_front`: /metrics and /healthz only, for a scraper on another host or container), and then this port
+does not serve it at all.
+
+The server listens before any platform has started, and Slack mounts its routes once its app is
+built, so requests go through a table that may grow while serving (aiohttp freezes its own router).
+
 /healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body such as
 `{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}` ("starting" until a platform's
 probe first says yes). Once a graceful stop begins (SIGTERM) it answers 503 with `"status": "stopping"`, so a load
@@ -31,7 +40,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from ipaddress import ip_address
+from typing import Any, Literal, TypeVar
 
 from aiohttp import web
 
@@ -52,6 +62,8 @@ SWITCH_INTERVAL_S = 0.0005
 
 HEALTH_PATH = "/healthz"
 METRICS_PATH = "/metrics"  # this process's own numbers, Prometheus text format (orchestrator/metrics.py)
+PROXY_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")  # a request a proxy passed on from elsewhere
+MetricsAccess = Literal["local", "open", "off"]  # this host only (the default), anyone, not served here
 
 T = TypeVar("T")
 
@@ -123,9 +135,10 @@ class Health:
 class WebFront:
     """`async with front.listen(host, port):` serves /healthz and whatever is mounted, until the block ends."""
 
-    def __init__(self, health: Health | None = None, *, quiet_s: float = QUIET_S, hold_max_s: float = HOLD_MAX_S
-                 ) -> None:
+    def __init__(self, health: Health | None = None, *, quiet_s: float = QUIET_S, hold_max_s: float = HOLD_MAX_S,
+                 metrics: MetricsAccess = "local") -> None:
         self.health = health or Health()
+        self.metrics = metrics  # who GET /metrics answers here (see the module's docstring)
         self._hold = {"quiet_s": quiet_s, "hold_max_s": hold_max_s}  # for `burst_gate` (burst_gate.py)
         self._routes: dict[str, dict[str, tuple[Handler, bool]]] = {}
         self._prefixes: dict[str, tuple[Handler, bool]] = {}  # every method of every path under the prefix
@@ -134,7 +147,8 @@ class WebFront:
         self._gates: BurstGates | None = None  # work waiting for a burst of requests to be answered
         self._switched = False  # this front lowered the switch interval (SWITCH_INTERVAL_S)
         self.mount("GET", HEALTH_PATH, self._healthz)
-        self.mount("GET", METRICS_PATH, self._metrics)
+        if metrics != "off":
+            self.mount("GET", METRICS_PATH, self._metrics)
 
     def mount(self, method: str, path: str, handler: Handler, *, here: bool = False) -> None:
         """`here`: the handler runs on the server's loop (it must touch nothing of the main loop's but
@@ -174,7 +188,9 @@ class WebFront:
         status, body = await self.health.report()
         return web.json_response(body, status=status)
 
-    async def _metrics(self, _: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if self.metrics == "local" and not from_this_host(request):
+            raise web.HTTPNotFound()
         response = web.Response(body=exposition())
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
@@ -271,6 +287,24 @@ class WebFront:
                 if self._switched:
                     self._switched = False
                     _Switching.leave()
+
+
+def from_this_host(request: web.Request) -> bool:
+    """A request from a loopback address that no proxy passed on (a proxy on this host forwards the
+    public's requests from loopback, and says so in one of PROXY_HEADERS)."""
+    try:
+        peer = ip_address((request.remote or "").split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(peer, "ipv4_mapped", None)
+    loopback = (mapped or peer).is_loopback
+    return loopback and not any(name in request.headers for name in PROXY_HEADERS)
+
+
+def metrics_front(health: Health) -> WebFront:
+    """The listener `--metrics-port` opens: GET /metrics to whoever reaches it (bind it where only the
+    scraper does), and GET /healthz."""
+    return WebFront(health, metrics="open")
 
 
 class _Switching:

@@ -10,8 +10,8 @@ summaries), so every process sharing the log counts the same. A model with no kn
 highest (`providers.pricing.highest_price`): an unpriced model must not be a way around a budget. Admission
 (`check_room`, in the transaction that takes the running slot) refuses a start, a `continue` or a rematch whose
 estimate (`estimate_usd`) would pass a budget, with a `BudgetExceeded` naming the variable, what is left and when the
-window resets. A running debate is checked after each round (`SpendWatch`): once a window is spent, it stops after
-that round and gets its verdict, with a notice saying why.
+window resets. A running debate is checked after each round and before a jury sits (`SpendWatch`): once a window is
+spent, it stops after that round and gets its verdict (from one judge, never the jury), with a notice saying why.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ _WHAT: dict[Window, str] = {
     "month": "this bot may spend per month",
 }
 PROMPT_TOKENS = 1500  # a call's instructions and topic, before any debate text
-JUDGE_PASSES = 2  # the judge reads the debate twice, the seats' order swapped
+JUDGE_PASSES = 2  # the judge (and each juror) reads the debate twice, the seats' order swapped
+CHAIR_MAX_TOKENS = 2000  # a council chair's synthesis (orchestrator/debate/formats/council.py)
 
 
 class SpentCall(BaseModel):
@@ -58,6 +59,7 @@ class SpentCall(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None  # None: the model's price is unknown
+    tokens_estimated: bool = False  # not reported by the server: counted from the text (a failed call's)
 
     @property
     def counted_usd(self) -> float:
@@ -147,14 +149,36 @@ def _call_usd(model: str, input_tokens: int, output_tokens: int) -> float:
 def estimate_usd(spec: DebateSpec, rounds: int | None = None) -> float:
     """What `rounds` (default: the spec's) more rounds of `spec` and its verdict may cost at most: each
     round every seat writes its effort's output budget at its model's price, reading the instructions and
-    the round before; the judge reads every round, twice."""
-    rounds = spec.rounds if rounds is None else rounds
+    the round before; then the verdict (`verdict_usd`). A council is priced by its own stages
+    (`council_usd`), whatever `rounds` says."""
     outputs = {seat.label: output_budget(seat.model.partition(":")[0], spec.effort) for seat in spec.seats}
     one_round = sum(outputs.values())
+    if spec.format == "council":
+        return council_usd(spec, outputs, answered=rounds is None)
+    rounds = spec.rounds if rounds is None else rounds
     turns = sum(_call_usd(seat.model, PROMPT_TOKENS + one_round, outputs[seat.label]) for seat in spec.seats)
-    judge_out = output_budget(spec.judge.partition(":")[0], spec.effort)
-    judged = JUDGE_PASSES * _call_usd(spec.judge, PROMPT_TOKENS + rounds * one_round, judge_out)
-    return rounds * turns + judged
+    return rounds * turns + verdict_usd(spec, rounds * one_round)
+
+
+def verdict_usd(spec: DebateSpec, transcript_tokens: int) -> float:
+    """The verdict over `transcript_tokens` of debate: every juror's passes (JUDGE_PASSES each) when a jury
+    sits, else the judge's passes and, when a tie-break judge is named, its one pass."""
+    passes = [(juror, JUDGE_PASSES) for juror in spec.judges] or [(spec.judge, JUDGE_PASSES)]
+    if not spec.judges and spec.tiebreak_judge:
+        passes.append((spec.tiebreak_judge, 1))
+    return sum(n * _call_usd(model, PROMPT_TOKENS + transcript_tokens,
+                             output_budget(model.partition(":")[0], spec.effort)) for model, n in passes)
+
+
+def council_usd(spec: DebateSpec, outputs: dict[str, int], *, answered: bool = True) -> float:
+    """A council: every member's answer (`answered`: a start; a `continue` ranks the answers it has), every
+    member's ranking of all the answers, and the chair's synthesis from the answers and the rankings."""
+    all_answers = sum(outputs.values())
+    answers = sum(_call_usd(seat.model, PROMPT_TOKENS, outputs[seat.label]) for seat in spec.seats)
+    rankings = sum(_call_usd(seat.model, PROMPT_TOKENS + all_answers, outputs[seat.label]) for seat in spec.seats)
+    chair_out = max(CHAIR_MAX_TOKENS, output_budget(spec.judge.partition(":")[0], spec.effort))
+    chair = _call_usd(spec.judge, PROMPT_TOKENS + 2 * all_answers, chair_out)
+    return (answers if answered else 0.0) + rankings + chair
 
 
 # ---- refusals
@@ -186,7 +210,10 @@ class BudgetExceeded(QuotaExceeded):
         super().__init__("budget", 0, at=at, frees_at=self.resets_at)
 
     def user_text(self) -> str:
-        return (f"This debate could cost up to {_money(self.estimated_usd)}, and only {_money(self.left_usd)} is left "
+        # what is left of the month's budget would tell any chat user what the whole deployment spent
+        left = (" more than is left" if self.window == "month" else
+                f", and only {_money(self.left_usd)} is left")
+        return (f"This debate could cost up to {_money(self.estimated_usd)},{left} "
                 f"of the {_money(self.allowed_usd)} {_WHAT[self.window]} ({self.variable}). The budget resets at "
                 f"{_when(self.at, self.resets_at)}; try fewer rounds, a lower effort or cheaper models before then.")
 
@@ -203,15 +230,24 @@ def check_budget(budget: Budget | None, claim: Claim, estimated_usd: float, call
             raise BudgetExceeded(window, allowed, used, estimated_usd, at)
 
 
-def stop_reason(budget: Budget, claim: Claim, calls: Iterable[SpentCall], at: float) -> str | None:
-    """Why a running debate stops after the round it finished (a budget spent in its window), or None."""
+def stop_reason(budget: Budget, claim: Claim, calls: Iterable[SpentCall], at: float, *, jury: int = 0,
+                last: bool = False) -> str | None:
+    """Why a running debate stops after the round it finished (a budget spent in its window), or None.
+    `jury`: the size of the jury that would sit (it does not: one judge decides); `last`: the round was the
+    last one planned (only a jury is then held back)."""
     recorded = list(calls)
     for window, allowed in limits(budget, claim):
         used = spent(window, recorded, claim, at)
         if used >= allowed:
             resets = _when(at, resets_at(window, at))
-            return (f"Stopped early: {_money(used)} of the {_money(allowed)} {_WHAT[window]} ({VARIABLES[window]}) "
-                    f"is spent, so the debate ended after this round; the budget resets at {resets}.")
+            # the month's is the whole deployment's: what it spent is the operator's to see, not a channel's
+            amount = "" if window == "month" else f"{_money(used)} of "
+            spent_text = f"{amount}the {_money(allowed)} {_WHAT[window]} ({VARIABLES[window]}) is spent"
+            judged = f"one judge decides instead of the {jury}-judge jury" if jury else ""
+            if last:
+                return f"Budget reached: {spent_text}, so {judged}; the budget resets at {resets}."
+            return (f"Stopped early: {spent_text}, so the debate ended after this round"
+                    f"{' and ' + judged if judged else ''}; the budget resets at {resets}.")
     return None
 
 
@@ -234,11 +270,13 @@ class SpendWatch:
     def __repr__(self) -> str:
         return "SpendWatch()"
 
-    async def stop_reason(self, spec: DebateSpec, holder: str | None = None) -> str | None:
+    async def stop_reason(self, spec: DebateSpec, holder: str | None = None, *, last: bool = False) -> str | None:
+        """`last`: asked after the last round, before a jury sits."""
         at = time.time()
         claim = Claim(platform=spec.platform, workspace=spec.workspace, user=holder or spec.requested_by,
                       channel=spec.channel)
-        return stop_reason(self.budget, claim, await self.store.spent_calls(month_start(at)), at)
+        return stop_reason(self.budget, claim, await self.store.spent_calls(month_start(at)), at,
+                           jury=len(spec.judges), last=last)
 
 
 class CallUsage(BaseModel):
@@ -253,3 +291,4 @@ class CallUsage(BaseModel):
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
+    tokens_estimated: bool = False

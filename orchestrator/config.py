@@ -9,7 +9,7 @@ from typing import Literal, TypeVar
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from orchestrator.models import EFFORTS, FORMATS, MAX_JUDGES, MAX_ROUNDS, MIN_JUDGES, MIN_ROUNDS
+from orchestrator.models import EFFORTS, FORMATS, MAX_JUDGES, MAX_MODEL_CHARS, MAX_ROUNDS, MIN_JUDGES, MIN_ROUNDS
 from orchestrator.safety import use_configured_secrets
 
 
@@ -55,10 +55,13 @@ class Settings(BaseSettings):
     debate_chat_max_rounds: int = Field(default=MAX_ROUNDS, alias="DEBATE_CHAT_MAX_ROUNDS")
     debate_chat_max_effort: str = Field(default="high", alias="DEBATE_CHAT_MAX_EFFORT")
     # spend budgets in USD (orchestrator/budgets.py); unset: no budget
-    debate_budget_usd_per_workspace_day: float | None = Field(default=None, gt=0,
+    # (finite: `inf` or `1e309` would be no budget at all, set by mistake; 0 refuses every paid start)
+    debate_budget_usd_per_workspace_day: float | None = Field(default=None, ge=0, allow_inf_nan=False,
                                                               alias="DEBATE_BUDGET_USD_PER_WORKSPACE_DAY")
-    debate_budget_usd_per_user_day: float | None = Field(default=None, gt=0, alias="DEBATE_BUDGET_USD_PER_USER_DAY")
-    debate_budget_usd_per_month: float | None = Field(default=None, gt=0, alias="DEBATE_BUDGET_USD_PER_MONTH")
+    debate_budget_usd_per_user_day: float | None = Field(default=None, ge=0, allow_inf_nan=False,
+                                                         alias="DEBATE_BUDGET_USD_PER_USER_DAY")
+    debate_budget_usd_per_month: float | None = Field(default=None, ge=0, allow_inf_nan=False,
+                                                      alias="DEBATE_BUDGET_USD_PER_MONTH")
 
     # providers: what each one needs, and which CLI tool gets which, is in its spec (orchestrator/providers/vendors)
     openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")
@@ -94,6 +97,17 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("postgresql://", "postgres://", "sqlite:///")):
             raise ValueError("must be a postgresql:// (or postgres://) or sqlite:/// URL; "
                              "leave it unset for the default")
+        return value
+
+    @field_validator("debate_proposer", "debate_challenger", "debate_judge", "debate_tiebreak_judge",
+                     "debate_judges_text", "debate_chat_models")
+    @classmethod
+    def _model_names_fit(cls, value: str | None) -> str | None:
+        """A model name at most MAX_MODEL_CHARS long, as every surface that takes one holds it."""
+        for part in (value or "").split(","):
+            if len(part.strip()) > MAX_MODEL_CHARS:
+                raise ValueError(f"a model name is at most {MAX_MODEL_CHARS} characters; one here is "
+                                 f"{len(part.strip()):,}")
         return value
 
     @field_validator("debate_format")
@@ -204,8 +218,8 @@ def _shown_value(name: str, value: object) -> str:
     """A rejected value as the error line may show it: never a secret, never a URL's password."""
     if any(part in name.upper() for part in _SECRET_NAMES):
         return "a value, not shown"
-    text = repr(value)
-    return re.sub(r"(://[^:/@\s]*:)[^@/\s]*@", r"\1***@", text)
+    text = re.sub(r"(://[^:/@\s]*:)[^@/\s]*@", r"\1***@", repr(value))
+    return text if len(text) <= 80 else f"{text[:60]}… ({len(text):,} characters)"
 
 
 def _url_password(url: str | None) -> str | None:

@@ -186,6 +186,7 @@ class CallRecorded(EventBase):
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
+    tokens_estimated: bool = False  # not reported by the server (a call that failed after streaming, …)
 
     @property
     def key(self) -> str:

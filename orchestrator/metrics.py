@@ -6,13 +6,18 @@ platform writes, acks and render backlog (`debate serve` both). Names follow Pro
 semantic conventions in their Prometheus form, with the conventions' bucket boundaries. No label holds
 a user, channel, workspace, topic or debate id: a multi-workspace install would make them unbounded.
 
+`gen_ai_request_model` is bounded too, because chat users type model names (`--vs`, `--judges`) when the
+operator allows a whole provider: only a model the operator configured, a default the product seats, or
+one in a provider's price table is a label value (`label_models`, called where model calls run); any
+other is counted as `other`.
+
 Model calls are counted where they run (inside their step), so a call replayed from a durable
 workflow's record is not counted twice, and a call repeated after a kill is counted where it ran again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
 
@@ -90,6 +95,16 @@ def prepare_platform_metrics(platform: str, methods: tuple[str, ...]) -> None:
             PLATFORM_WRITES.labels(platform, method, outcome)
 
 
+OTHER_MODEL = "other"  # the `gen_ai_request_model` of a model nobody configured (a name a chat user typed)
+_LABELLED: set[str] = set()  # the `provider:model` strings whose model is a label value of its own
+
+
+def label_models(models: Iterable[str]) -> None:
+    """Let `models` (`provider:model`: the operator's, the seating's defaults, the priced ones: a set
+    bounded by the configuration and the code, never by what users type) label the model metrics."""
+    _LABELLED.update(m.strip() for m in models if m and m.strip())
+
+
 def provider_label(model_string: str) -> str:
     """The `gen_ai_provider_name` of `provider:model`."""
     provider = model_string.partition(":")[0]
@@ -98,7 +113,8 @@ def provider_label(model_string: str) -> str:
 
 def model_labels(model_string: str) -> tuple[str, str, str]:
     provider, _, model = model_string.partition(":")
-    return provider_label(model_string), model or provider, "chat"
+    name = (model or provider) if model_string.strip() in _LABELLED else OTHER_MODEL
+    return provider_label(model_string), name, "chat"
 
 
 def observe_call(model_string: str, seconds: float, *, error_kind: str = "", input_tokens: int = 0,
@@ -110,7 +126,8 @@ def observe_call(model_string: str, seconds: float, *, error_kind: str = "", inp
         FIRST_TOKEN.labels(*labels).observe(first_token_s)
     if error_kind:
         CALL_FAILURES.labels(labels[0], error_kind).inc()
-        return
+        if not (input_tokens or output_tokens):  # a failed call that streamed text is counted as it is billed
+            return
     TOKEN_USAGE.labels(*labels, "input").observe(input_tokens)
     TOKEN_USAGE.labels(*labels, "output").observe(output_tokens)
     if cost_usd is None:

@@ -41,6 +41,7 @@ MIN_JUDGES = 2  # a jury (`--judges`): fewer is one judge, more costs without st
 MAX_JUDGES = 5
 MAX_INTERJECTIONS_PER_ROUND = 3  # audience notes one round's prompts take; more wait for the next round
 MAX_INTERJECTION_CHARS = 500
+MAX_MODEL_CHARS = 200  # a `provider:model` string (the longest real names are under 100; a GGUF path fits)
 MAX_CONTINUATIONS = 3  # `continue` runs after the first verdict, per debate
 InterjectionKind = Literal["interjection", "facts"]  # facts: given with `continue`
 
@@ -48,6 +49,12 @@ InterjectionKind = Literal["interjection", "facts"]  # facts: given with `contin
 def max_seats(format: str | None) -> int:
     """How many debaters (or council members) `format` seats at most."""
     return MAX_COUNCIL if format == "council" else MAX_DEBATERS
+
+
+def too_long(model: str) -> str:
+    """Why `model` is refused for its length, quoting only its start."""
+    return (f"the model name {model[:40]!r}… is {len(model):,} characters; a model name is at most "
+            f"{MAX_MODEL_CHARS} (provider:model, e.g. openai:gpt-5)")
 
 
 def new_debate_id() -> str:
@@ -67,7 +74,7 @@ class Seat(Frozen):
 
     label: str
     role: Role
-    model: str  # provider:model
+    model: str = Field(max_length=MAX_MODEL_CHARS)  # provider:model
 
     @property
     def provider(self) -> str:
@@ -86,7 +93,7 @@ class DebateSpec(Frozen):
     format: Format = "challenge"
     rounds: int = Field(default=2, ge=MIN_ROUNDS, le=MAX_ROUNDS)
     seats: tuple[Seat, ...]
-    judge: str
+    judge: str = Field(max_length=MAX_MODEL_CHARS)
     tiebreak_judge: str | None = None  # a third family's judge, asked only when the two judge passes split
     judges: tuple[str, ...] = ()  # a jury of MIN_JUDGES..MAX_JUDGES in place of `judge` (orchestrator/debate/jury.py)
     effort: Effort = "medium"
@@ -162,6 +169,7 @@ class Turn(Frozen):
     output_tokens: int = 0
     status: TurnStatus = "ok"
     error: str | None = None
+    tokens_estimated: bool = False  # the server reported no usage (a call cut or failed mid-stream, …)
 
 
 class StanceScore(Frozen):

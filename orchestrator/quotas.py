@@ -36,9 +36,9 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    per_workspace_day: float | None = Field(default=None, gt=0)
-    per_user_day: float | None = Field(default=None, gt=0)
-    per_month: float | None = Field(default=None, gt=0)
+    per_workspace_day: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # 0: no paid start
+    per_user_day: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    per_month: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Budget | None:

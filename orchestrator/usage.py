@@ -37,6 +37,7 @@ class UsageLine(BaseModel):
     cost_usd: float = 0.0  # the sum of the costs recorded in the log
     unpriced_calls: int = 0  # calls whose model has no known price (no recorded cost)
     counted_usd: float = 0.0  # what the budgets count: the unpriced at their vendor's highest price
+    estimated_calls: int = 0  # calls whose tokens the server did not report (counted from their text)
 
 
 class Usage(BaseModel):
@@ -48,16 +49,27 @@ class Usage(BaseModel):
     total: UsageLine
 
 
-def parse_since(text: str, now: float) -> float:
-    """`7d`, `24h`, `30m`, `2w`, or a date (`2026-03-01`, UTC): the start of the span. ValueError otherwise."""
+def parse_since(text: str, now: float, option: str = "--since") -> float:
+    """`7d`, `24h`, `30m`, `2w`, or a date (`2026-03-01`, UTC): the start of the span, at or after
+    1970-01-01 (the log holds nothing older, and the clock's arithmetic stops there). ValueError (one
+    sentence naming `option`) otherwise, whatever the size of the number."""
+    shown = text if len(text) <= 40 else text[:40] + "…"
     if found := _SPAN.match(text):
-        return now - int(found.group(1)) * _SECONDS[found.group(2)]
+        digits = found.group(1).lstrip("0") or "0"
+        # compared as whole numbers: a 400-digit span never becomes a float
+        if len(digits) > 12 or int(digits) * _SECONDS[found.group(2)] > now:
+            raise ValueError(f"{option} {shown.strip()} reaches back before 1970-01-01; give a shorter span "
+                             "or a date such as 2026-03-01")
+        return now - int(digits) * _SECONDS[found.group(2)]
     try:
         moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(f"--since takes a span such as 7d, 24h or 30m, or a date such as 2026-03-01, not {text!r}"
-                         ) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+        start = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    except (ValueError, OverflowError):
+        raise ValueError(f"{option} takes a span such as 7d, 24h or 30m, or a date such as 2026-03-01, "
+                         f"not {shown!r}") from None
+    if start < 0:
+        raise ValueError(f"{option} {shown.strip()} is before 1970-01-01; give a later date")
+    return start
 
 
 def _key(by: By) -> Callable[[SpentCall], str]:
@@ -75,7 +87,8 @@ def _line(key: str, calls: list[SpentCall]) -> UsageLine:
                      output_tokens=sum(c.output_tokens for c in calls),
                      cost_usd=round(sum(c.cost_usd or 0.0 for c in calls), 9),
                      unpriced_calls=sum(c.cost_usd is None for c in calls),
-                     counted_usd=round(sum(c.counted_usd for c in calls), 9))
+                     counted_usd=round(sum(c.counted_usd for c in calls), 9),
+                     estimated_calls=sum(c.tokens_estimated for c in calls))
 
 
 def usage(calls: Iterable[SpentCall], since: float, by: By = "day") -> Usage:
@@ -110,8 +123,9 @@ class Standing(BaseModel):
 
 def standings(calls: Iterable[SpentCall], claim: Claim, budget: Budget | None, at: float, *,
               admin: bool) -> list[Standing]:
-    """An admin's: the workspace this day and this month, and the deployment's month budget; anyone
-    else's: their own spend this day and month. Each against the budget that applies, if set."""
+    """An admin's: the workspace this day and this month, and (when the deployment has a month budget) the
+    workspace's own share of it; anyone else's: their own spend this day and month. Each against the budget
+    that applies, if set. Never what other workspaces spent: a workspace's admin is not the operator."""
     kept = list(calls)
     mine = [c for c in kept if c.platform == claim.platform and c.workspace == claim.workspace
             and (admin or c.user == claim.user)]
@@ -122,9 +136,8 @@ def standings(calls: Iterable[SpentCall], claim: Claim, budget: Budget | None, a
     found = [Standing(window=day_window, spent_usd=today, resets_at=resets_at(day_window, at),
                       budget_usd=set_.per_workspace_day if admin else set_.per_user_day),
              Standing(window="month", spent_usd=month, resets_at=resets_at("month", at), budget_usd=None)]
-    if admin:  # the month budget is the deployment's: an admin sees what all of it has spent
-        everyone = sum(c.counted_usd for c in kept if c.at >= month_start(at))
-        found.append(Standing(window="month", spent_usd=everyone, resets_at=resets_at("month", at),
+    if admin and set_.per_month is not None:  # the deployment's budget: this workspace's share of it, no more
+        found.append(Standing(window="month", spent_usd=month, resets_at=resets_at("month", at),
                               budget_usd=set_.per_month))
     return found
 
@@ -136,9 +149,13 @@ def standing_lines(found: list[Standing], *, admin: bool, place: str = "workspac
     lines = []
     for n, s in enumerate(found):
         span = "today" if s.window != "month" else "this month"
-        who = "The whole bot" if n == 2 else whose
+        resets = datetime.fromtimestamp(s.resets_at, UTC).strftime('%Y-%m-%d %H:%M')
+        if n == 2 and s.budget_usd is not None:  # the whole bot's budget: what is left of it is not theirs to see
+            share = s.spent_usd / s.budget_usd if s.budget_usd else 0.0
+            lines.append(f"{whose}'s share of the bot's monthly budget: ${s.spent_usd:,.4f} of ${s.budget_usd:,.2f} "
+                         f"({share:.1%}; {s.variable}, shared with every workspace; resets {resets} UTC)")
+            continue
         against = (f" of ${s.budget_usd:,.2f} ({s.variable}; ${max(0.0, s.budget_usd - s.spent_usd):,.2f} left, "
-                   f"resets {datetime.fromtimestamp(s.resets_at, UTC).strftime('%Y-%m-%d %H:%M')} UTC)"
-                   if s.budget_usd is not None else "" if n == 1 else " (no budget set)")
-        lines.append(f"{who} spent ${s.spent_usd:,.4f} {span}{against}")
+                   f"resets {resets} UTC)" if s.budget_usd is not None else "" if n == 1 else " (no budget set)")
+        lines.append(f"{whose} spent ${s.spent_usd:,.4f} {span}{against}")
     return lines

@@ -18,7 +18,7 @@ import psycopg
 
 from orchestrator.log import DebateLog, open_log
 
-BOOLEAN_COLUMNS = {"channel_private", "split", "final"}
+BOOLEAN_COLUMNS = {"channel_private", "split", "final", "tokens_estimated"}
 
 _PG_FAIL_TURNS = """
 create function fail_turn_insert() returns trigger language plpgsql as $$

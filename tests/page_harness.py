@@ -25,7 +25,8 @@ PUBLIC_URL = "https://debate.example.com"
 
 
 def settings(**extra: object) -> BotSettings:
-    values: dict[str, object] = {"DEBATE_PUBLIC_URL": PUBLIC_URL, "DEBATE_WEB_SECRET": "page-secret-for-tests"}
+    values: dict[str, object] = {"DEBATE_PUBLIC_URL": PUBLIC_URL,
+                                 "DEBATE_WEB_SECRET": "page-secret-for-tests-0123456789ab"}
     values.update(extra)
     return BotSettings(_env_file=None, **values)  # type: ignore[arg-type]
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from orchestrator.budgets import SpendWatch
 from orchestrator.debate.engine import Engine
 from orchestrator.events import EventBus, Notice, RoundStarted, VerdictReached
@@ -21,8 +23,11 @@ from tests.council_scripts import TOPIC as COUNCIL_TOPIC
 from tests.debate_harness import CollectingSink, make_spec, settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
+from tests.log_backends import LogBackend
 from tests.test_format_stances import MODELS, STANCES, TOPIC, debater, envelope, script_split
 from tests.test_format_stances import script_judge as script_stances_judge
+from tests.test_judge import script_debaters
+from tests.test_jury import JURORS, jury_env, jury_spec, picks
 
 MONTH = Budget(per_month=5.0)
 
@@ -53,7 +58,9 @@ async def run_watched(srv: FakeLLMServer, spec: DebateSpec, db: Path) -> tuple[O
 
 def stopped_by_the_budget(sink: CollectingSink) -> None:
     (notice,) = [e.text for e in sink.events if isinstance(e, Notice) and "DEBATE_BUDGET_USD_PER_MONTH" in e.text]
-    assert notice.startswith("Stopped early: $6.") and "of the $5.00 this bot may spend per month" in notice, notice
+    assert notice.startswith("Stopped early: the $5.00 this bot may spend per month (DEBATE_BUDGET_USD_PER_MONTH) "
+                             "is spent"), notice
+    assert "$6." not in notice, "what the whole bot spent is the operator's to see"
     assert [e.round for e in sink.events if isinstance(e, RoundStarted)] == [1]
     assert [e for e in sink.events if isinstance(e, VerdictReached)], "the verdict covers the round played"
 
@@ -114,3 +121,43 @@ async def test_council_stops_after_its_answers_round_in_which_the_budget_is_spen
         assert ("judge", CHAIR) in store_rows(tmp_path / "d.db"), "the chair's synthesis is logged with its cost"
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("spent", [True, False], ids=["budget-spent", "budget-left"])
+async def test_a_jury_sits_only_while_the_budget_has_room(
+    llm_server: FakeLLMServer, log_backend: LogBackend, spent: bool
+) -> None:
+    """Issue 57 item 1: the budget is checked after the last round, before the jury sits, as before each
+    round. Spent: one judge decides (its two passes), the jurors are never asked, a notice says why;
+    with room left the whole jury sits. In the log on both backends."""
+    srv = llm_server
+    script_debaters(srv)
+    script_judge(srv, "A")  # the seat's one judge (openai:judge)
+    for juror in JURORS:
+        picks(srv, juror, "proposer")
+    spec = jury_spec()
+    settings = settings_for(srv, env=jury_env(srv))
+    registry, sink = ProviderRegistry(settings), CollectingSink()
+    async with log_backend.open(runner="serve:a") as store:
+        await spend_the_month(store)
+        budget = MONTH if spent else Budget(per_month=1000.0)
+        try:
+            engine = Engine(registry, settings, spend=SpendWatch(store, budget))
+            outcome = await engine.run(spec, EventBus([sink], log=StoreSink(store)))
+        finally:
+            await registry.aclose()
+        assert outcome.status == "completed" and outcome.rounds_completed == 1, outcome
+        (verdict,) = [e.verdict for e in sink.events if isinstance(e, VerdictReached)]
+        jurors_asked = [r for r in srv.requests if r.model in {j.split(":", 1)[1] for j in JURORS}]
+        judged = {c.model for c in await store.spent_calls(0) if c.debate_id == spec.id} - {"openai:model-a",
+                                                                                          "openai:model-b"}
+        notices = [e.text for e in sink.events if isinstance(e, Notice) and "DEBATE_BUDGET_USD_PER_MONTH" in e.text]
+        if spent:
+            assert jurors_asked == [] and verdict.jury == (), "the jury did not sit"
+            assert judged == {spec.judge}, judged
+            (notice,) = notices
+            assert notice.startswith("Budget reached: the $5.00 this bot may spend per month"), notice
+            assert "one judge decides instead of the 3-judge jury" in notice, notice
+        else:
+            assert len(jurors_asked) == 6 and len(verdict.jury) == 3 and notices == []
+            assert judged == set(JURORS), judged

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.budgets import BudgetExceeded, CallUsage, estimate_usd
+from orchestrator.budgets import PROMPT_TOKENS, BudgetExceeded, CallUsage, estimate_usd
 from orchestrator.log import DebateLog, migrate_log
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict
-from orchestrator.providers.pricing import estimate_cost, highest_price
+from orchestrator.providers.pricing import estimate_cost, highest_price, price_for
+from orchestrator.providers.registry import budget as output_budget
 from orchestrator.quotas import Budget, Quota, QuotaExceeded
 from tests.log_backends import LogBackend
 
@@ -88,7 +89,11 @@ async def test_each_budget_refuses_a_start_once_its_window_would_be_passed(
             await b.admit(start, limit, at=NOON)
         exceeded = refused_by(variable, raised)
         assert exceeded.spent_usd == pytest.approx(window_spend)
-        assert f"only ${window_spend + estimate - 0.01 - window_spend:,.2f} is left" in str(exceeded)
+        left = f"only ${window_spend + estimate - 0.01 - window_spend:,.2f} is left"
+        if budget == "per_month":  # what is left of the deployment's budget would say what all of it spent
+            assert left not in exceeded.user_text() and "more than is left of the" in exceeded.user_text()
+        else:
+            assert left in str(exceeded)
         resets = "2026-04-01 00:00 UTC" if budget == "per_month" else "2026-03-11 00:00 UTC (in 12 h 0 min)"
         assert resets in str(exceeded), str(exceeded)
         assert await b.get_debate(start.id, turns=False) is None, "a refusal logs nothing"
@@ -179,3 +184,39 @@ async def test_migrate_log_carries_every_calls_cost_and_the_reservations(tmp_pat
         with pytest.raises(BudgetExceeded) as raised:  # the running debate's reservation came along
             await store.admit(spec("U3"), quota(per_month=2.0 + estimate_usd(running) * 1.5), at=NOON + 1)
         assert raised.value.spent_usd == pytest.approx(2.0 + estimate_usd(running))
+
+
+async def test_a_jury_is_priced_by_its_panel_and_refused_when_it_would_pass_the_budget(
+    log_backend: LogBackend
+) -> None:
+    """Issue 57 item 1: a 5-juror debate (10 judge passes) was estimated as one judge's 2 passes, admitted
+    under a budget that fits one judge, and spent past it. Each juror's two passes are priced now."""
+    one_judge = spec("U1")
+    five = ("openai:gpt-5",) * 5
+    jury = one_judge.model_copy(update={"judges": five})
+    gpt5 = price_for("openai:gpt-5")
+    assert gpt5 is not None
+    out = output_budget("openai", one_judge.effort)
+    least_pass = (PROMPT_TOKENS * gpt5.input_per_mtok + out * gpt5.output_per_mtok) / 1_000_000
+    assert estimate_usd(jury) - estimate_usd(one_judge) >= 4 * 2 * least_pass, "eight more passes at least"
+    assert estimate_usd(jury, rounds=1) - estimate_usd(one_judge, rounds=1) >= 4 * 2 * least_pass  # `continue`
+
+    fits_one = quota(per_user_day=estimate_usd(one_judge) + 0.01)
+    async with log_backend.open(runner="serve:a") as a:
+        with pytest.raises(QuotaExceeded) as raised:
+            await a.admit(jury, fits_one, at=NOON)
+        exceeded = refused_by("DEBATE_BUDGET_USD_PER_USER_DAY", raised)
+        assert exceeded.estimated_usd == pytest.approx(estimate_usd(jury))
+        assert await a.get_debate(jury.id, turns=False) is None
+        await a.admit(one_judge, fits_one, at=NOON)
+
+
+def test_a_council_is_priced_by_its_stages_not_by_rounds() -> None:
+    """A council answers, ranks and has its chair write, whatever `rounds` says; its chair is priced once,
+    at the chair's price, and a `continue` (one more ranking and synthesis) costs less than a start."""
+    members = tuple(Seat(label="ABCDE"[i], role="debater", model="openai:gpt-5") for i in range(5))
+    council = DebateSpec(topic="Which queue?", format="council", seats=members, judge="openai:gpt-5", rounds=1)
+    assert estimate_usd(council) == pytest.approx(estimate_usd(council.model_copy(update={"rounds": 5})))
+    dearer_chair = council.model_copy(update={"judge": "anthropic:claude-opus-4-1"})
+    assert estimate_usd(dearer_chair) > estimate_usd(council)
+    assert 0 < estimate_usd(council, rounds=1) < estimate_usd(council)

@@ -29,13 +29,19 @@ def test_the_monitoring_services_mount_files_that_exist_and_only_start_with_thei
     assert datasource["url"] == "http://prometheus:9090" and datasource["type"] == "prometheus"
 
 
-def test_prometheus_scrapes_every_front_and_worker_on_the_port_it_serves() -> None:
+def test_prometheus_scrapes_every_front_and_worker_on_its_metrics_port() -> None:
+    """Each process serves /metrics on a --metrics-port of its own, reachable on the compose network
+    (0.0.0.0) but never published, and not on its public --port (issue 57 item 5)."""
     services = compose()["services"]
     served = {}
     for name, service in services.items():
         command = service.get("command", [])
         if command[:1] == ["debate"]:
-            served[f"{service.get('hostname', name)}:{command[command.index('--port') + 1]}"] = command[1]
+            metrics_port = command[command.index("--metrics-port") + 1]
+            assert command[command.index("--metrics-host") + 1] == "0.0.0.0"
+            assert metrics_port != command[command.index("--port") + 1]
+            assert not any(metrics_port in port for port in service.get("ports", [])), "never published"
+            served[f"{service.get('hostname', name)}:{metrics_port}"] = command[1]
     config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
     targets = {job["job_name"]: {t for c in job["static_configs"] for t in c["targets"]}
                for job in config["scrape_configs"]}

@@ -23,7 +23,7 @@ from bots.slack.markdown import MARKDOWN_LIMIT, neutralize_markdown
 from bots.thread.text import neutralize_discord, neutralize_slack, outside_code, split_message
 from orchestrator.events import Notice, TurnStarted
 from orchestrator.log import Tally
-from orchestrator.models import DebateSpec, Outcome, Seat, StanceScore, Verdict
+from orchestrator.models import MAX_MODEL_CHARS, DebateSpec, Outcome, Seat, StanceScore, Verdict
 from orchestrator.safety import Redactor
 
 HOSTILE = (
@@ -123,7 +123,7 @@ def check_discord(*embeds: discord.Embed) -> None:
 
 def spec_for(text: str, model_text: str = "") -> DebateSpec | None:
     """A spec carrying `text` wherever a user's words can land, or None when the topic is refused."""
-    model = "openai:" + (model_text or "gpt-5")[:200]
+    model = "openai:" + (model_text or "gpt-5")[:MAX_MODEL_CHARS - len("openai:")]  # longer is refused: test_chat_words
     seats = (Seat(label="A", role="proposer", model=model), Seat(label="B", role="challenger", model="openai:b"))
     try:
         return DebateSpec(topic=text[:4000], seats=seats, judge=model, requested_by=text[:100])

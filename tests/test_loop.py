@@ -108,8 +108,10 @@ def test_the_grammar_reads_the_team_commands() -> None:
     assert parse_command("config") == Config()
     assert parse_command("config rounds=3 judge= interjections=OFF") == Config(
         assignments={"rounds": "3", "judge": "", "interjections": "OFF"})
-    # a topic that starts with "continue" is still a topic
-    assert isinstance(parse_command("continue investing in Kafka?"), StartDebate)
+    # a first word that names the command is the command (issue 57); the topic is quoted to be debated
+    with pytest.raises(CommandError, match="takes a debate id first"):
+        parse_command("continue investing in Kafka?")
+    assert isinstance(parse_command("“continue investing in Kafka?”"), StartDebate)
     for text, words in (("interject 3f2a9c01d4", "Add your note"), ("interject", "takes a debate id"),
                         ("rematch 3f2a9c01d4 --rounds 2", "Unknown option"), ("rematch", "takes one debate id"),
                         ("config rounds", "key=value"), ("config colour=red", "Unknown setting")):

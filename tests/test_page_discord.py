@@ -46,7 +46,7 @@ async def test_the_root_and_the_verdict_carry_the_page_link(tmp_path: Path, peer
         OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm_server.openai_base_url,
         ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=llm_server.anthropic_base_url,
         DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
-        DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="discord-page-secret",
+        DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="discord-page-secret-0123456789abcd",
     )
     core = await Core.open(settings)
     try:

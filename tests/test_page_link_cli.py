@@ -14,7 +14,7 @@ from tests.test_cli import clean_env, debate
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
-SECRET = "page-secret-for-tests"
+SECRET = "page-secret-for-tests-0123456789ab"
 
 
 async def test_debate_link_prints_the_page_link_and_revoke_makes_the_old_one_404(tmp_path: Path) -> None:

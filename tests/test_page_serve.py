@@ -34,7 +34,7 @@ async def answer(url: str, proc: asyncio.subprocess.Process) -> tuple[int, str, 
 
 
 async def test_debate_serve_serves_a_debates_page_beside_healthz(tmp_path: Path) -> None:
-    secret = "serve-page-secret"
+    secret = "serve-page-secret-0123456789abcdef"
     async with open_log(tmp_path / "debates.db") as store:
         debate = await log_debate(store)
         link = await page_link(store, settings(DEBATE_WEB_SECRET=secret), debate.id)

@@ -32,7 +32,7 @@ async def peer() -> AsyncIterator[SlackAPIPeer]:
 async def bot(tmp_path: Path, peer: SlackAPIPeer, llm_server: FakeLLMServer) -> AsyncIterator[SlackBot]:
     script_judge(llm_server, "A", recommendation="Ship the smaller change first.")
     settings = slack_settings(str(tmp_path / "d.db"), peer, llm_server.openai_base_url, llm_server.anthropic_base_url,
-                              DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="slack-page-secret")
+                              DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="slack-page-secret-0123456789abcdef")
     async with SlackBot(settings) as b:
         yield b
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-from tests.test_cli import debate, two_providers
+from tests.test_cli import clean_env, debate, two_providers
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
@@ -61,3 +61,36 @@ async def test_usage_adds_up_every_model_call_the_log_recorded(tmp_path: Path, l
 
     code, out, err = await debate(tmp_path, "usage", "--since", "2026-13-40", env=env)
     assert code == 2 and out == "" and "--since takes a span" in err and len(err.strip().splitlines()) == 1
+
+
+async def test_every_span_too_long_or_too_big_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Issue 57 item 7: a span past 1970 (`99999999d`), a 400-digit one, a date before 1970 or past year 9999:
+    one line on stderr, nothing on stdout, exit 2 — never a traceback."""
+    env = clean_env(tmp_path)
+    for since in ("99999999d", "9" * 400 + "d", "1" * 13 + "m", "1969-12-31", "0001-01-01", "10000-01-01"):
+        code, out, err = await debate(tmp_path, "usage", "--since", since, env=env)
+        assert code == 2 and out == "", (since, code, out, err)
+        assert len(err.strip().splitlines()) == 1 and "--since" in err and "Traceback" not in err, (since, err)
+        assert len(err) < 300, err  # the 400 digits are not echoed back whole
+    code, out, err = await debate(tmp_path, "usage", "--since", "20000d", env=env)
+    assert code == 0, err  # back to 1971: a long span that fits is fine
+
+
+async def test_usage_counts_a_call_that_failed_after_streaming(tmp_path: Path, log_backend: LogBackend) -> None:
+    """Issue 57 item 2: the challenger streams, then its connection drops; `debate usage` counts its tokens
+    (estimated from what it streamed) and says how many calls were counted so."""
+    async with FakeLLMServer() as srv:
+        script_judge(srv, "A")
+        srv.add_rule(Reply(text="word " * 2000, cut_after_chars=2000), lambda r: "The proposer opened with:" in
+                     r.prompt_text)
+        env = two_providers(tmp_path, srv) | log_backend.env
+        code, _, err = await debate(tmp_path, "run", "Tabs or spaces?", "--rounds", "1", env=env)
+        assert code == 0, err
+    (failed,) = log_backend.sql("select output_tokens, tokens_estimated from turns where status = 'failed'")
+    assert failed[0] >= 500 and failed[1], failed
+    code, out, err = await debate(tmp_path, "usage", "--json", env=env)
+    assert code == 0, err
+    total = json.loads(out)["total"]
+    assert total["estimated_calls"] == 1 and total["output_tokens"] >= failed[0], total
+    code, out, err = await debate(tmp_path, "usage", env=env)
+    assert code == 0 and "1 calls' tokens are estimated" in out, out

@@ -39,7 +39,8 @@ async def peer() -> AsyncIterator[DiscordPeer]:
 def settings(tmp_path: Path, peer: DiscordPeer) -> BotSettings:
     return load_settings(DEBATE_DB=str(tmp_path / "debates.db"), DISCORD_BOT_TOKEN=TOKEN,
                          DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
-                         DEBATE_BUDGET_USD_PER_USER_DAY="3", DEBATE_BUDGET_USD_PER_WORKSPACE_DAY="25")
+                         DEBATE_BUDGET_USD_PER_USER_DAY="3", DEBATE_BUDGET_USD_PER_WORKSPACE_DAY="25",
+                         DEBATE_BUDGET_USD_PER_MONTH="900")
 
 
 async def spend(store: DebateLog, user: str, turn_tokens: int, judge_tokens: int, *, platform: str = "discord",
@@ -87,5 +88,7 @@ async def test_usage_shows_an_admin_the_servers_spend_and_anyone_else_their_own(
         admin = described(record.answers)
         assert "This server's model spend" in admin, admin
         assert f"This server spent ${guild:,.4f} today of $25.00 (DEBATE_BUDGET_USD_PER_WORKSPACE_DAY" in admin
-        assert f"The whole bot spent ${everyone:,.4f} this month (no budget set)" in admin
+        assert f"This server's share of the bot's monthly budget: ${guild:,.4f} of $900.00" in admin, admin
+        assert f"{everyone:,.4f}" not in admin and f"{900 - everyone:,.2f}" not in admin, "never the total"
+        assert "whole bot" not in admin
         assert "allowed_mentions" not in admin or '"parse": []' in admin

@@ -19,6 +19,7 @@ from tests.llm_scripts import script_judge
 from tests.test_admission_slack import LIMITS
 from tests.test_slack_team import answer, ask, debated
 from tests.test_slack_tenancy import open_home
+from tests.test_usage_discord import spend
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
@@ -53,11 +54,17 @@ async def test_usage_shows_an_admin_the_workspace_and_anyone_else_their_own_spen
         nothing = await answer(peer, await ask(bot, peer, "usage", user="U3"))
         assert "You spent $0.0000 today" in nothing
 
+        # another workspace's spend, this month: never in this workspace's answers (issue 57 item 6)
+        await spend(bot.core.store, "U7", 300_000, 0, platform="slack", workspace="T2")
+        deployment = sum(c.counted_usd for c in await bot.core.store.spent_calls(month_start(time.time())))
         admin = await answer(peer, await ask(bot, peer, "usage", user="U9"))
         assert admin.startswith("*This workspace's model spend*"), admin
         assert f"This workspace spent ${everyone:,.4f} today of $40.00 (DEBATE_BUDGET_USD_PER_WORKSPACE_DAY;" in admin
         assert f"${40 - everyone:,.2f} left" in admin
-        assert f"The whole bot spent ${everyone:,.4f} this month of $900.00 (DEBATE_BUDGET_USD_PER_MONTH;" in admin
+        assert (f"This workspace's share of the bot's monthly budget: ${everyone:,.4f} of $900.00 "
+                f"({everyone / 900:.1%}; DEBATE_BUDGET_USD_PER_MONTH") in admin, admin
+        assert f"{deployment:,.4f}" not in admin and f"{900 - deployment:,.2f}" not in admin, "never the total"
+        assert "whole bot" not in admin
 
         await open_home(bot, "U9")
         await open_home(bot, "U1")
@@ -69,5 +76,5 @@ async def test_usage_shows_an_admin_the_workspace_and_anyone_else_their_own_spen
         models = await answer(peer, await ask(bot, peer, "models", user="U1"))
         assert "no known price counts at its vendor's highest known price" in models
 
-        # a topic that starts with the word is a debate, not the command
-        assert await debated(bot, peer, "usage based pricing or seats? --rounds 1", user="U1")
+        # a topic that starts with the word is the command (issue 57) unless it is quoted
+        assert await debated(bot, peer, '"usage based pricing or seats?" --rounds 1', user="U1")

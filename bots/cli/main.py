@@ -10,6 +10,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bots import event_loop
 from bots.cli.link import link
@@ -20,6 +21,9 @@ from bots.cli.usage import add_parser as add_usage_parser
 from bots.cli.usage import since_of, usage_command
 from bots.commands import CommandError, StartDebate, start_request
 from bots.settings import load_settings
+
+if TYPE_CHECKING:
+    from bots.serve import MetricsListener
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
 from orchestrator.debate.seating import SETUP_HINT
@@ -92,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="answer the platforms only; debates run in `debate worker` processes")
     serve.add_argument("--name", metavar="NAME",
                        help="this front's stable, unique name (default: the host's); two on one host need two names")
+    add_metrics_options(serve)
 
     worker = command("worker", help="run debates for fronts started with `debate serve --front-only`")
     worker.add_argument("--name", metavar="NAME",
@@ -101,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--host", default="0.0.0.0", help="where GET /healthz listens (default 0.0.0.0)")
     worker.add_argument("--port", type=int, help="the /healthz port (default 3001, or the next free one "
                         "when another worker holds it; 0 picks any free one)")
+    add_metrics_options(worker)
 
     history = command("history", help="recent debates")
     history.add_argument("--limit", type=int, default=20)
@@ -135,6 +141,20 @@ def _parser() -> argparse.ArgumentParser:
     sync = command("discord-sync", help="register the Discord slash commands")
     sync.add_argument("--guild", type=int, metavar="ID")
     return parser
+
+
+def add_metrics_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--metrics-port", type=int, metavar="P",
+                         help="serve GET /metrics on a port of its own (then not on --port); unset: on --port, "
+                         "to requests from this host only")
+    command.add_argument("--metrics-host", default="127.0.0.1", metavar="H",
+                         help="where --metrics-port listens (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)")
+
+
+def _metrics_listener(args: argparse.Namespace) -> MetricsListener | None:
+    from bots.serve import MetricsListener
+
+    return MetricsListener(host=args.metrics_host, port=args.metrics_port) if args.metrics_port is not None else None
 
 
 def _start_command(args: argparse.Namespace) -> StartDebate:
@@ -233,7 +253,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from bots.serve import serve
 
     return await serve(settings, slack=args.slack, discord=args.discord, host=args.host, port=args.port,
-                       front_only=args.front_only, name=args.name)
+                       front_only=args.front_only, name=args.name, metrics=_metrics_listener(args))
 
 
 async def _worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -241,7 +261,8 @@ async def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be 1 or more")
-    return await work(settings, name=args.name, concurrency=args.concurrency, host=args.host, port=args.port)
+    return await work(settings, name=args.name, concurrency=args.concurrency, host=args.host, port=args.port,
+                      metrics=_metrics_listener(args))
 
 
 async def _migrate_log(args: argparse.Namespace, settings: Settings) -> int:

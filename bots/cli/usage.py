@@ -30,6 +30,9 @@ def render_usage(found: Usage) -> str:
     if found.total.unpriced_calls:
         text.append(f"{found.total.unpriced_calls} calls used a model with no known price (not in the cost); "
                     f"at their vendors' highest prices the total is ${found.total.counted_usd:.4f}.")
+    if found.total.estimated_calls:
+        text.append(f"{found.total.estimated_calls} calls' tokens are estimated (about four characters a token): "
+                    "the server reported no usage, e.g. a call that failed or timed out after streaming text.")
     return "\n".join(text)
 
 

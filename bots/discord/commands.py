@@ -18,7 +18,15 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bots.commands import CommandError, StartDebate, context_links, start_request
+from bots.commands import (
+    OPERATOR_ONLY,
+    CommandError,
+    StartDebate,
+    context_links,
+    named_subcommand,
+    start_request,
+    subcommand_refusal,
+)
 from bots.discord.access import is_private, may_stop, scope_of, start_channel
 from bots.discord.brief import attachment_material
 from bots.discord.buttons import choice_label, stored_choice
@@ -47,6 +55,10 @@ def model_choices(core: Core, current: str) -> list[app_commands.Choice[str]]:
     matches = [m for m in dict.fromkeys(candidates) if current.lower() in m.lower()]
     return [app_commands.Choice(name=m[:100], value=m[:100]) for m in matches[:25]]
 
+
+# the commands that have a `/debate-<name>` of their own here (help and models are Slack's words)
+DISCORD_SUBCOMMANDS = ("history", "search", "show", "stop", "quote", "usage", "interject", "continue", "rematch",
+                       "config")
 
 class DiscordRoot:
     """Answers the interaction with a debate's root message and opens a public thread on it; deletes both."""
@@ -136,6 +148,9 @@ class DebateCog(commands.Cog, name="Debates"):
         context_url: str | None = None,
     ) -> None:
         """Start a debate between two AI models in a new thread; a judge gives a verdict you can vote on."""
+        named = named_subcommand(topic)  # `usage`, `link`…: the command's own answer, never a paid debate
+        if named is not None and (named in DISCORD_SUBCOMMANDS or named in OPERATOR_ONLY):
+            raise subcommand_refusal(named, {n: f"/debate-{n}" for n in DISCORD_SUBCOMMANDS})
         command = start_request(topic, format=format, rounds=rounds, proposer=proposer, challenger=challenger,
                                 judge=judge, effort=effort, judges=judges)
         if context_url:

@@ -172,7 +172,8 @@ class Engine:
         verdict = result.verdict
         if verdict is None:
             judged = [t for t in run.transcript if t.round <= max(result.rounds_completed, 1)]
-            judgement = jury if run.spec.judges else judge  # a jury: 2-5 judges, each with judge.py's passes
+            # a jury: 2-5 judges, each with judge.py's passes; a spent budget seats one judge instead
+            judgement = jury if run.spec.judges and run.stopped_early is None else judge
             verdict = await judgement(run, judged, context=result.judge_context, consensus=result.consensus,
                                       descriptions=result.descriptions)
         if verdict is None:

@@ -63,7 +63,20 @@ class SizeCap:
         text = "".join(self._parts)
         prompt = sum(len(m.content) for m in call.messages)
         return Completion(text=text + note, input_tokens=math.ceil(prompt / 4),
-                          output_tokens=math.ceil(len(text) / 4), duration_ms=duration_ms)
+                          output_tokens=math.ceil(len(text) / 4), duration_ms=duration_ms, tokens_estimated=True)
+
+    def spent(self, call: ModelCall, duration_ms: int, reported: tuple[int, int] = (0, 0)) -> Completion | None:
+        """What a call that failed had used, to be counted as any call is (a provider charges for what it
+        streamed): the usage the server `reported` before failing, else an estimate from the prompt and
+        the text streamed so far (marked so); None when it streamed nothing and reported nothing."""
+        text = "".join(self._parts)
+        if not text and not any(reported):
+            return None
+        prompt = sum(len(m.content) for m in call.messages)
+        input_tokens = reported[0] or math.ceil(prompt / 4)
+        output_tokens = reported[1] or math.ceil(len(text) / 4)
+        return Completion(text="", input_tokens=input_tokens, output_tokens=output_tokens, duration_ms=duration_ms,
+                          tokens_estimated=not (reported[0] and reported[1]))
 
     def check(self, completion: Completion) -> Completion:
         """A finished completion cut to the cap, for a backend that returned more than it streamed."""

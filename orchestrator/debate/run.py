@@ -85,6 +85,12 @@ class CallResult(BaseModel):
     completion: Completion | None = None
     error: str = ""
     error_kind: str = ""  # ProviderError.kind ("timeout", "auth", …), or CONFIG_ERROR
+    spent: Completion | None = None  # a failed call's tokens (no text), when it streamed or reported any
+
+    @property
+    def used(self) -> Completion | None:
+        """The tokens this call is counted for: the completion's, or what a failed call had used."""
+        return self.completion or self.spent
 
 
 class TurnResult(BaseModel):
@@ -183,10 +189,11 @@ class DebateRun:
 
         async def model_call() -> CallResult:  # a closure: what a stopped step's log line shows stays short
             result = await self._call_model(model_string, call, None)
-            if (done := result.completion) is not None:
+            if (used := result.used) is not None:  # a failed call that streamed text is paid for too
                 await self.bus.emit(CallRecorded(debate_id=self.debate_id, at=result.started_at, purpose=purpose,
                                                  attempt=uuid.uuid4().hex, model=model_string,
-                                                 input_tokens=done.input_tokens, output_tokens=done.output_tokens))
+                                                 input_tokens=used.input_tokens, output_tokens=used.output_tokens,
+                                                 tokens_estimated=used.tokens_estimated))
             return result
 
         return self._count(model_string, await self.steps.call(model_call, preemptible=True))
@@ -196,11 +203,11 @@ class DebateRun:
         if result.error_kind == CONFIG_ERROR:
             return result
         self.stats.attempted += 1
-        if result.completion is None:
-            if result.error_kind == "timeout":
-                self.stats.timed_out += 1
+        if result.completion is None and result.error_kind == "timeout":
+            self.stats.timed_out += 1
+        completion = result.used
+        if completion is None:
             return result
-        completion = result.completion
         self.stats.input_tokens += completion.input_tokens
         self.stats.output_tokens += completion.output_tokens
         cost = estimate_cost(model_string, completion.input_tokens, completion.output_tokens)
@@ -218,7 +225,7 @@ class DebateRun:
         first_token: list[float] = []
         with self._chat_span(model_string, stream) as span:
             result = await self._make_call(model_string, call, stream, first_token)
-            completion = result.completion
+            completion = result.used
             tracing.note(span, {"gen_ai.usage.input_tokens": completion.input_tokens,
                                 "gen_ai.usage.output_tokens": completion.output_tokens} if completion else {},
                          error=result.error_kind)
@@ -235,7 +242,8 @@ class DebateRun:
         """The call's `chat {model}` span (GenAI conventions); a debater's turn says its round, seat and kind."""
         if not tracing.enabled():
             return tracing.span("", {})
-        provider, model, operation = model_labels(model_string)
+        provider, _, operation = model_labels(model_string)
+        model = model_string.partition(":")[2] or model_string  # a span is one call: its model as asked for
         attributes: dict[str, Any] = {tracing.CONVERSATION: self.debate_id, "gen_ai.operation.name": operation,
                                       "gen_ai.provider.name": provider, "gen_ai.request.model": model}
         if stream is not None:
@@ -281,9 +289,11 @@ class DebateRun:
                     await text.finish()
         except TimeoutError:
             return CallResult(started_at=started, duration_ms=elapsed_ms(), error_kind="timeout",
-                              error=f"{model_string} timed out after {call.timeout_s:.0f} s")
+                              error=f"{model_string} timed out after {call.timeout_s:.0f} s",
+                              spent=cap.spent(call, elapsed_ms()))
         except ProviderError as exc:
-            return CallResult(started_at=started, duration_ms=elapsed_ms(), error=str(exc), error_kind=exc.kind)
+            return CallResult(started_at=started, duration_ms=elapsed_ms(), error=str(exc), error_kind=exc.kind,
+                              spent=cap.spent(call, elapsed_ms(), (exc.input_tokens, exc.output_tokens)))
         return CallResult(started_at=started, duration_ms=elapsed_ms(), completion=completion)
 
     async def turn(self, seat: Seat, round: int, kind: str, system: str, user: str, *, record: bool = True) -> Turn:
@@ -378,16 +388,17 @@ class DebateRun:
         self.interjections.extend(await self.steps.call(start_round))  # later prompts quote what was shown
 
     async def round_completed(self, round: int, total: int) -> None:
-        """The round ends, and before a later round the spend is checked, in the same step whether or not
-        a budget is set (so setting one never changes a running debate's steps): once a budget is spent,
-        `stopped_early` says why and a notice tells users (the formats then stop, and the verdict covers
-        the rounds so far)."""
+        """The round ends, and before a later round (or a jury) the spend is checked, in the same step
+        whether or not a budget is set (so setting one never changes a running debate's steps): once a
+        budget is spent, `stopped_early` says why and a notice tells users (the formats then stop, and the
+        verdict covers the rounds so far, from one judge: the jury does not sit)."""
         shown = self.scrub(RoundCompleted(debate_id=self.debate_id, round=round, total=total))
-        watch = self.spend if round < total else None
+        last = round >= total
+        watch = self.spend if not last or self.spec.judges else None  # a jury is checked for, as a round is
 
         async def complete_round() -> str | None:
             await self.bus.emit(shown)
-            return await watch.stop_reason(self.spec) if watch is not None else None
+            return await watch.stop_reason(self.spec, last=last) if watch is not None else None
 
         reason = await complete_round() if self.bus.silent else await self.steps.call(complete_round)
         self.end_round_span()
@@ -430,9 +441,13 @@ def _closing_event(where: dict[str, Any], result: CallResult) -> TurnCompleted |
     model): completed with the text, or failed with a user-safe error."""
     completion = result.completion
     if completion is None:
+        spent = result.spent  # what it streamed before failing is paid for: its tokens are counted
         failed = Turn(**where, started_at=result.started_at, status="failed", error=sanitize_metadata(result.error),
-                      duration_ms=result.duration_ms)
+                      duration_ms=result.duration_ms, input_tokens=spent.input_tokens if spent else 0,
+                      output_tokens=spent.output_tokens if spent else 0,
+                      tokens_estimated=spent.tokens_estimated if spent else False)
         return TurnFailed(debate_id=failed.debate_id, turn=failed)
     done = Turn(**where, started_at=result.started_at, text=completion.text, duration_ms=completion.duration_ms,
-                input_tokens=completion.input_tokens, output_tokens=completion.output_tokens)
+                input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
+                tokens_estimated=completion.tokens_estimated)
     return TurnCompleted(debate_id=done.debate_id, turn=done)

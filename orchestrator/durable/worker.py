@@ -30,8 +30,9 @@ from orchestrator.durable.continuation import debate_continuation
 from orchestrator.durable.steps import Durable
 from orchestrator.durable.workflow import QUEUE, Runtime, debate_workflow, install_runtime, register_queue
 from orchestrator.log import DebateLog
-from orchestrator.metrics import WORKFLOWS_RECOVERED, prepare_model_metrics
+from orchestrator.metrics import WORKFLOWS_RECOVERED, label_models, prepare_model_metrics
 from orchestrator.providers import ProviderRegistry, preload_sdks
+from orchestrator.providers.registry import operator_models
 from orchestrator.quotas import Budget
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class WorkerHost:
         # the SDKs' imports are slow: done now, off the loop, not by the first debate after a (re)start
         await preload_sdks()
         prepare_model_metrics(self.registry.configured())
+        label_models([*operator_models(self.settings), *self.registry.configured_cli_tools()])
         prepare_system_db(self.db_url)
         spend = spend_watch(self.store, Budget.from_settings(self.settings))
         engine = Engine(self.registry, self.settings, spend=spend)

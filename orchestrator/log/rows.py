@@ -48,7 +48,7 @@ def turn_record(row: Row, epoch: Epoch) -> TurnRecord:
         **{k: row[k] for k in ("id", "debate_id", "round", "seat", "role", "status", "error", "cost_usd")},
         **{k: row[k] or "" for k in ("kind", "model", "text")},
         **{k: row[k] or 0 for k in ("duration_ms", "input_tokens", "output_tokens")},
-        started_at=epoch(row["started_at"]) or 0.0,
+        started_at=epoch(row["started_at"]) or 0.0, tokens_estimated=bool(row.get("tokens_estimated")),
     )
 
 

@@ -434,3 +434,12 @@ def m018_brief_sources(step: Step) -> None:
         alter table sources alter column text_tsv set storage main;
         create index sources_fts on sources using gin (text_tsv);
         create index sources_search_order on sources (seq desc);""")
+
+
+@migration
+def m019_limits_tokens_estimated(step: Step) -> None:
+    """Whether a call's tokens are estimated (about four characters a token) rather than reported by the
+    server: a call that failed or timed out after streaming text is counted too (its tokens cost money),
+    from the text it streamed, and the usage view says how many calls were counted so. Null: reported."""
+    step.both("alter table turns add column tokens_estimated {flag}")
+    step.both("alter table model_calls add column tokens_estimated {flag}")

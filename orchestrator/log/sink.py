@@ -39,7 +39,8 @@ class StoreSink:
             case CallRecorded():
                 await self.store.add_call(CallUsage(
                     attempt=event.attempt, debate_id=event.debate_id, at=event.at, purpose=event.purpose,
-                    model=event.model, input_tokens=event.input_tokens, output_tokens=event.output_tokens))
+                    model=event.model, input_tokens=event.input_tokens, output_tokens=event.output_tokens,
+                    tokens_estimated=event.tokens_estimated))
             case Notice(debate_id=debate_id, level=level, text=text, at=at):
                 await self.store.add_notice(debate_id, level, text, at=at)
             case VerdictReached(debate_id=debate_id, verdict=verdict, at=at, number=number):

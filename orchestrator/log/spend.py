@@ -18,10 +18,10 @@ _HOLDER = ("coalesce((select c.requested_by from continuations c where c.debate_
 # every model call since `since`: the debaters' turns, then the other calls (`model_calls`)
 _SPENT_SQL = (
     "select d.id as debate_id, t.started_at as at, d.platform, d.workspace, " + _HOLDER.format(at="t.started_at")
-    + " as holder, t.model, t.input_tokens, t.output_tokens, t.cost_usd"
+    + " as holder, t.model, t.input_tokens, t.output_tokens, t.cost_usd, t.tokens_estimated"
     " from turns t join debates d on d.id = t.debate_id where t.started_at >= :since"
     " union all select d.id, m.at, d.platform, d.workspace, " + _HOLDER.format(at="m.at")
-    + " , m.model, m.input_tokens, m.output_tokens, m.cost_usd"
+    + " , m.model, m.input_tokens, m.output_tokens, m.cost_usd, m.tokens_estimated"
     " from model_calls m join debates d on d.id = m.debate_id where m.at >= :since"
 )
 # the running debates admission reserved money for (their estimates), and since when they hold it
@@ -32,7 +32,8 @@ _RESERVED_SQL = ("select id as debate_id, platform, workspace, held_by as holder
 def _spent_call(c: Conn, row: dict[str, Any]) -> SpentCall:
     return SpentCall.model_validate(row | {"user": row["holder"], "at": c.epoch(row["at"]) or 0.0,
                                            "model": row["model"] or "", "input_tokens": row["input_tokens"] or 0,
-                                           "output_tokens": row["output_tokens"] or 0})
+                                           "output_tokens": row["output_tokens"] or 0,
+                                           "tokens_estimated": bool(row["tokens_estimated"])})
 
 
 async def spent_calls(c: Conn, since: float) -> list[SpentCall]:
@@ -81,4 +82,5 @@ async def add_call(c: Conn, call: CallUsage) -> None:
     await c.send_debate_exists(call.debate_id)
     await c.send_insert("model_calls", call.model_dump() | {
         "at": c.time(call.at), "cost_usd": estimate_cost(call.model, call.input_tokens, call.output_tokens),
+        "tokens_estimated": call.tokens_estimated or None,
     }, "on conflict (attempt) do nothing")

@@ -45,7 +45,7 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("sources", ("debate_id", "number"), "debate_id, number"),
 )
 TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at", "held_since"}
-FLAG_COLUMNS = {"channel_private", "split", "final"}
+FLAG_COLUMNS = {"channel_private", "split", "final", "tokens_estimated"}
 POSTGRES_ONLY = {"seq", "topic_tsv", "text_tsv", "recommendation_tsv"}  # generated there, never copied
 
 

@@ -177,7 +177,7 @@ async def add_turn(c: Conn, turn: Turn) -> int:
         "model": turn.model, "text": turn.text, "started_at": c.time(turn.started_at),
         "duration_ms": turn.duration_ms, "input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens,
         "cost_usd": estimate_cost(turn.model, turn.input_tokens, turn.output_tokens), "status": turn.status,
-        "error": turn.error,
+        "error": turn.error, "tokens_estimated": turn.tokens_estimated or None,
     }
     await c.send_lock(turn.debate_id)
     same = "debate_id = :debate_id and round = :round and seat = :seat and kind is not distinct from :kind"

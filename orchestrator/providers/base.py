@@ -55,6 +55,7 @@ class Completion(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     duration_ms: int = 0
+    tokens_estimated: bool = False  # the server reported no usage: counted at about four characters a token
 
 
 class Provider(Protocol):
@@ -76,9 +77,12 @@ class Provider(Protocol):
 class ProviderError(Exception):
     """A model call failed; `str(error)` is safe to show users (no secrets, no raw stderr)."""
 
-    def __init__(self, message: str, *, kind: str = "error") -> None:
+    def __init__(self, message: str, *, kind: str = "error", input_tokens: int = 0, output_tokens: int = 0) -> None:
         super().__init__(message)
         self.kind = kind  # error, timeout, auth, rate_limit, bad_output
+        # what the server reported using before the call failed (0: nothing reported)
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
 
 
 class ProviderTimeout(ProviderError):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from orchestrator.config import Settings
+from orchestrator.models import EFFORTS, MAX_MODEL_CHARS, too_long
 from orchestrator.providers.base import ModelStringError, UnknownProviderError
 from orchestrator.providers.spec import (
     DEFAULT_BUDGETS,
@@ -119,6 +120,8 @@ def provider_spec(name: str) -> ProviderSpec:
 def parse_model(s: str) -> tuple[str, str]:
     """`"provider:model"` → `(provider, model)`; `cli:claude` → `("cli", "claude")`."""
     text = (s or "").strip()
+    if len(text) > MAX_MODEL_CHARS:
+        raise ModelStringError(too_long(text))
     provider, sep, model = text.partition(":")
     provider, model = provider.strip().lower(), model.strip()
     if not sep or not provider or not model:
@@ -173,6 +176,21 @@ def configured_providers(settings: Settings) -> list[str]:
     """The provider prefixes whose credentials or base URL are set. Host tools (`cli`) are not listed:
     they need no credentials, and are offered per tool (`ProviderRegistry.configured_cli_tools`)."""
     return [spec.name for spec in specs() if not spec.host_tool and spec.configured(settings)]
+
+
+def operator_models(settings: Settings) -> set[str]:
+    """Every `provider:model` the operator's configuration can seat without a user typing it: the seats
+    and the allowlist's named models (not `provider:*`), each configured provider's defaults at every
+    effort, and every model a provider's price table knows. Bounded by the configuration and the code:
+    what the metrics may use as label values (orchestrator/metrics.py)."""
+    found = {m for m in (settings.debate_proposer, settings.debate_challenger, settings.debate_judge,
+                         settings.debate_tiebreak_judge, *settings.debate_judges) if m}
+    found |= {m for m in settings.chat_models if not m.endswith(":*")}
+    for spec in specs():
+        found |= {f"{spec.name}:{name}" for name in spec.prices}
+    for provider in configured_providers(settings):
+        found |= {f"{provider}:{m}" for m in (default_model_for(provider, e) for e in EFFORTS) if m}
+    return found
 
 
 def is_cli_tool(model_string: str) -> bool:

@@ -111,10 +111,12 @@ def completed_stream(
     if not text:
         raise ProviderError(f"{label} returned no text", kind="bad_output")
     if not finished:
-        raise ProviderError(f"{label} stream ended early after {len(text)} characters")
+        raise ProviderError(f"{label} stream ended early after {len(text)} characters", input_tokens=input_tokens,
+                            output_tokens=output_tokens)
     return Completion(
         text=text,
         input_tokens=input_tokens or estimate_tokens("".join(m.content for m in call.messages)),
         output_tokens=output_tokens or estimate_tokens(text),
         duration_ms=int((time.perf_counter() - started) * 1000),
+        tokens_estimated=not (input_tokens and output_tokens),
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from orchestrator.budgets import CHAIR_MAX_TOKENS
 from orchestrator.debate.audience import with_audience
 from orchestrator.debate.formats.base import FormatResult, combine_attempts
 from orchestrator.debate.formats.council_ranking import (
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 
 ROUNDS = 2  # answers, rankings; the synthesis is the verdict
 ANSWER, RANKING, CONTINUED = "answer", "ranking", "continuation"
-SYNTHESIS_MAX_TOKENS = 2000
+SYNTHESIS_MAX_TOKENS = CHAIR_MAX_TOKENS  # what the budgets price the chair at
 
 
 class CouncilFormat:
