@@ -63,6 +63,7 @@ class SpentCall(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None  # None: the model's price is unknown
+    calls: int = 1  # more than one: a purged debates' day of calls, kept as one sum (orchestrator/log/purge.py)
 
     @property
     def counted_usd(self) -> float:

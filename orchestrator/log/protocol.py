@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from orchestrator.budgets import CallUsage, SpentCall
-from orchestrator.log import page_keys, reads, renderers, spend, team, writes
+from orchestrator.log import page_keys, purge, reads, renderers, spend, team, writes
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -178,6 +178,25 @@ class DebateLog(ABC):
         """What the channel's admins set (`ChannelDefaults()` when nothing was)."""
         return await self._read_one_statement(lambda c: team.channel_defaults(c, platform, workspace, channel),
                                               ChannelDefaults())
+
+    # -- data that leaves (purge.py): whole debates, one transaction each --------------------------
+
+    async def purge_targets(self, selection: purge.PurgeSelection) -> list[purge.PurgeTarget]:
+        """The debates `selection` picks, oldest first, with the rows of each kind that would go."""
+        return await self._read(lambda c: purge.purge_targets(c, selection), [])
+
+    async def purge_debate(self, debate_id: str, reason: purge.Reason, *, at: float | None = None) -> int | None:
+        """Delete the debate whole in one transaction (its spend kept as text-free sums, a tombstone left);
+        its segment count, or None when the log does not hold it."""
+        return await self._write(lambda c: purge.purge_debate(c, debate_id, reason, _at(at)))
+
+    async def purged(self, debate_id: str) -> dict[str, object] | None:
+        """The tombstone of a purged debate (id, purged_at, reason), or None."""
+        return await self._read(lambda c: purge.purged(c, debate_id), None)
+
+    async def forget_user(self, user: str) -> purge.Forgotten:
+        """Delete `user`'s votes and notes, and replace their id and names wherever else they appear."""
+        return await self._write(lambda c: purge.forget_user(c, user))
 
     # -- reads ----------------------------------------------------------------------------------
 

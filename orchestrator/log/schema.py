@@ -406,3 +406,20 @@ def m017_scoped_turn_search_window(step: Step) -> None:
     """Postgres: `debate_turn_window` takes a search's scope (turn_window.py), so `/debate search` in a
     channel reads its window from an id range too, not by walking the turns and joining each match."""
     step.postgres(SCOPED_TURN_WINDOW_SQL)
+
+
+@migration
+def m018_purge(step: Step) -> None:
+    """What a purge leaves (orchestrator/log/purge.py): the spend of purged debates as text-free aggregates
+    per UTC day, workspace, holder and model (`usage_days`, read by the budgets and `debate usage` beside
+    the calls still logged; `cost_usd` null for calls of unknown price), and a tombstone per purged debate
+    (`purged_debates`: its id, when, why, where; no text), so `show` can say what became of it."""
+    step.both("""
+        create table usage_days (
+            id {serial}, day {time} not null, platform text, workspace text, holder text, model text not null,
+            calls integer not null, input_tokens integer not null, output_tokens integer not null, cost_usd {real}
+        );
+        create index usage_days_day on usage_days (day);
+        create table purged_debates (
+            id text primary key, purged_at {time} not null, reason text not null, platform text, workspace text
+        );""")
