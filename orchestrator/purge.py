@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.log import DebateLog
+from orchestrator.log.audit import OPERATOR, Actor
 from orchestrator.log.purge import Forgotten, PurgeSelection, PurgeTarget, Reason
 from orchestrator.models import Outcome, now
 
@@ -47,6 +49,14 @@ class PurgeReport(BaseModel):
     user: str | None = None
     forgotten: Forgotten | None = None
 
+    def summary(self) -> str:
+        """What went, in one line: `retention: 3 debates, 12 turns, 2 notes, 5 votes`."""
+        counts = ", ".join(f"{n} {kind}" for kind, n in self.totals.items())
+        forgotten = "" if self.forgotten is None else (
+            f"; the person removed from {len(self.forgotten.debates)} other debates ({self.forgotten.votes} votes,"
+            f" {self.forgotten.notes} notes deleted)")
+        return f"{self.reason}: {counts}{forgotten}"
+
     @property
     def totals(self) -> dict[str, int]:
         """Rows of each kind that go with the debates (turns, notes, votes, sources), and the debates."""
@@ -58,9 +68,11 @@ class PurgeReport(BaseModel):
 
 
 async def purge(store: DebateLog, selection: PurgeSelection, *, reason: Reason = "request",
-                engine: EngineRecords | None = None, dry_run: bool = False, at: float | None = None) -> PurgeReport:
-    """Delete the debates `selection` picks (and with `selection.user`, that person everywhere else).
-    `engine` None: the log only (no workflow engine shares it, as with `debate run` alone)."""
+                engine: EngineRecords | None = None, dry_run: bool = False, at: float | None = None,
+                by: Actor = OPERATOR) -> PurgeReport:
+    """Delete the debates `selection` picks (and with `selection.user`, that person everywhere else), and
+    write the audit entry `by` did it. `engine` None: the log only (no workflow engine shares it, as with
+    `debate run` alone)."""
     targets = await store.purge_targets(selection)
     if dry_run:
         return PurgeReport(dry_run=True, reason=reason, debates=targets, user=selection.user)
@@ -81,8 +93,20 @@ async def purge(store: DebateLog, selection: PurgeSelection, *, reason: Reason =
         forgotten = await store.forget_user(selection.user)
         if engine is not None and forgotten.debates:
             await engine.delete(forgotten.debates)
-    return PurgeReport(dry_run=False, reason=reason, debates=targets, stopped=stopped, purged=purged,
-                       user=selection.user, forgotten=forgotten)
+    report = PurgeReport(dry_run=False, reason=reason, debates=targets, stopped=stopped, purged=purged,
+                         user=selection.user, forgotten=forgotten)
+    if purged or forgotten is not None:
+        await store.add_audit(by.entry("purge", described(selection), report.summary(), at=at))
+    return report
+
+
+def described(selection: PurgeSelection) -> str:
+    """The selection in words, for the audit trail: `debate ID`, `user U`, `workspace T`, `before DATE`."""
+    parts = [f"{name} {value}" for name, value in (("debate", selection.debate), ("user", selection.user),
+                                                    ("workspace", selection.workspace)) if value is not None]
+    if selection.before is not None:
+        parts.append(f"before {datetime.fromtimestamp(selection.before, UTC).strftime('%Y-%m-%d %H:%M')} UTC")
+    return ", ".join(parts)
 
 
 async def _stop(store: DebateLog, engine: EngineRecords | None, target: PurgeTarget) -> None:

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from orchestrator.budgets import CallUsage, SpentCall
-from orchestrator.log import page_keys, purge, reads, renderers, spend, team, writes
+from orchestrator.log import audit, page_keys, purge, reads, renderers, spend, team, writes
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -197,6 +197,18 @@ class DebateLog(ABC):
     async def forget_user(self, user: str) -> purge.Forgotten:
         """Delete `user`'s votes and notes, and replace their id and names wherever else they appear."""
         return await self._write(lambda c: purge.forget_user(c, user))
+
+    # -- the audit trail (audit.py): who changed what, never message text ---------------------------
+
+    async def add_audit(self, entry: audit.AuditEntry) -> None:
+        await self._write(lambda c: audit.send_audit(c, entry))
+
+    async def audit(self, since: float, limit: int = 1000) -> list[audit.AuditEntry]:
+        """The entries since `since`, newest first."""
+        return await self._read(lambda c: audit.audit_entries(c, since, limit), [])
+
+    async def prune_audit(self, before: float) -> int:
+        return await self._write(lambda c: audit.prune_audit(c, before))
 
     # -- reads ----------------------------------------------------------------------------------
 

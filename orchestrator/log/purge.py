@@ -13,6 +13,7 @@ Written once over both databases; the dialects differ only in how they list thei
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -129,6 +130,17 @@ async def purged(c: Conn, debate_id: str) -> dict[str, Any] | None:
     """The tombstone of a purged debate (id, purged_at, reason), or None."""
     rows = await c.rows("select id, purged_at, reason from purged_debates where id = :id", {"id": debate_id})
     return rows[0] | {"purged_at": c.epoch(rows[0]["purged_at"])} if rows else None
+
+
+_WHY = {"retention": "by retention (DEBATE_RETENTION_DAYS)", "request": "on request (`debate purge`)",
+        "uninstall": "when the app was removed from its workspace"}
+
+
+def purged_text(tomb: dict[str, Any]) -> str:
+    """A purged debate in one line: `debate 1a2b3c was purged by retention on 2026-03-01; nothing of it is kept`."""
+    day = datetime.fromtimestamp(float(tomb["purged_at"] or 0.0), UTC).strftime("%Y-%m-%d")
+    return f"debate {tomb['id']} was purged {_WHY.get(str(tomb['reason']), str(tomb['reason']))} on {day};" \
+        " nothing of it is kept"
 
 
 async def forget_user(c: Conn, user: str) -> Forgotten:

@@ -423,3 +423,14 @@ def m018_purge(step: Step) -> None:
         create table purged_debates (
             id text primary key, purged_at {time} not null, reason text not null, platform text, workspace text
         );""")
+
+
+@migration
+def m019_audit(step: Step) -> None:
+    """The audit trail (orchestrator/log/audit.py): who changed what, never topic or message text."""
+    step.both("""
+        create table audit (
+            id {serial}, at {time} not null, platform text not null, workspace text, actor text,
+            action text not null, target text not null default '', detail text not null default ''
+        );
+        create index audit_at on audit (at);""")

@@ -14,6 +14,7 @@ from bots.slack.links import permalink, thread_links
 from bots.slack.listeners.invocation import Invocation
 from bots.slack.views import history_text, models_text, search_text, show_text
 from orchestrator.log import DebateRecord
+from orchestrator.log.audit import Actor
 from orchestrator.policy import ChatPolicy
 
 SEARCH_LIMIT = 10
@@ -61,4 +62,5 @@ async def stop_debate(command: Stop, inv: Invocation) -> None:
         await inv.tell(f"Only the person who started it or a workspace admin can stop debate `{record.id}`.")
         return
     await tailer.stop(record.id)
+    await core.stopped_by(record, Actor(platform="slack", workspace=inv.team_id, user=inv.user_id))
     await inv.tell(f"Stopping debate `{record.id}`; its thread will say it was cancelled.")
