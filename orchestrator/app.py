@@ -23,6 +23,7 @@ roles import `orchestrator.durable`, inside `open`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -37,6 +38,7 @@ from orchestrator.models import DebateSpec, Outcome
 from orchestrator.operations import Operations
 from orchestrator.providers import ProviderRegistry, preload_sdks
 from orchestrator.quotas import Quota
+from orchestrator.retention import Retention
 
 if TYPE_CHECKING:
     from orchestrator.durable import FrontFeed, WorkerHost
@@ -112,6 +114,8 @@ class Core(Operations):
     feed: FrontFeed | None = None  # `serve`, `front`: enqueues, stops and follows them
     stopping: bool = False  # a stop began: no new debate is taken
     name: str | None = None  # `debate serve --name` / `debate worker --name`; None: the host's
+    retention: Retention | None = None  # `serve`, `worker`: the daily data pass (orchestrator/retention.py)
+    _retention_task: asyncio.Task[None] | None = None
 
     async def warm_up(self) -> None:
         """Before a chat surface serves: a process that runs debates on its own loop (`jobs`) imports the
@@ -153,10 +157,23 @@ class Core(Operations):
                 from orchestrator.durable import FrontFeed
 
                 core.feed = await FrontFeed.open(settings)
+            if role in ("serve", "worker"):
+                core.start_retention()
         except BaseException:
             await core.close()
             raise
         return core
+
+    def start_retention(self) -> None:
+        """The daily data pass of a process that runs debates (one at a time across them, by the log's lease):
+        retention, the audit trail's pruning, and the due purges of uninstalled workspaces (`retention.due`)."""
+        from orchestrator.durable.purge_records import ClientRecords, LaunchedRecords
+
+        engine = ClientRecords(self.feed.client) if self.feed is not None else LaunchedRecords()
+        self.retention = Retention(self.store, holder=f"{self.store.runner or 'core'}:{os.getpid()}",
+                                   retention_days=self.settings.debate_retention_days,
+                                   audit_days=self.settings.debate_audit_retention_days, engine=engine, due=[])
+        self._retention_task = asyncio.create_task(self.retention.run_forever(), name="retention")
 
     @property
     def executor(self) -> str | None:
@@ -180,6 +197,10 @@ class Core(Operations):
             await host.stop(grace_s)
 
     async def close(self) -> None:
+        if self._retention_task is not None:
+            task, self._retention_task = self._retention_task, None
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         if self.jobs is not None:
             await self.jobs.shutdown()
         if self.host is not None:

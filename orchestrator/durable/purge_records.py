@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dbos import DBOSClient
+from dbos import DBOS, DBOSClient
 
 from orchestrator.durable.names import segment_workflow_id
 
@@ -28,3 +28,14 @@ class ClientRecords:
     async def delete(self, debates: Sequence[tuple[str, int]]) -> None:
         if ids := workflow_ids(debates):
             await self.client.delete_workflows_async(ids, delete_children=True)
+
+
+class LaunchedRecords:
+    """`orchestrator.purge.EngineRecords` in a process that launched DBOS (a worker): its class methods."""
+
+    async def cancel(self, debate_id: str, segment: int) -> None:
+        await DBOS.cancel_workflow_async(segment_workflow_id(debate_id, segment))
+
+    async def delete(self, debates: Sequence[tuple[str, int]]) -> None:
+        if ids := workflow_ids(debates):
+            await DBOS.delete_workflows_async(ids, delete_children=True)

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from orchestrator.budgets import CallUsage, SpentCall
-from orchestrator.log import audit, page_keys, purge, reads, renderers, spend, team, writes
+from orchestrator.log import audit, maintenance, page_keys, purge, reads, renderers, spend, team, writes
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -197,6 +197,13 @@ class DebateLog(ABC):
     async def forget_user(self, user: str) -> purge.Forgotten:
         """Delete `user`'s votes and notes, and replace their id and names wherever else they appear."""
         return await self._write(lambda c: purge.forget_user(c, user))
+
+    async def claim_pass(self, name: str, holder: str, *, at: float, every_s: float, hold_s: float) -> bool:
+        """Hold the periodic pass `name` (maintenance.py) if it is due and nobody else holds it."""
+        return await self._write(lambda c: maintenance.claim_pass(c, name, holder, at, every_s, hold_s))
+
+    async def end_pass(self, name: str, holder: str, *, at: float, done: bool) -> None:
+        await self._write(lambda c: maintenance.end_pass(c, name, holder, at, done))
 
     # -- the audit trail (audit.py): who changed what, never message text ---------------------------
 

@@ -413,7 +413,9 @@ def m018_purge(step: Step) -> None:
     """What a purge leaves (orchestrator/log/purge.py): the spend of purged debates as text-free aggregates
     per UTC day, workspace, holder and model (`usage_days`, read by the budgets and `debate usage` beside
     the calls still logged; `cost_usd` null for calls of unknown price), and a tombstone per purged debate
-    (`purged_debates`: its id, when, why, where; no text), so `show` can say what became of it."""
+    (`purged_debates`: its id, when, why, where; no text), so `show` can say what became of it. And
+    `maintenance`: which process holds a periodic pass (the retention pass) and when it last finished, so
+    one process at a time runs it, once a day across them all."""
     step.both("""
         create table usage_days (
             id {serial}, day {time} not null, platform text, workspace text, holder text, model text not null,
@@ -422,6 +424,9 @@ def m018_purge(step: Step) -> None:
         create index usage_days_day on usage_days (day);
         create table purged_debates (
             id text primary key, purged_at {time} not null, reason text not null, platform text, workspace text
+        );
+        create table maintenance (
+            name text primary key, holder text, until {time}, done_at {time}
         );""")
 
 
