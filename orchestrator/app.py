@@ -37,8 +37,10 @@ from orchestrator.log import DebateLog, open_log
 from orchestrator.models import DebateSpec, Outcome
 from orchestrator.operations import Operations
 from orchestrator.providers import ProviderRegistry, preload_sdks
+from orchestrator.purge import EngineRecords, PurgeReport
 from orchestrator.quotas import Quota
 from orchestrator.retention import Retention
+from orchestrator.uninstall import Stop, purge_due, workspace_added, workspace_removed
 
 if TYPE_CHECKING:
     from orchestrator.durable import FrontFeed, WorkerHost
@@ -164,16 +166,36 @@ class Core(Operations):
             raise
         return core
 
-    def start_retention(self) -> None:
-        """The daily data pass of a process that runs debates (one at a time across them, by the log's lease):
-        retention, the audit trail's pruning, and the due purges of uninstalled workspaces (`retention.due`)."""
+    @property
+    def engine_records(self) -> EngineRecords | None:
+        """What a purge deletes of the workflow engine's: through the feed's client (a front), or the launched
+        DBOS (a worker); None where no workflow runs (`debate run`)."""
         from orchestrator.durable.purge_records import ClientRecords, LaunchedRecords
 
-        engine = ClientRecords(self.feed.client) if self.feed is not None else LaunchedRecords()
+        if self.feed is not None:
+            return ClientRecords(self.feed.client)
+        return LaunchedRecords() if self.host is not None else None
+
+    def start_retention(self) -> None:
+        """The daily data pass of a process that runs debates (one at a time across them, by the log's lease):
+        retention, the audit trail's pruning, and the due purges of uninstalled workspaces."""
+        engine = self.engine_records
         self.retention = Retention(self.store, holder=f"{self.store.runner or 'core'}:{os.getpid()}",
                                    retention_days=self.settings.debate_retention_days,
-                                   audit_days=self.settings.debate_audit_retention_days, engine=engine, due=[])
+                                   audit_days=self.settings.debate_audit_retention_days, engine=engine,
+                                   due=[lambda at: purge_due(self.store, engine, at)])
         self._retention_task = asyncio.create_task(self.retention.run_forever(), name="retention")
+
+    async def workspace_removed(self, platform: str, workspace: str, *, stop: Stop | None = None,
+                                detail: str = "") -> PurgeReport | None:
+        """The app was removed from `workspace` (its tokens deleted already): stop its debates, and purge its
+        data now or after DEBATE_UNINSTALL_GRACE_DAYS (orchestrator/uninstall.py)."""
+        return await workspace_removed(self.store, platform, workspace, engine=self.engine_records, stop=stop,
+                                       grace_days=self.settings.debate_uninstall_grace_days, detail=detail)
+
+    async def workspace_added(self, platform: str, workspace: str, *, by: str | None = None) -> bool:
+        """Installed (again): a purge waiting out its grace is dropped; True when one was."""
+        return await workspace_added(self.store, platform, workspace, by=by)
 
     @property
     def executor(self) -> str | None:

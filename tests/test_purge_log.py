@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from orchestrator.budgets import CallUsage
-from orchestrator.log import DebateLog, StoreError
+from orchestrator.log import DebateLog, DebateNotFoundError, StoreError
 from orchestrator.log.purge import REMOVED, PurgeSelection
 from orchestrator.models import DebateSpec, Interjection, Outcome, Seat, Turn, Verdict, Vote
 from orchestrator.purge import purge
@@ -118,6 +118,9 @@ async def test_a_purged_debate_leaves_no_row_and_the_usage_figures_stay(log_back
         assert log_backend.sql("select rematch_of from debates where id = ?", [rematch])[0][0] is None
         tomb = await store.purged(gone)
         assert tomb is not None and tomb["reason"] == "request"
+        with pytest.raises(DebateNotFoundError):  # a renderer's late record of a purged debate's message
+            await store.set_message(gone, "verdict", "slack", "C1", "9.0001", final=True)
+        assert set(rows_of(log_backend, gone).values()) == {0}
         assert await figures(store) == before, "the budgets and `debate usage` count the same after a purge"
 
         again = await purge(store, PurgeSelection(debate=gone))

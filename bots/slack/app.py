@@ -20,8 +20,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.page import page_link
 from bots.settings import BotSettings, bot_settings
+from bots.slack.install_stores import ThreadedInstallations
 from bots.slack.listeners import register_listeners
 from bots.slack.listeners.shapes import shape_problem
+from bots.slack.listeners.uninstall import installed
 from bots.slack.oauth import oauth_settings
 from bots.slack.runtime import SlackRuntime
 from bots.slack.surface import PLATFORM, SlackThread
@@ -118,6 +120,9 @@ def build_app(
         logger=log,
     )
     app.runtime = runtime
+    runtime.installations = app.installation_store
+    if isinstance(runtime.installations, ThreadedInstallations):
+        runtime.installations.saved = lambda installation: installed(runtime, installation)
     if core.feed is not None:
         runtime.tailer = FrontTailer(core.feed, core.store, PLATFORM, thread_reach(app, runtime),
                                      renderer=core.renderer)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 
 from bots.settings import bot_settings
 from bots.slack.scope import ChannelPrivacy, SlackUsers
@@ -29,6 +30,7 @@ class SlackRuntime:
     users: SlackUsers = field(default_factory=SlackUsers)  # users.info (display names, admins), cached
     ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
     tailer: FrontTailer | None = None  # set by build_app (a core with a feed: the durable front)
+    installations: AsyncInstallationStore | None = None  # a multi-workspace install's store (set by build_app)
     # every Web API call's connections, kept alive (without it slack_sdk opens a session, so a TCP and
     # TLS connection, per call); made in build_app, inside the loop, closed at shutdown
     session: aiohttp.ClientSession | None = None

@@ -198,6 +198,17 @@ class DebateLog(ABC):
         """Delete `user`'s votes and notes, and replace their id and names wherever else they appear."""
         return await self._write(lambda c: purge.forget_user(c, user))
 
+    async def schedule_uninstall(self, platform: str, workspace: str, *, at: float, purge_after: float) -> None:
+        """The app was removed from `workspace`: its data is purged once `purge_after` has passed."""
+        await self._write(lambda c: purge.schedule_uninstall(c, platform, workspace, at, purge_after))
+
+    async def cancel_uninstall(self, platform: str, workspace: str) -> bool:
+        """A reinstall within the grace: True when a purge was waiting (it will not happen)."""
+        return await self._write(lambda c: purge.cancel_uninstall(c, platform, workspace))
+
+    async def due_uninstalls(self, at: float) -> list[tuple[str, str]]:
+        return await self._read(lambda c: purge.due_uninstalls(c, at), [])
+
     async def claim_pass(self, name: str, holder: str, *, at: float, every_s: float, hold_s: float) -> bool:
         """Hold the periodic pass `name` (maintenance.py) if it is due and nobody else holds it."""
         return await self._write(lambda c: maintenance.claim_pass(c, name, holder, at, every_s, hold_s))

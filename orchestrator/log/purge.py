@@ -33,6 +33,7 @@ class PurgeSelection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     debate: str | None = None  # a full id
+    platform: str | None = None  # with `workspace`: that platform's workspace only
     user: str | None = None  # the platform user id that started it
     workspace: str | None = None  # a Slack team or Discord guild
     before: float | None = None  # ended (or, still running, started) before this time
@@ -84,6 +85,9 @@ async def purge_targets(c: Conn, selection: PurgeSelection) -> list[PurgeTarget]
     if selection.workspace is not None:
         where.append("d.workspace = :workspace")
         args["workspace"] = selection.workspace
+    if selection.platform is not None:
+        where.append("d.platform = :platform")
+        args["platform"] = selection.platform
     if selection.before is not None:
         where.append("coalesce(d.finished_at, d.created_at) < :before")
         args["before"] = c.time(selection.before)
@@ -169,3 +173,26 @@ async def forget_user(c: Conn, user: str) -> Forgotten:
                     {"needle": needle, "removed": REMOVED}))
     return Forgotten(debates=[(r["id"], int(r["segment"] or 1)) for r in debates], votes=votes, notes=notes,
                      replaced=replaced)
+
+
+# -- uninstalled workspaces waiting out their grace -------------------------------------------------------
+
+
+async def schedule_uninstall(c: Conn, platform: str, workspace: str, at: float, purge_after: float) -> None:
+    await c.send_insert("uninstalls", {"platform": platform, "workspace": workspace, "removed_at": c.time(at),
+                                       "purge_after": c.time(purge_after)},
+                        "on conflict (platform, workspace) do update set removed_at = excluded.removed_at,"
+                        " purge_after = excluded.purge_after")
+
+
+async def cancel_uninstall(c: Conn, platform: str, workspace: str) -> bool:
+    """A reinstall: True when the workspace's data was waiting to be purged (and now stays)."""
+    return bool(await c.values("delete from uninstalls where platform = :platform and workspace = :workspace"
+                               " returning 1", {"platform": platform, "workspace": workspace}))
+
+
+async def due_uninstalls(c: Conn, at: float) -> list[tuple[str, str]]:
+    """(platform, workspace) of each uninstall whose grace has passed at `at`."""
+    return [(r["platform"], r["workspace"]) for r in await c.rows(
+        "select platform, workspace from uninstalls where purge_after <= :at order by purge_after",
+        {"at": c.time(at)})]

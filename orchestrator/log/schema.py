@@ -415,7 +415,8 @@ def m018_purge(step: Step) -> None:
     the calls still logged; `cost_usd` null for calls of unknown price), and a tombstone per purged debate
     (`purged_debates`: its id, when, why, where; no text), so `show` can say what became of it. And
     `maintenance`: which process holds a periodic pass (the retention pass) and when it last finished, so
-    one process at a time runs it, once a day across them all."""
+    one process at a time runs it, once a day across them all. And `uninstalls`: workspaces the app was removed
+    from whose data waits out DEBATE_UNINSTALL_GRACE_DAYS (a reinstall deletes the row, keeping the data)."""
     step.both("""
         create table usage_days (
             id {serial}, day {time} not null, platform text, workspace text, holder text, model text not null,
@@ -427,6 +428,10 @@ def m018_purge(step: Step) -> None:
         );
         create table maintenance (
             name text primary key, holder text, until {time}, done_at {time}
+        );
+        create table uninstalls (
+            platform text not null, workspace text not null, removed_at {time} not null, purge_after {time} not null,
+            primary key (platform, workspace)
         );""")
 
 
