@@ -32,9 +32,9 @@ _n = itertools.count()
 
 
 async def debate(store: DebateLog, user: str, at: float, *, workspace: str = "T1", word: str = "kafka",
-                 finish: bool = True, turn_text: str | None = None) -> str:
+                 finish: bool = True, turn_text: str | None = None, platform: str = "slack") -> str:
     """A debate with a turn, an unpriced turn, a judge call, a verdict, a vote, a note, a message and a page key."""
-    s = DebateSpec(topic=f"Is {word} right for us?", seats=SEATS, judge="openai:gpt-5", platform="slack",
+    s = DebateSpec(topic=f"Is {word} right for us?", seats=SEATS, judge="openai:gpt-5", platform=platform,
                    workspace=workspace, channel="C1", requested_by=user)
     await store.admit(s, OPEN, at=at)
     await store.add_turn(Turn(debate_id=s.id, round=1, seat="A", role="proposer", kind="opening",
