@@ -47,6 +47,16 @@ class Operations:
         """End a debate that cannot go on (`outcome.status` failed), its counts kept."""
         await self.store.finish_debate(debate_id, outcome)
 
+    # -- organizations (Slack Enterprise Grid): an org-wide install serves each of its workspaces apart
+    async def note_org(self, platform: str, workspace: str, org: str) -> None:
+        await self.store.note_org(platform, workspace, org)
+
+    async def org_of(self, platform: str, workspace: str) -> str | None:
+        return await self.store.org_of(platform, workspace)
+
+    async def org_workspaces(self, platform: str, org: str) -> list[str]:
+        return await self.store.org_workspaces(platform, org)
+
     # -- the audit trail (orchestrator/log/audit.py): who changed what
     async def record_audit(self, entry: AuditEntry) -> None:
         await self.store.add_audit(entry)

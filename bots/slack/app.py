@@ -142,6 +142,10 @@ def thread_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
             installations = app.installation_store
             bot = None if installations is None or team is None else await installations.async_find_bot(
                 enterprise_id=None, team_id=team)
+            org = None if bot is not None or installations is None or team is None else \
+                await runtime.core.org_of(PLATFORM, team)
+            if org is not None and installations is not None:  # an org-wide install serves this workspace
+                bot = await installations.async_find_bot(enterprise_id=org, team_id=None, is_enterprise_install=True)
             if bot is None or not bot.bot_token:
                 return None
             client = web_client(bot_settings(runtime.core.settings), bot.bot_token, session=runtime.session)

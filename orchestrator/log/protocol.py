@@ -209,6 +209,16 @@ class DebateLog(ABC):
     async def due_uninstalls(self, at: float) -> list[tuple[str, str]]:
         return await self._read(lambda c: purge.due_uninstalls(c, at), [])
 
+    async def note_org(self, platform: str, workspace: str, org: str) -> None:
+        """`workspace` belongs to the organization `org` (Slack Enterprise Grid)."""
+        await self._write(lambda c: purge.note_org(c, platform, workspace, org))
+
+    async def org_of(self, platform: str, workspace: str) -> str | None:
+        return await self._read(lambda c: purge.org_of(c, platform, workspace), None)
+
+    async def org_workspaces(self, platform: str, org: str) -> list[str]:
+        return await self._read(lambda c: purge.org_workspaces(c, platform, org), [])
+
     async def claim_pass(self, name: str, holder: str, *, at: float, every_s: float, hold_s: float) -> bool:
         """Hold the periodic pass `name` (maintenance.py) if it is due and nobody else holds it."""
         return await self._write(lambda c: maintenance.claim_pass(c, name, holder, at, every_s, hold_s))

@@ -196,3 +196,22 @@ async def due_uninstalls(c: Conn, at: float) -> list[tuple[str, str]]:
     return [(r["platform"], r["workspace"]) for r in await c.rows(
         "select platform, workspace from uninstalls where purge_after <= :at order by purge_after",
         {"at": c.time(at)})]
+
+
+# -- organizations (Slack Enterprise Grid): which workspaces an org-wide install serves ---------------------
+
+
+async def note_org(c: Conn, platform: str, workspace: str, org: str) -> None:
+    await c.send_insert("workspace_orgs", {"platform": platform, "workspace": workspace, "org": org},
+                        "on conflict (platform, workspace) do update set org = excluded.org")
+
+
+async def org_of(c: Conn, platform: str, workspace: str) -> str | None:
+    found = await c.one("select org from workspace_orgs where platform = :platform and workspace = :workspace",
+                        {"platform": platform, "workspace": workspace})
+    return None if found is None else str(found)
+
+
+async def org_workspaces(c: Conn, platform: str, org: str) -> list[str]:
+    return [str(w) for w in await c.values("select workspace from workspace_orgs where platform = :platform"
+                                           " and org = :org order by workspace", {"platform": platform, "org": org})]

@@ -416,7 +416,9 @@ def m018_purge(step: Step) -> None:
     (`purged_debates`: its id, when, why, where; no text), so `show` can say what became of it. And
     `maintenance`: which process holds a periodic pass (the retention pass) and when it last finished, so
     one process at a time runs it, once a day across them all. And `uninstalls`: workspaces the app was removed
-    from whose data waits out DEBATE_UNINSTALL_GRACE_DAYS (a reinstall deletes the row, keeping the data)."""
+    from whose data waits out DEBATE_UNINSTALL_GRACE_DAYS (a reinstall deletes the row, keeping the data). And
+    `workspace_orgs`: the organization (Slack Enterprise Grid) each workspace seen belongs to, so an org-wide
+    install reaches any of its workspaces' threads and its uninstall purges every one of them."""
     step.both("""
         create table usage_days (
             id {serial}, day {time} not null, platform text, workspace text, holder text, model text not null,
@@ -432,7 +434,11 @@ def m018_purge(step: Step) -> None:
         create table uninstalls (
             platform text not null, workspace text not null, removed_at {time} not null, purge_after {time} not null,
             primary key (platform, workspace)
-        );""")
+        );
+        create table workspace_orgs (
+            platform text not null, workspace text not null, org text not null, primary key (platform, workspace)
+        );
+        create index workspace_orgs_org on workspace_orgs (platform, org);""")
 
 
 @migration

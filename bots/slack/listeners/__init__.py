@@ -28,6 +28,7 @@ def _attach(runtime: SlackRuntime) -> Callable[..., Awaitable[None]]:
     async def attach_runtime(context: dict[str, Any], next_: Callable[[], Awaitable[None]]) -> None:
         context["runtime"] = runtime
         context["received_at"] = time.monotonic()
+        await runtime.note_org(context.get("team_id"), context.get("enterprise_id"))
         await next_()
 
     return attach_runtime

@@ -29,9 +29,19 @@ def _workspace(context: AsyncBoltContext, body: dict[str, Any]) -> str | None:
 
 async def app_uninstalled(body: dict[str, Any], context: AsyncBoltContext) -> None:
     runtime: SlackRuntime = context["runtime"]
+    if context.is_enterprise_install and context.enterprise_id:  # an org-wide install: every workspace of it
+        if runtime.installations is not None:
+            await runtime.installations.async_delete_all(enterprise_id=context.enterprise_id, team_id=None)
+        await _org_removed(runtime, context.enterprise_id, "app_uninstalled")
+        return
     if runtime.installations is not None:
         await AsyncTokenRevocationListeners(runtime.installations).handle_app_uninstalled_events(context)
     _removed(runtime, _workspace(context, body), "app_uninstalled")
+
+
+async def _org_removed(runtime: SlackRuntime, org: str, why: str) -> None:
+    for workspace in await runtime.core.org_workspaces(PLATFORM, org):
+        _removed(runtime, workspace, f"{why} (org-wide, {org})")
 
 
 async def tokens_revoked(event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
@@ -40,10 +50,14 @@ async def tokens_revoked(event: dict[str, Any], body: dict[str, Any], context: A
     if runtime.installations is not None:
         await AsyncTokenRevocationListeners(runtime.installations).handle_tokens_revoked_events(event, context)
     if (event.get("tokens") or {}).get("bot"):
+        org_wide = bool(context.is_enterprise_install and context.enterprise_id)
         if runtime.installations is not None:  # the installation's row holds the bot token too
             await runtime.installations.async_delete_all(enterprise_id=context.enterprise_id,
-                                                         team_id=context.team_id)
-        _removed(runtime, _workspace(context, body), "tokens_revoked")
+                                                         team_id=None if org_wide else context.team_id)
+        if org_wide and context.enterprise_id:
+            await _org_removed(runtime, context.enterprise_id, "tokens_revoked")
+        else:
+            _removed(runtime, _workspace(context, body), "tokens_revoked")
 
 
 def _removed(runtime: SlackRuntime, workspace: str | None, why: str) -> None:
@@ -55,11 +69,13 @@ def _removed(runtime: SlackRuntime, workspace: str | None, why: str) -> None:
 
 
 async def installed(runtime: SlackRuntime, installation: Installation) -> None:
-    """An install saved (OAuth): a purge waiting for this workspace is dropped, and the audit trail says so."""
-    workspace = installation.team_id or installation.enterprise_id
-    if workspace is None:
-        return
+    """An install saved (OAuth): a purge waiting for this workspace (for an org-wide one: each of the org's
+    workspaces seen) is dropped, and the audit trail says so."""
     try:
-        await runtime.core.workspace_added(PLATFORM, workspace, by=installation.user_id)
+        if installation.is_enterprise_install and installation.enterprise_id:
+            for workspace in await runtime.core.org_workspaces(PLATFORM, installation.enterprise_id):
+                await runtime.core.workspace_added(PLATFORM, workspace, by=installation.user_id)
+        elif installation.team_id is not None:
+            await runtime.core.workspace_added(PLATFORM, installation.team_id, by=installation.user_id)
     except Exception:  # the install itself stands; the log is tried again at the next install
         log.warning("slack: could not record the install of %s", workspace, exc_info=True)
