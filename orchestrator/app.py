@@ -39,7 +39,7 @@ from orchestrator.operations import Operations
 from orchestrator.providers import ProviderRegistry, preload_sdks
 from orchestrator.purge import EngineRecords, PurgeReport
 from orchestrator.quotas import Quota
-from orchestrator.retention import Retention
+from orchestrator.retention import Retention, audit_budgets
 from orchestrator.uninstall import Stop, purge_due, workspace_added, workspace_removed
 
 if TYPE_CHECKING:
@@ -160,11 +160,24 @@ class Core(Operations):
 
                 core.feed = await FrontFeed.open(settings)
             if role in ("serve", "worker"):
+                await core.audit_budgets()
                 core.start_retention()
         except BaseException:
             await core.close()
             raise
         return core
+
+    async def audit_budgets(self) -> None:
+        """A budget changed since the audit trail last saw it (they are set in the environment): say so there."""
+        from orchestrator.budgets import VARIABLES
+
+        s = self.settings
+        values = {"workspace_day": s.debate_budget_usd_per_workspace_day, "user_day": s.debate_budget_usd_per_user_day,
+                  "month": s.debate_budget_usd_per_month}
+        try:
+            await audit_budgets(self.store, {VARIABLES[window]: value for window, value in values.items()})
+        except Exception:  # the trail misses one entry; the process serves anyway
+            log.warning("could not write the budgets to the audit trail", exc_info=True)
 
     @property
     def engine_records(self) -> EngineRecords | None:

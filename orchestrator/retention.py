@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from orchestrator.log import DebateLog
-from orchestrator.log.audit import Actor
+from orchestrator.log.audit import OPERATOR, Actor
 from orchestrator.log.purge import PurgeSelection
 from orchestrator.purge import EngineRecords, PurgeReport, purge
 
@@ -78,3 +78,13 @@ class Retention:
             except Exception:
                 log.warning("the daily data pass failed; tried again in %.0f s", check_every_s, exc_info=True)
             await asyncio.sleep(check_every_s)
+
+
+async def audit_budgets(store: DebateLog, budgets: dict[str, float | None]) -> bool:
+    """The spend budgets are set in the environment: a process that starts with other values than the audit
+    trail last saw writes a `budget` entry (actor `cli`, the operator). True when it wrote one."""
+    detail = " ".join(f"{name}={'unset' if value is None else f'{value:g}'}" for name, value in budgets.items())
+    if await store.last_audit_detail("budget") == detail:
+        return False
+    await store.add_audit(OPERATOR.entry("budget", "spend budgets", detail))
+    return True

@@ -8,7 +8,7 @@ from __future__ import annotations
 from orchestrator.log.audit import OPERATOR
 from orchestrator.log.purge import purged_text
 from orchestrator.models import Outcome
-from orchestrator.retention import DAY_S, HOLD_S, PASS, Retention
+from orchestrator.retention import DAY_S, HOLD_S, PASS, Retention, audit_budgets
 from tests.log_backends import LogBackend
 from tests.test_purge_log import NOON, figures, rows_of
 from tests.test_purge_log import debate as seed
@@ -74,3 +74,14 @@ async def test_one_process_at_a_time_holds_the_pass(log_backend: LogBackend) -> 
         await b.end_pass(PASS, "b", at=at + HOLD_S + 2, done=True)
         assert not await a.claim_pass(PASS, "a", at=at + DAY_S, every_s=DAY_S, hold_s=HOLD_S), "done today"
         assert await a.claim_pass(PASS, "a", at=at + HOLD_S + 2 + DAY_S, every_s=DAY_S, hold_s=HOLD_S)
+
+
+async def test_a_budget_changed_between_starts_is_in_the_audit_trail(log_backend: LogBackend) -> None:
+    budgets = {"DEBATE_BUDGET_USD_PER_WORKSPACE_DAY": 20.0, "DEBATE_BUDGET_USD_PER_MONTH": None}
+    async with log_backend.open() as store:
+        assert await audit_budgets(store, budgets)
+        assert not await audit_budgets(store, budgets), "the same budgets at the next start: nothing new"
+        assert await audit_budgets(store, budgets | {"DEBATE_BUDGET_USD_PER_MONTH": 300.0})
+        trail = [(e.who, e.detail) for e in await store.audit(0.0) if e.action == "budget"]
+    assert trail == [("cli", "DEBATE_BUDGET_USD_PER_WORKSPACE_DAY=20 DEBATE_BUDGET_USD_PER_MONTH=300"),
+                     ("cli", "DEBATE_BUDGET_USD_PER_WORKSPACE_DAY=20 DEBATE_BUDGET_USD_PER_MONTH=unset")]

@@ -80,3 +80,10 @@ async def audit_entries(c: Conn, since: float, limit: int) -> list[AuditEntry]:
 async def prune_audit(c: Conn, before: float) -> int:
     """Delete the entries older than `before`; how many went."""
     return len(await c.values("delete from audit where at < :before returning 1", {"before": c.time(before)}))
+
+
+async def last_detail(c: Conn, action: AuditAction) -> str | None:
+    """The detail of the newest entry of `action`, or None."""
+    found = await c.one("select detail from audit where action = :action order by at desc, id desc limit 1",
+                        {"action": action})
+    return None if found is None else str(found)

@@ -235,6 +235,9 @@ class DebateLog(ABC):
         """The entries since `since`, newest first."""
         return await self._read(lambda c: audit.audit_entries(c, since, limit), [])
 
+    async def last_audit_detail(self, action: audit.AuditAction) -> str | None:
+        return await self._read(lambda c: audit.last_detail(c, action), None)
+
     async def prune_audit(self, before: float) -> int:
         return await self._write(lambda c: audit.prune_audit(c, before))
 
