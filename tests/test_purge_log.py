@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator.budgets import CallUsage
-from orchestrator.log import DebateLog, DebateNotFoundError, StoreError
+from orchestrator.log import DebateLog, DebateNotFoundError, StoreError, migrate_log
 from orchestrator.log.purge import REMOVED, PurgeSelection
 from orchestrator.models import DebateSpec, Interjection, Outcome, Seat, Turn, Verdict, Vote
 from orchestrator.purge import purge
@@ -241,3 +242,19 @@ async def test_a_purge_failing_between_debates_leaves_each_whole_or_gone(log_bac
         log_backend.sql("drop trigger purge_fails" + (" on turns" if log_backend.name == "postgres" else ""))
         report = await purge(store, PurgeSelection(workspace="T5"))
         assert report.purged == ids[1:] and all(set(rows_of(log_backend, i).values()) == {0} for i in ids)
+
+
+@pytest.mark.postgres
+async def test_migrate_log_carries_what_a_purge_left(tmp_path: Path, postgres_url: str) -> None:
+    sqlite, postgres = LogBackend("sqlite", str(tmp_path / "a.db")), LogBackend("postgres", postgres_url)
+    async with sqlite.open() as store:
+        gone = await debate(store, "U1", NOON - 3600, word="zookeeper")
+        await debate(store, "U2", NOON - 60)
+        before = await figures(store)
+        await purge(store, PurgeSelection(debate=gone))
+    copied = await migrate_log(Path(sqlite.target), postgres.target)
+    assert copied.tables["usage_days"] >= 1 and copied.tables["purged_debates"] == 1 and copied.tables["audit"] == 1
+    async with postgres.open() as store:
+        assert await figures(store) == before, "the purged debate's spend came along as its sums"
+        assert await store.purged(gone) is not None
+        assert [e.action for e in await store.audit(0.0)] == ["purge"]
