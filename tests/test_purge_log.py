@@ -258,3 +258,16 @@ async def test_migrate_log_carries_what_a_purge_left(tmp_path: Path, postgres_ur
         assert await figures(store) == before, "the purged debate's spend came along as its sums"
         assert await store.purged(gone) is not None
         assert [e.action for e in await store.audit(0.0)] == ["purge"]
+
+
+async def test_a_short_id_is_replaced_where_it_is_a_whole_value_never_inside_other_words(
+    log_backend: LogBackend
+) -> None:
+    async with log_backend.open() as store:
+        kept = await debate(store, "U2", NOON, turn_text="Also, Alpine is fine")
+        log_backend.sql("update debates set held_by = 'Al' where id = ?", [kept])
+        report = await purge(store, PurgeSelection(user="Al"))
+        record = await store.get_debate(kept)
+    assert report.purged == [] and record is not None
+    assert record.turns[0].text == "Also, Alpine is fine"
+    assert log_backend.sql("select held_by from debates where id = ?", [kept])[0][0] == REMOVED

@@ -7,7 +7,8 @@ vectors are columns of the rows). What the budgets and `debate usage` read survi
 (spend.keep_usage), and a tombstone without text (`purged_debates`) says when and why the debate went.
 
 `forget_user` removes a person from the debates that stay: their votes and notes deleted, and their id
-and the names they were shown with replaced in every text column of every table but the audit trail.
+and the names they were shown with replaced in every text column of every table but the audit trail
+(one shorter than MIN_REPLACED characters only where it is a column's whole value).
 Written once over both databases; the dialects differ only in how they list their tables.
 """
 
@@ -23,6 +24,7 @@ from orchestrator.log.spend import keep_usage
 
 Reason = Literal["request", "retention", "uninstall"]
 REMOVED = "[removed]"  # what a forgotten person's id and name become where they stay
+MIN_REPLACED = 4  # a shorter id or name is replaced only where it is a whole value, not inside text
 KEPT_TABLES = frozenset({"audit"})  # who did what stays there (it never holds message text)
 _COUNTED = {"turns": "turns", "interjections": "notes", "votes": "votes", "sources": "sources"}
 
@@ -167,10 +169,12 @@ async def forget_user(c: Conn, user: str) -> Forgotten:
             continue
         for column in table.text_columns:
             for needle in needles:
+                # inside longer text only when long enough not to be part of other words ("Al" in "Also")
+                where = (f'"{column}" != replace("{column}", :needle, :removed)' if len(needle) >= MIN_REPLACED
+                         else f'"{column}" = :needle')
                 replaced += len(await c.values(
-                    f'update {table.name} set "{column}" = replace("{column}", :needle, :removed)'
-                    f' where "{column}" != replace("{column}", :needle, :removed) returning 1',
-                    {"needle": needle, "removed": REMOVED}))
+                    f'update {table.name} set "{column}" = replace("{column}", :needle, :removed) where {where}'
+                    " returning 1", {"needle": needle, "removed": REMOVED}))
     return Forgotten(debates=[(r["id"], int(r["segment"] or 1)) for r in debates], votes=votes, notes=notes,
                      replaced=replaced)
 
