@@ -6,17 +6,22 @@ their actors; bad usage is one line and exit status 2."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from pathlib import Path
 
 import aiohttp
+import psycopg
+import pytest
 
 from orchestrator.log.audit import Actor
 from orchestrator.models import ChannelDefaults, Interjection, Outcome, Vote
 from tests.log_backends import LogBackend
 from tests.page_harness import PUBLIC_URL, local, serve_pages, settings
 from tests.test_cli import clean_env, debate
-from tests.test_purge_log import NOON, PERSON, PERSON_NAME, dump, holding
+from tests.test_postgres_writes import _until_waiting
+from tests.test_purge_log import NOON, PERSON, PERSON_NAME, dump, holding, rows_of
 from tests.test_purge_log import debate as seed
 
 SECRET = "page-secret-for-tests"
@@ -103,3 +108,37 @@ async def test_audit_lists_a_config_change_an_admin_stop_a_revoke_and_a_purge_wi
     code, out, err = await debate(tmp_path, "audit", "--since", "3650d", env=env)
     assert code == 0, err
     assert "slack:UADMIN1" in out and "link_revoke" in out and "rounds=3" in out
+
+
+@pytest.mark.postgres
+async def test_a_purge_killed_halfway_leaves_every_debate_whole_or_gone(tmp_path: Path, postgres_url: str) -> None:
+    """`debate purge` killed (SIGKILL) while it waits for the third debate's row, which another connection
+    holds: the first two are gone, the rest whole; run again, it finishes the job."""
+    backend = LogBackend("postgres", postgres_url)
+    async with backend.open() as store:
+        ids = [await seed(store, "U1", NOON + i, workspace="T5", word=f"kill{i}x") for i in range(5)]
+    whole = {i: rows_of(backend, i) for i in ids}
+    env = env_for(tmp_path, backend)
+    code, _, err = await debate(tmp_path, "purge", "--workspace", "none-yet", env=env)  # the workflow schema made
+    assert code == 0, err  # (its CREATE INDEX CONCURRENTLY waits for every open transaction, the holder's too)
+    holder = psycopg.connect(postgres_url)
+    try:
+        holder.execute("select 1 from debates where id = %s for update", [ids[2]])
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bots.cli", "purge", "--workspace", "T5", cwd=tmp_path, env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            await _until_waiting(postgres_url, 1)
+        finally:
+            proc.kill()
+            await proc.wait()
+    finally:
+        holder.rollback()
+        holder.close()
+    for gone in ids[:2]:
+        assert set(rows_of(backend, gone).values()) == {0}, "gone"
+    for kept in ids[2:]:
+        assert rows_of(backend, kept) == whole[kept], "whole"
+    code, out, err = await debate(tmp_path, "purge", "--workspace", "T5", env=env)
+    assert code == 0 and "Purged 3 debates" in out, err
+    assert all(set(rows_of(backend, i).values()) == {0} for i in ids)
