@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from orchestrator.budgets import CallUsage, SpentCall
-from orchestrator.log import audit, maintenance, page_keys, purge, reads, renderers, spend, team, writes
+from orchestrator.log import audit, maintenance, page_keys, purge, reads, renderers, spend, team, workspaces, writes
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -200,24 +200,24 @@ class DebateLog(ABC):
 
     async def schedule_uninstall(self, platform: str, workspace: str, *, at: float, purge_after: float) -> None:
         """The app was removed from `workspace`: its data is purged once `purge_after` has passed."""
-        await self._write(lambda c: purge.schedule_uninstall(c, platform, workspace, at, purge_after))
+        await self._write(lambda c: workspaces.schedule_uninstall(c, platform, workspace, at, purge_after))
 
     async def cancel_uninstall(self, platform: str, workspace: str) -> bool:
         """A reinstall within the grace: True when a purge was waiting (it will not happen)."""
-        return await self._write(lambda c: purge.cancel_uninstall(c, platform, workspace))
+        return await self._write(lambda c: workspaces.cancel_uninstall(c, platform, workspace))
 
     async def due_uninstalls(self, at: float) -> list[tuple[str, str]]:
-        return await self._read(lambda c: purge.due_uninstalls(c, at), [])
+        return await self._read(lambda c: workspaces.due_uninstalls(c, at), [])
 
     async def note_org(self, platform: str, workspace: str, org: str) -> None:
         """`workspace` belongs to the organization `org` (Slack Enterprise Grid)."""
-        await self._write(lambda c: purge.note_org(c, platform, workspace, org))
+        await self._write(lambda c: workspaces.note_org(c, platform, workspace, org))
 
     async def org_of(self, platform: str, workspace: str) -> str | None:
-        return await self._read(lambda c: purge.org_of(c, platform, workspace), None)
+        return await self._read(lambda c: workspaces.org_of(c, platform, workspace), None)
 
     async def org_workspaces(self, platform: str, org: str) -> list[str]:
-        return await self._read(lambda c: purge.org_workspaces(c, platform, org), [])
+        return await self._read(lambda c: workspaces.org_workspaces(c, platform, org), [])
 
     async def claim_pass(self, name: str, holder: str, *, at: float, every_s: float, hold_s: float) -> bool:
         """Hold the periodic pass `name` (maintenance.py) if it is due and nobody else holds it."""
