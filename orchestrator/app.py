@@ -15,6 +15,7 @@ would hold their quota slots. Only the durable roles import `orchestrator.durabl
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -28,7 +29,10 @@ from orchestrator.log import DebateLog, open_log
 from orchestrator.models import DebateSpec, Outcome
 from orchestrator.operations import Operations
 from orchestrator.providers import ProviderRegistry, preload_sdks
+from orchestrator.purge import EngineRecords, PurgeReport
 from orchestrator.quotas import Quota
+from orchestrator.retention import Retention, audit_budgets
+from orchestrator.uninstall import Stop, purge_due, workspace_added, workspace_removed
 
 if TYPE_CHECKING:
     from orchestrator.durable import FrontFeed, WorkerHost
@@ -104,6 +108,8 @@ class Core(Operations):
     feed: FrontFeed | None = None  # `serve`, `front`: enqueues, stops and follows them
     stopping: bool = False  # a stop began: no new debate is taken
     name: str | None = None  # `debate serve --name` / `debate worker --name`; None: the host's
+    retention: Retention | None = None  # `serve`, `worker`: the daily data pass (orchestrator/retention.py)
+    _retention_task: asyncio.Task[None] | None = None
 
     async def warm_up(self) -> None:
         """Before a chat surface serves: a process that runs debates on its own loop (`jobs`) imports the
@@ -144,10 +150,56 @@ class Core(Operations):
                 from orchestrator.durable import FrontFeed
 
                 core.feed = await FrontFeed.open(settings)
+            if role in ("serve", "worker"):
+                await core.audit_budgets()
+                core.start_retention()
         except BaseException:
             await core.close()
             raise
         return core
+
+    async def audit_budgets(self) -> None:
+        """A budget changed since the audit trail last saw it (they are set in the environment): say so there."""
+        from orchestrator.budgets import VARIABLES
+
+        s = self.settings
+        values = {"workspace_day": s.debate_budget_usd_per_workspace_day, "user_day": s.debate_budget_usd_per_user_day,
+                  "month": s.debate_budget_usd_per_month}
+        try:
+            await audit_budgets(self.store, {VARIABLES[window]: value for window, value in values.items()})
+        except Exception:  # the trail misses one entry; the process serves anyway
+            log.warning("could not write the budgets to the audit trail", exc_info=True)
+
+    @property
+    def engine_records(self) -> EngineRecords | None:
+        """What a purge deletes of the workflow engine's: through the feed's client (a front), or the launched
+        DBOS (a worker); None where no workflow runs (`debate run`)."""
+        from orchestrator.durable.purge_records import ClientRecords, LaunchedRecords
+
+        if self.feed is not None:
+            return ClientRecords(self.feed.client)
+        return LaunchedRecords() if self.host is not None else None
+
+    def start_retention(self) -> None:
+        """The daily data pass of a process that runs debates (one at a time across them, by the log's lease):
+        retention, the audit trail's pruning, and the due purges of uninstalled workspaces."""
+        engine = self.engine_records
+        self.retention = Retention(self.store, holder=f"{self.store.runner or 'core'}:{os.getpid()}",
+                                   retention_days=self.settings.debate_retention_days,
+                                   audit_days=self.settings.debate_audit_retention_days, engine=engine,
+                                   due=[lambda at: purge_due(self.store, engine, at)])
+        self._retention_task = asyncio.create_task(self.retention.run_forever(), name="retention")
+
+    async def workspace_removed(self, platform: str, workspace: str, *, stop: Stop | None = None,
+                                detail: str = "") -> PurgeReport | None:
+        """The app was removed from `workspace` (its tokens deleted already): stop its debates, and purge its
+        data now or after DEBATE_UNINSTALL_GRACE_DAYS (orchestrator/uninstall.py)."""
+        return await workspace_removed(self.store, platform, workspace, engine=self.engine_records, stop=stop,
+                                       grace_days=self.settings.debate_uninstall_grace_days, detail=detail)
+
+    async def workspace_added(self, platform: str, workspace: str, *, by: str | None = None) -> bool:
+        """Installed (again): a purge waiting out its grace is dropped; True when one was."""
+        return await workspace_added(self.store, platform, workspace, by=by)
 
     @property
     def executor(self) -> str | None:
@@ -171,6 +223,10 @@ class Core(Operations):
             await host.stop(grace_s)
 
     async def close(self) -> None:
+        if self._retention_task is not None:
+            task, self._retention_task = self._retention_task, None
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         if self.jobs is not None:
             await self.jobs.shutdown()
         if self.host is not None:

@@ -60,6 +60,7 @@ class SpentCall(BaseModel):
     output_tokens: int = 0
     cost_usd: float | None = None  # None: the model's price is unknown
     tokens_estimated: bool = False  # not reported by the server: counted from the text (a failed call's)
+    calls: int = 1  # more than one: a purged debates' day of calls, kept as one sum (orchestrator/log/purge.py)
 
     @property
     def counted_usd(self) -> float:

@@ -62,6 +62,14 @@ class Settings(BaseSettings):
                                                          alias="DEBATE_BUDGET_USD_PER_USER_DAY")
     debate_budget_usd_per_month: float | None = Field(default=None, ge=0, allow_inf_nan=False,
                                                       alias="DEBATE_BUDGET_USD_PER_MONTH")
+    # data that leaves (orchestrator/retention.py): ended debates kept this many days (unset: forever); an
+    # uninstalled workspace's data kept this many days (0: purged at once); the audit trail's days
+    debate_retention_days: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                                  alias="DEBATE_RETENTION_DAYS")
+    debate_uninstall_grace_days: float = Field(default=0.0, ge=0, allow_inf_nan=False,
+                                                alias="DEBATE_UNINSTALL_GRACE_DAYS")
+    debate_audit_retention_days: float = Field(default=365.0, gt=0, allow_inf_nan=False,
+                                                alias="DEBATE_AUDIT_RETENTION_DAYS")
 
     # providers: what each one needs, and which CLI tool gets which, is in its spec (orchestrator/providers/vendors)
     openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")

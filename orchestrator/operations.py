@@ -19,6 +19,7 @@ from orchestrator.log import (
     SearchHit,
     Tally,
 )
+from orchestrator.log.audit import Actor, AuditEntry
 from orchestrator.log.jury import JuryFigures
 from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Vote
 from orchestrator.quotas import Quota
@@ -46,6 +47,25 @@ class Operations:
         """End a debate that cannot go on (`outcome.status` failed), its counts kept."""
         await self.store.finish_debate(debate_id, outcome)
 
+    # -- organizations (Slack Enterprise Grid): an org-wide install serves each of its workspaces apart
+    async def note_org(self, platform: str, workspace: str, org: str) -> None:
+        await self.store.note_org(platform, workspace, org)
+
+    async def org_of(self, platform: str, workspace: str) -> str | None:
+        return await self.store.org_of(platform, workspace)
+
+    async def org_workspaces(self, platform: str, org: str) -> list[str]:
+        return await self.store.org_workspaces(platform, org)
+
+    # -- the audit trail (orchestrator/log/audit.py): who changed what
+    async def record_audit(self, entry: AuditEntry) -> None:
+        await self.store.add_audit(entry)
+
+    async def stopped_by(self, record: DebateRecord, actor: Actor) -> None:
+        """A stop of someone else's debate (an admin's) goes to the audit trail; one's own does not."""
+        if actor.user is None or actor.user != record.requested_by:
+            await self.store.add_audit(actor.entry("stop", record.id, f"started by {record.requested_by or 'cli'}"))
+
     # -- the debate page's key (orchestrator/log/page_keys.py): made on first use; `renew`: old links 404
     async def page_token(self, debate_id: str, *, renew: bool = False) -> str:
         return await self.store.page_token(debate_id, renew=renew)
@@ -58,6 +78,10 @@ class Operations:
                      ) -> DebateRecord | None:
         """The debate `id_or_prefix` names, if visible in `scope`; raises AmbiguousIdError on a short prefix."""
         return await self.store.get_debate(id_or_prefix, scope, turns=turns)
+
+    async def purged(self, debate_id: str) -> dict[str, object] | None:
+        """The tombstone of a purged debate (its full id): id, purged_at, reason; None if it was not purged."""
+        return await self.store.purged(debate_id)
 
     async def spent_calls(self, since: float) -> list[SpentCall]:
         """Every model call logged since `since`, with whom it counts for (budgets, `debate usage`)."""

@@ -83,12 +83,12 @@ def _key(by: By) -> Callable[[SpentCall], str]:
 
 
 def _line(key: str, calls: list[SpentCall]) -> UsageLine:
-    return UsageLine(key=key, calls=len(calls), input_tokens=sum(c.input_tokens for c in calls),
+    return UsageLine(key=key, calls=sum(c.calls for c in calls), input_tokens=sum(c.input_tokens for c in calls),
                      output_tokens=sum(c.output_tokens for c in calls),
                      cost_usd=round(sum(c.cost_usd or 0.0 for c in calls), 9),
-                     unpriced_calls=sum(c.cost_usd is None for c in calls),
+                     unpriced_calls=sum(c.calls for c in calls if c.cost_usd is None),
                      counted_usd=round(sum(c.counted_usd for c in calls), 9),
-                     estimated_calls=sum(c.tokens_estimated for c in calls))
+                     estimated_calls=sum(c.calls for c in calls if c.tokens_estimated))
 
 
 def usage(calls: Iterable[SpentCall], since: float, by: By = "day") -> Usage:

@@ -288,6 +288,9 @@ async def test_a_stop_by_a_moderator_or_by_the_requester_with_a_prefix_works(
         await peer.wait_for(lambda: _root_says(peer, thread_id, "Stopped"), within=30)
         gate.set()
         await bot.output.rendered()
+        # the moderator's stop of another's debate is in the audit trail (issue 55); the requester's own is not
+        stops = [(e.who, e.action) for e in await core.store.audit(0.0) if e.action == "stop"]
+        assert stops == [(f"discord:{MODERATOR}", "stop")]
 
 
 async def test_a_forged_or_unknown_button_click_is_answered_privately_with_no_debate(

@@ -106,3 +106,20 @@ async def test_the_page_of_a_durable_debate_shows_the_turn_as_it_streams_then_se
                 break
     assert partial is not None and "Opening:" in partial and "point59" not in partial, names  # before the model ended
     assert names[-1] == "end" and "main" in names
+
+
+async def test_a_purged_debates_link_unfurls_to_nothing(bot: SlackBot, peer: SlackAPIPeer) -> None:
+    """Issue 55: once purged (by retention, on request, by an uninstall), its link shows nothing."""
+    from orchestrator.log.purge import PurgeSelection
+    from orchestrator.purge import purge
+
+    store, settings = bot.core.store, bot.settings
+    gone = await log_debate(store, platform="slack", workspace="T1", channel="C1")
+    kept = await log_debate(store, platform="slack", workspace="T1", channel="C1")
+    gone_link, kept_link = await page_link(store, settings, gone.id), await page_link(store, settings, kept.id)
+    assert gone_link and kept_link
+    await purge(store, PurgeSelection(debate=gone.id), reason="retention")
+    assert await peer.share_links(f"{bot.url}/slack/events", [gone_link, kept_link], channel="C1") == 200
+    await peer.wait_for(lambda p: p.unfurls)
+    ((_, unfurls),) = peer.unfurls.items()
+    assert list(unfurls) == [kept_link]

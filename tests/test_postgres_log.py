@@ -170,7 +170,9 @@ async def test_migrate_log_copies_sqlite_into_postgres_and_back_idempotently(
     copied = await migrate_log(Path(sqlite.target), postgres.target)
     assert copied.tables == {"debates": 2, "seats": 4, "turns": 3, "verdicts": 1, "votes": 1, "messages": 2,
                              "notices": 1, "interjections": 0, "channel_settings": 0, "continuations": 0,
-                             "model_calls": 0, "sources": 0}
+                             "model_calls": 0, "sources": 0,
+                             "usage_days": 0, "purged_debates": 0, "uninstalls": 0,
+                             "workspace_orgs": 0, "audit": 0}
     await migrate_log(Path(sqlite.target), postgres.target)  # again: nothing doubles
     await assert_same_log(sqlite, postgres, [done.id, live.id])
     assert postgres.sql("select count(*) from turns")[0][0] == 3

@@ -153,7 +153,7 @@ async def test_one_statement_writes_and_reads_run_without_a_transaction_around_t
         before, statements = trips.count, trips.statements
         await log.set_message(spec.id, "root", "slack", "C1", "171.0", final=True)  # the upsert: final goes up
         again = (trips.count - before, trips.statements - statements)
-        with pytest.raises(psycopg.errors.ForeignKeyViolation):  # an unknown debate: refused, and nothing stays
+        with pytest.raises(DebateNotFoundError):  # an unknown (or purged) debate: refused, and nothing stays
             await log.set_message("no-such-debate", "root", "slack", "C1", "171.9")
         reads: dict[str, tuple[int, int]] = {}
         for name, read in ONE_STATEMENT_READS.items():

@@ -286,6 +286,9 @@ async def test_the_requester_or_a_workspace_admin_may_stop_a_debate(
     gate.set()
     record = await bot.core.store.get_debate(debate_id, turns=False)
     assert record is not None and record.status == "cancelled"
+    stops = [(e.who, e.target, e.workspace) for e in await bot.core.store.audit(0.0) if e.action == "stop"]
+    # an admin's stop of someone else's debate is in the audit trail (issue 55); the requester's own is not
+    assert stops == ([] if role == "plain" else [(f"slack:{user}", debate_id, "T1")])
 
 
 # -- several workspaces -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import sys
 from bots.cli.running import EXIT_OK, UsageError
 from bots.settings import BotSettings
 from orchestrator.log import open_log
+from orchestrator.log.audit import OPERATOR
 from orchestrator.log.records import AmbiguousIdError
 
 NO_PUBLIC_URL = ("DEBATE_PUBLIC_URL is not set; set it to the address the fronts are reached at "
@@ -32,6 +33,8 @@ async def link(args: argparse.Namespace, settings: BotSettings) -> int:
         if record is None:
             raise UsageError(f"no debate with id {args.id!r}; `debate history` lists them")
         url = await page_link(store, settings, record.id, renew=args.revoke)
+        if args.revoke:
+            await store.add_audit(OPERATOR.entry("link_revoke", record.id, "a new page key; earlier links answer 404"))
     print(url)
     if args.revoke:
         print("a new key: every earlier link to this debate now answers 404", file=sys.stderr)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bots import event_loop
+from bots.cli.data import add_audit_parser, add_purge_parser, audit_command, purge_command
 from bots.cli.link import link
 from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
@@ -137,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="a postgresql:// URL or a SQLite file path (the source is the configured log)")
 
     add_usage_parser(command("usage", help="spend and tokens of every model call in the log"))
+
+    add_purge_parser(command("purge", help="delete debates from the log, whole, and a person's data on request"))
+    add_audit_parser(command("audit", help="who changed what: config, stops, link revokes, purges, installs"))
 
     sync = command("discord-sync", help="register the Discord slash commands")
     sync.add_argument("--guild", type=int, metavar="ID")
@@ -306,6 +310,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Awaitable[int]]] = 
     "discord-sync": _discord_sync,
     "migrate-log": _migrate_log,
     "usage": _usage,
+    "purge": purge_command,
+    "audit": audit_command,
 }
 
 

@@ -19,6 +19,7 @@ from orchestrator.brief.models import Brief
 from orchestrator.config import Settings
 from orchestrator.debate.audience import LogAudience
 from orchestrator.log import AmbiguousIdError, DebateRecord
+from orchestrator.log.purge import purged_text
 
 
 async def load(core: Core, debate_id: str) -> DebateRecord:
@@ -27,6 +28,9 @@ async def load(core: Core, debate_id: str) -> DebateRecord:
     except AmbiguousIdError as exc:
         raise UsageError(str(exc)) from None
     if record is None:
+        tomb = await core.purged(debate_id.strip())
+        if tomb is not None:
+            raise UsageError(purged_text(tomb))
         raise UsageError(f"no debate with id {debate_id!r}; `debate history` lists them")
     return record
 

@@ -1,7 +1,8 @@
 """The Discord bot: default intents, no mentions; the core comes in through the constructor.
 
 `setup_hook` adds the cogs (`DebateCog`: start, stop, votes; `RecallCog`: recall and quotes;
-`LoopCog`: interject, continue, rematch, channel settings, and the forms), handing each the core and
+`LoopCog`: interject, continue, rematch, channel settings, and the forms; `MembershipCog`: the bot removed
+from or added to a guild), handing each the core and
 the bot's `DiscordOutput`; registers the persistent buttons, which survive restarts; and, before the
 gateway connects (so before any new debate), resumes the thread of every live Discord debate from the
 workers' event streams (`DiscordOutput.tailer`), and from then on takes over the guilds of fronts
@@ -25,6 +26,7 @@ from bots.discord.brief import DebateThisCog
 from bots.discord.buttons import BUTTONS
 from bots.discord.commands import DebateCog
 from bots.discord.loop import LoopCog
+from bots.discord.membership import MembershipCog
 from bots.discord.output import DiscordOutput
 from bots.discord.recall import RecallCog
 from bots.discord.surface import NO_MENTIONS, PLATFORM
@@ -68,6 +70,7 @@ class DebateBot(commands.Bot):
         await self.add_cog(LoopCog(self, self.core, self.output, debates))
         await self.add_cog(DebateThisCog(self, debates))  # the Debate this message menu
         await self.add_cog(UsageCog(self, self.core))
+        await self.add_cog(MembershipCog(self.core, self.output))
         self.add_dynamic_items(*BUTTONS)
         if self.output.tailer is not None:
             resumed = await self.output.tailer.start()

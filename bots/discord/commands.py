@@ -41,6 +41,7 @@ from bots.thread.vote import cast_vote
 from orchestrator.app import NOT_A_FRONT, Core
 from orchestrator.brief.gather import Material
 from orchestrator.log import MIN_ID_PREFIX
+from orchestrator.log.audit import Actor
 from orchestrator.models import MAX_ROUNDS, MAX_TOPIC_CHARS, MIN_ROUNDS, DebateSpec
 from orchestrator.policy import ChatPolicy
 
@@ -203,7 +204,10 @@ class DebateCog(commands.Cog, name="Debates"):
         if not may_stop(interaction, record):
             raise CommandError(f"Only the person who started debate `{record.id}` can stop it, or a member with "
                                "Manage Messages, from the debate's channel or thread.")
-        await reply_privately(interaction, stop_answer(record.id, await tailer.stop(record.id)))
+        outcome = await tailer.stop(record.id)
+        await self.core.stopped_by(record, Actor(platform="discord", workspace=str(interaction.guild_id),
+                                                 user=str(interaction.user.id)))
+        await reply_privately(interaction, stop_answer(record.id, outcome))
 
     # ---- votes
 

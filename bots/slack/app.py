@@ -20,8 +20,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.page import page_link
 from bots.settings import BotSettings, bot_settings
+from bots.slack.install_stores import ThreadedInstallations
 from bots.slack.listeners import register_listeners
 from bots.slack.listeners.shapes import shape_problem
+from bots.slack.listeners.uninstall import installed
 from bots.slack.oauth import oauth_settings
 from bots.slack.runtime import SlackRuntime
 from bots.slack.surface import PLATFORM, SlackThread
@@ -118,6 +120,9 @@ def build_app(
         logger=log,
     )
     app.runtime = runtime
+    runtime.installations = app.installation_store
+    if isinstance(runtime.installations, ThreadedInstallations):
+        runtime.installations.saved = lambda installation: installed(runtime, installation)
     if core.feed is not None:
         runtime.tailer = FrontTailer(core.feed, core.store, PLATFORM, thread_reach(app, runtime),
                                      renderer=core.renderer)
@@ -137,6 +142,10 @@ def thread_reach(app: AsyncApp, runtime: SlackRuntime) -> Reach:
             installations = app.installation_store
             bot = None if installations is None or team is None else await installations.async_find_bot(
                 enterprise_id=None, team_id=team)
+            org = None if bot is not None or installations is None or team is None else \
+                await runtime.core.org_of(PLATFORM, team)
+            if org is not None and installations is not None:  # an org-wide install serves this workspace
+                bot = await installations.async_find_bot(enterprise_id=org, team_id=None, is_enterprise_install=True)
             if bot is None or not bot.bot_token:
                 return None
             client = web_client(bot_settings(runtime.core.settings), bot.bot_token, session=runtime.session)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import psycopg
@@ -41,10 +42,15 @@ TABLES_LOCK = 0x6465_6261_7465_736B  # any fixed bigint, distinct from the log's
 
 class ThreadedInstallations(InstallationStore, AsyncInstallationStore):
     """bolt's async calls, each run in a worker thread over the blocking method of the store it is mixed
-    into (put it first among the bases)."""
+    into (put it first among the bases). `saved`, when set, hears of each install saved (a reinstall keeps
+    a workspace's data: bots/slack/listeners/uninstall.py)."""
+
+    saved: Callable[[Installation], Awaitable[None]] | None = None
 
     async def async_save(self, installation: Installation) -> None:
         await asyncio.to_thread(self.save, installation)
+        if self.saved is not None:
+            await self.saved(installation)
 
     async def async_save_bot(self, bot: Bot) -> None:
         await asyncio.to_thread(self.save_bot, bot)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 
 from bots.settings import bot_settings
 from bots.slack.scope import ChannelPrivacy, SlackUsers
@@ -29,14 +30,28 @@ class SlackRuntime:
     users: SlackUsers = field(default_factory=SlackUsers)  # users.info (display names, admins), cached
     ack_times: list[float] = field(default_factory=list)  # seconds from receipt to ack, last 100
     tailer: FrontTailer | None = None  # set by build_app (a core with a feed: the durable front)
+    installations: AsyncInstallationStore | None = None  # a multi-workspace install's store (set by build_app)
     # every Web API call's connections, kept alive (without it slack_sdk opens a session, so a TCP and
     # TLS connection, per call); made in build_app, inside the loop, closed at shutdown
     session: aiohttp.ClientSession | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _orgs: set[tuple[str, str]] = field(default_factory=set)  # (workspace, org) remembered in the log
     @classmethod
     def create(cls, core: Core, limits: Limits | None = None, *, multi_workspace: bool = False) -> SlackRuntime:
         limits = limits or slack_limits(streams=bot_settings(core.settings).slack_native_streams)
         return cls(core=core, multi_workspace=multi_workspace, pacers=Pacers(limits))
+
+    async def note_org(self, team: str | None, org: str | None) -> None:
+        """A workspace of an Enterprise Grid org, the first time this process sees it: remembered in the log,
+        so an org-wide install reaches its threads and the org's uninstall purges it (one write per workspace
+        and process; a failure is tried again at the next request)."""
+        if not self.multi_workspace or team is None or org is None or (team, org) in self._orgs:
+            return
+        try:
+            await self.core.note_org("slack", team, org)
+            self._orgs.add((team, org))
+        except Exception:
+            log.warning("slack: could not remember the org of workspace %s", team, exc_info=True)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` after the ack; the set keeps the task referenced until it ends."""

@@ -17,7 +17,7 @@ from typing import Any
 from bots.thread.keys import PENDING
 from bots.thread.surface import Findable, Surface
 from orchestrator.events import until_written
-from orchestrator.log import DebateLog
+from orchestrator.log import DebateLog, DebateNotFoundError
 
 
 class PostIntents:
@@ -45,7 +45,7 @@ class PostIntents:
         channel = self.surface.thread_channel if in_thread else self.surface.root_channel
         await until_written(lambda: self.store.set_message(self.debate_id, key, self.surface.platform, channel,
                                                            PENDING),
-                            f"announcing message {key} of debate {self.debate_id}")
+                            f"announcing message {key} of debate {self.debate_id}", gives_up=(DebateNotFoundError,))
         self.pending.add(key)
         return None
 

@@ -50,7 +50,7 @@ from orchestrator.events import (
     VerdictReached,
     until_written,
 )
-from orchestrator.log import DebateLog, MessageRecord
+from orchestrator.log import DebateLog, DebateNotFoundError, MessageRecord
 from orchestrator.logs import about_debate
 from orchestrator.metrics import count_backlog
 from orchestrator.models import DebateSpec, Interjection, Outcome, Verdict
@@ -225,7 +225,9 @@ class ThreadSink:
                     del self._unsaved[key]
 
         if self._unsaved:
-            await until_written(write, f"recording the messages of debate {self.spec.id}")
+            # a debate no longer in the log (purged) takes no record, however long one waits
+            await until_written(write, f"recording the messages of debate {self.spec.id}",
+                                gives_up=(DebateNotFoundError,))
 
     async def _record_final(self, key: str, message_id: str) -> None:
         await self._record(key, message_id, final=True)

@@ -5,10 +5,11 @@ The contract is `DebateLog` (protocol.py: every operation, once) and the records
 a path, Postgres (postgres/) for a `postgresql://` URL (DEBATE_DATABASE_URL). `StoreSink` writes a
 debate's events to the log before any platform renders them (orchestrator/export/ turns a logged debate
 into JSON or Markdown); `migrate_log` (transfer.py) copies a log between SQLite and Postgres. Inside the package:
-reads.py, writes.py, team.py (audience notes, continuations, channel defaults), renderers.py (leases)
-and search.py hold the operations, written once over `Conn` (dialect.py); sqlite.py and
-postgres/store.py are the two dialects, writer_thread.py the thread that owns the SQLite connection,
-schema.py the one numbered list of migrations.
+reads.py, writes.py, team.py (audience notes, continuations, channel defaults), renderers.py (leases),
+purge.py (whole debates deleted, a person forgotten), audit.py (who changed what), maintenance.py (a
+periodic pass's lease), workspaces.py (uninstalls waiting, orgs) and search.py hold the operations,
+written once over `Conn` (dialect.py); sqlite.py and postgres/store.py are the two dialects,
+writer_thread.py the thread that owns the SQLite connection, schema.py the one numbered list of migrations.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.log.records import DebateNotFoundError, Scope, SearchHit
@@ -56,6 +57,16 @@ class Answered(Sent):
         return self.names, self.found
 
 
+@dataclass(frozen=True)
+class TableColumns:
+    """A table of the log as its database lists it: every column, and those holding text a write may change
+    (Postgres's generated search vectors are not among them)."""
+
+    name: str
+    columns: tuple[str, ...]
+    text_columns: tuple[str, ...]
+
+
 class Conn(ABC):
     seq: str  # the insertion-order column of debates, interjections, verdicts: SQLite's rowid, Postgres's seq
     lock: str  # appended to a select of the debate's row to lock it until the transaction ends
@@ -82,6 +93,12 @@ class Conn(ABC):
     @abstractmethod
     async def search(self, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
         """Full-text recall (search.py `ranked` over the dialect's own index); never an error for user text."""
+
+    @abstractmethod
+    async def tables(self) -> list[TableColumns]:
+        """Every table of the log's schema as the database lists it now (not the migration list): the
+        search indexes' own tables and the migrations' record left out. A purge clears what this finds, so a
+        table added later is covered without edits."""
 
     @abstractmethod
     async def lock_admission(self) -> None:

@@ -20,7 +20,7 @@ from typing import Self, TypeVar
 
 from orchestrator.brief.models import Brief
 from orchestrator.budgets import CallUsage, SpentCall
-from orchestrator.log import page_keys, reads, renderers, spend, team, writes
+from orchestrator.log import audit, maintenance, page_keys, purge, reads, renderers, spend, team, workspaces, writes
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -183,6 +183,68 @@ class DebateLog(ABC):
         """What the channel's admins set (`ChannelDefaults()` when nothing was)."""
         return await self._read_one_statement(lambda c: team.channel_defaults(c, platform, workspace, channel),
                                               ChannelDefaults())
+
+    # -- data that leaves (purge.py): whole debates, one transaction each --------------------------
+
+    async def purge_targets(self, selection: purge.PurgeSelection) -> list[purge.PurgeTarget]:
+        """The debates `selection` picks, oldest first, with the rows of each kind that would go."""
+        return await self._read(lambda c: purge.purge_targets(c, selection), [])
+
+    async def purge_debate(self, debate_id: str, reason: purge.Reason, *, at: float | None = None) -> int | None:
+        """Delete the debate whole in one transaction (its spend kept as text-free sums, a tombstone left);
+        its segment count, or None when the log does not hold it."""
+        return await self._write(lambda c: purge.purge_debate(c, debate_id, reason, _at(at)))
+
+    async def purged(self, debate_id: str) -> dict[str, object] | None:
+        """The tombstone of a purged debate (id, purged_at, reason), or None."""
+        return await self._read(lambda c: purge.purged(c, debate_id), None)
+
+    async def forget_user(self, user: str) -> purge.Forgotten:
+        """Delete `user`'s votes and notes, and replace their id and names wherever else they appear."""
+        return await self._write(lambda c: purge.forget_user(c, user))
+
+    async def schedule_uninstall(self, platform: str, workspace: str, *, at: float, purge_after: float) -> None:
+        """The app was removed from `workspace`: its data is purged once `purge_after` has passed."""
+        await self._write(lambda c: workspaces.schedule_uninstall(c, platform, workspace, at, purge_after))
+
+    async def cancel_uninstall(self, platform: str, workspace: str) -> bool:
+        """A reinstall within the grace: True when a purge was waiting (it will not happen)."""
+        return await self._write(lambda c: workspaces.cancel_uninstall(c, platform, workspace))
+
+    async def due_uninstalls(self, at: float) -> list[tuple[str, str]]:
+        return await self._read(lambda c: workspaces.due_uninstalls(c, at), [])
+
+    async def note_org(self, platform: str, workspace: str, org: str) -> None:
+        """`workspace` belongs to the organization `org` (Slack Enterprise Grid)."""
+        await self._write(lambda c: workspaces.note_org(c, platform, workspace, org))
+
+    async def org_of(self, platform: str, workspace: str) -> str | None:
+        return await self._read(lambda c: workspaces.org_of(c, platform, workspace), None)
+
+    async def org_workspaces(self, platform: str, org: str) -> list[str]:
+        return await self._read(lambda c: workspaces.org_workspaces(c, platform, org), [])
+
+    async def claim_pass(self, name: str, holder: str, *, at: float, every_s: float, hold_s: float) -> bool:
+        """Hold the periodic pass `name` (maintenance.py) if it is due and nobody else holds it."""
+        return await self._write(lambda c: maintenance.claim_pass(c, name, holder, at, every_s, hold_s))
+
+    async def end_pass(self, name: str, holder: str, *, at: float, done: bool) -> None:
+        await self._write(lambda c: maintenance.end_pass(c, name, holder, at, done))
+
+    # -- the audit trail (audit.py): who changed what, never message text ---------------------------
+
+    async def add_audit(self, entry: audit.AuditEntry) -> None:
+        await self._write(lambda c: audit.send_audit(c, entry))
+
+    async def audit(self, since: float, limit: int = 1000) -> list[audit.AuditEntry]:
+        """The entries since `since`, newest first."""
+        return await self._read(lambda c: audit.audit_entries(c, since, limit), [])
+
+    async def last_audit_detail(self, action: audit.AuditAction) -> str | None:
+        return await self._read(lambda c: audit.last_detail(c, action), None)
+
+    async def prune_audit(self, before: float) -> int:
+        return await self._write(lambda c: audit.prune_audit(c, before))
 
     # -- reads ----------------------------------------------------------------------------------
 

@@ -443,3 +443,48 @@ def m019_limits_tokens_estimated(step: Step) -> None:
     from the text it streamed, and the usage view says how many calls were counted so. Null: reported."""
     step.both("alter table turns add column tokens_estimated {flag}")
     step.both("alter table model_calls add column tokens_estimated {flag}")
+
+
+@migration
+def m020_purge(step: Step) -> None:
+    """What a purge leaves (orchestrator/log/purge.py): the spend of purged debates as text-free aggregates
+    per UTC day, workspace, holder and model (`usage_days`, read by the budgets and `debate usage` beside
+    the calls still logged; `cost_usd` null for calls of unknown price), and a tombstone per purged debate
+    (`purged_debates`: its id, when, why, where; no text), so `show` can say what became of it. And
+    `maintenance`: which process holds a periodic pass (the retention pass) and when it last finished, so
+    one process at a time runs it, once a day across them all. And `uninstalls`: workspaces the app was removed
+    from whose data waits out DEBATE_UNINSTALL_GRACE_DAYS (a reinstall deletes the row, keeping the data). And
+    `workspace_orgs`: the organization (Slack Enterprise Grid) each workspace seen belongs to, so an org-wide
+    install reaches any of its workspaces' threads and its uninstall purges every one of them."""
+    step.both("""
+        create table usage_days (
+            id {serial}, day {time} not null, platform text, workspace text, holder text, model text not null,
+            calls integer not null, input_tokens integer not null, output_tokens integer not null, cost_usd {real},
+            tokens_estimated {flag}
+        );
+        create index usage_days_day on usage_days (day);
+        create table purged_debates (
+            id text primary key, purged_at {time} not null, reason text not null, platform text, workspace text
+        );
+        create table maintenance (
+            name text primary key, holder text, until {time}, done_at {time}
+        );
+        create table uninstalls (
+            platform text not null, workspace text not null, removed_at {time} not null, purge_after {time} not null,
+            primary key (platform, workspace)
+        );
+        create table workspace_orgs (
+            platform text not null, workspace text not null, org text not null, primary key (platform, workspace)
+        );
+        create index workspace_orgs_org on workspace_orgs (platform, org);""")
+
+
+@migration
+def m021_audit(step: Step) -> None:
+    """The audit trail (orchestrator/log/audit.py): who changed what, never topic or message text."""
+    step.both("""
+        create table audit (
+            id {serial}, at {time} not null, platform text not null, workspace text, actor text,
+            action text not null, target text not null default '', detail text not null default ''
+        );
+        create index audit_at on audit (at);""")

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
-from orchestrator.log.dialect import Answered, Args, Conn, Sent
+from orchestrator.log.dialect import Answered, Args, Conn, Sent, TableColumns
 from orchestrator.log.protocol import DebateLog, Op
 from orchestrator.log.reads import scope_sql
 from orchestrator.log.records import HitWhere, Scope, SearchHit, from_iso, to_iso
@@ -63,6 +63,22 @@ class SqliteConn(Conn):
 
     async def lock_admission(self) -> None:
         return None  # the IMMEDIATE transaction already excludes every other writer
+
+    async def tables(self) -> list[TableColumns]:
+        """FTS5 tables (and their shadow tables) are kept by triggers on the tables they index: left out."""
+        listed = self.db.conn.execute("select name, sql from sqlite_master where type = 'table'"
+                                      " and name not like 'sqlite_%' and name != '_sqlite_migrations'"
+                                      " order by name").fetchall()
+        virtual = [name for name, sql in listed if (sql or "").lower().startswith("create virtual table")]
+        found = []
+        for name, _ in listed:
+            if any(name == v or name.startswith(v + "_") for v in virtual):
+                continue
+            info = self.db.conn.execute("select name, upper(type) from pragma_table_info(?) order by cid",
+                                        [name]).fetchall()
+            found.append(TableColumns(name, tuple(c for c, _ in info),
+                                      tuple(c for c, kind in info if kind in ("", "TEXT"))))
+        return found
 
     async def search(self, query: str, limit: int, scope: Scope | None) -> list[SearchHit]:
         """Ranking trade-off: bm25 costs time per matching row, so in each FTS table only the newest

@@ -10,6 +10,7 @@ it with that round, so a step that runs again after a restart gets the same note
 from __future__ import annotations
 
 from orchestrator.log import rows
+from orchestrator.log.audit import AuditEntry, send_audit
 from orchestrator.log.dialect import Conn
 from orchestrator.log.reads import interjection_rows
 from orchestrator.log.records import ContinuationRefused, InterjectionRefused
@@ -106,6 +107,11 @@ async def set_channel_defaults(c: Conn, platform: str, workspace: str | None, ch
     await c.insert("channel_settings", row, "on conflict (platform, workspace, channel) do update set"
                                             " json = excluded.json, updated_by = excluded.updated_by,"
                                             " updated_at = excluded.updated_at")
+    shown = defaults.model_dump(mode="json", exclude_defaults=True)
+    await send_audit(c, AuditEntry(at=at, platform=platform, workspace=workspace, actor=by, action="config",
+                                   target=channel, detail=" ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                                                                 for k, v in shown.items())
+                                   or "every setting back to the default"))
 
 
 async def channel_defaults(c: Conn, platform: str, workspace: str | None, channel: str) -> ChannelDefaults:

@@ -11,8 +11,8 @@ source is only read, and must be on the current schema (`debate serve` once upgr
 cross in one neutral form: times as epoch seconds, flags as booleans; each side is read and written
 through its own log's `Conn`, in batches of one transaction each. Request keys (a day of
 retried-delivery ids) and the fronts' leases on workspaces (`thread_renderers`, which front renders
-a workspace's threads) are not copied. Full-text indexes follow by themselves (SQLite's triggers,
-Postgres's generated columns).
+a workspace's threads) are not copied, nor the periodic passes' leases (`maintenance`). Full-text indexes
+follow by themselves (SQLite's triggers, Postgres's generated columns).
 """
 
 from __future__ import annotations
@@ -43,8 +43,15 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("continuations", ("debate_id", "segment"), "debate_id, segment"),
     ("model_calls", ("attempt",), "at, attempt"),
     ("sources", ("debate_id", "number"), "debate_id, number"),
+    # what purges leave (purge.py): spend sums, tombstones, waiting uninstalls, orgs; and the audit trail
+    ("usage_days", ("id",), "id"),
+    ("purged_debates", ("id",), "purged_at, id"),
+    ("uninstalls", ("platform", "workspace"), "platform, workspace"),
+    ("workspace_orgs", ("platform", "workspace"), "platform, workspace"),
+    ("audit", ("id",), "id"),
 )
-TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at", "held_since"}
+TIME_COLUMNS = {"created_at", "finished_at", "started_at", "at", "updated_at", "held_since", "day", "purged_at",
+                "removed_at", "purge_after"}
 FLAG_COLUMNS = {"channel_private", "split", "final", "tokens_estimated"}
 POSTGRES_ONLY = {"seq", "topic_tsv", "text_tsv", "recommendation_tsv"}  # generated there, never copied
 
@@ -83,7 +90,7 @@ async def _copy(reader: DebateLog, writer: DebateLog) -> Copied:
         while batch := await reader._read(lambda c, t=table, o=order, n=copied[table]: _batch(c, t, o, n), []):
             await writer._write(lambda c, t=table, k=key, rows=batch: _write(c, t, k, rows))
             copied[table] += len(batch)
-    await writer._write(lambda c: c.ids_written(("turns", "notices")))
+    await writer._write(lambda c: c.ids_written(("turns", "notices", "usage_days", "audit")))
     return Copied(tables=copied)
 
 

@@ -254,6 +254,7 @@ async def set_message(c: Conn, debate_id: str, key: str, platform: str, channel:
                       final: bool) -> None:
     row = {"debate_id": debate_id, "key": key, "platform": platform, "channel": channel, "message_id": message_id,
            "final": final}
+    await c.send_debate_exists(debate_id)  # a purged debate's late render records nothing
     # `final` only goes up for the same message (a repeated or late write never reopens it)
     await c.send_insert("messages", row, """
         on conflict (debate_id, key) do update set platform = excluded.platform, channel = excluded.channel,

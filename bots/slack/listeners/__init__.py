@@ -17,6 +17,7 @@ from bots.slack.listeners.forms import continue_button, continue_submitted, inte
 from bots.slack.listeners.home import home_opened
 from bots.slack.listeners.quote import quote_button, quote_shortcut
 from bots.slack.listeners.unfurl import link_shared, page_opened
+from bots.slack.listeners.uninstall import app_uninstalled, tokens_revoked
 from bots.slack.listeners.votes import vote_button
 from bots.slack.modals import CONTINUE_VIEW, DEBATE_THIS_VIEW, INTERJECT_VIEW
 from bots.slack.runtime import SlackRuntime
@@ -28,6 +29,7 @@ def _attach(runtime: SlackRuntime) -> Callable[..., Awaitable[None]]:
     async def attach_runtime(context: dict[str, Any], next_: Callable[[], Awaitable[None]]) -> None:
         context["runtime"] = runtime
         context["received_at"] = time.monotonic()
+        await runtime.note_org(context.get("team_id"), context.get("enterprise_id"))
         await next_()
 
     return attach_runtime
@@ -36,10 +38,6 @@ def _attach(runtime: SlackRuntime) -> Callable[..., Awaitable[None]]:
 async def _log_error(error: Exception, body: dict[str, Any]) -> None:
     log.error("slack: unhandled %s in a %s request", type(error).__name__, body.get("type") or "command",
               exc_info=error)
-
-
-async def _noted(event: dict[str, Any]) -> None:
-    log.info("slack: %s", event.get("type"))
 
 
 def register_listeners(app: AsyncApp, runtime: SlackRuntime) -> None:
@@ -57,9 +55,6 @@ def register_listeners(app: AsyncApp, runtime: SlackRuntime) -> None:
     app.event("app_home_opened")(home_opened)
     app.event("link_shared")(link_shared)  # a debate page's link unfurled where recall may show it
     app.action(PAGE_ACTION)(page_opened)
-    if runtime.multi_workspace:
-        app.enable_token_revocation_listeners()  # deletes installations on app_uninstalled / tokens_revoked
-    else:
-        app.event("app_uninstalled")(_noted)
-        app.event("tokens_revoked")(_noted)
+    app.event("app_uninstalled")(app_uninstalled)  # tokens deleted at once, then the workspace's data
+    app.event("tokens_revoked")(tokens_revoked)
     app.error(_log_error)

@@ -15,6 +15,7 @@ from bots.slack.listeners.invocation import Invocation
 from bots.slack.views import history_text, models_text, search_text, show_text
 from bots.thread.tail import stop_answer
 from orchestrator.log import DebateRecord
+from orchestrator.log.audit import Actor
 from orchestrator.policy import ChatPolicy
 
 SEARCH_LIMIT = 10
@@ -61,4 +62,6 @@ async def stop_debate(command: Stop, inv: Invocation) -> None:
     if not await inv.runtime.users.may_stop(inv.client, inv.team_id, record, inv.user_id):
         await inv.tell(f"Only the person who started it or a workspace admin can stop debate `{record.id}`.")
         return
-    await inv.tell(stop_answer(record.id, await tailer.stop(record.id)))
+    outcome = await tailer.stop(record.id)
+    await core.stopped_by(record, Actor(platform="slack", workspace=inv.team_id, user=inv.user_id))
+    await inv.tell(stop_answer(record.id, outcome))

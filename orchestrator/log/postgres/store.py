@@ -26,7 +26,7 @@ import psycopg
 from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from orchestrator.log.dialect import Args, Conn, Sent
+from orchestrator.log.dialect import Args, Conn, Sent, TableColumns
 from orchestrator.log.postgres import schema
 from orchestrator.log.postgres.search import search
 from orchestrator.log.protocol import DebateLog, Op
@@ -195,6 +195,20 @@ class PgConn(Conn):
 
     async def lock_admission(self) -> None:
         await self.send("select pg_advisory_xact_lock(:lock)", {"lock": ADMISSION_LOCK})
+
+    async def tables(self) -> list[TableColumns]:
+        """The search vectors are generated columns of the tables they index: left out of the text columns."""
+        rows = await self.rows(
+            "select table_name as name, column_name as col, data_type in ('text', 'character varying') and"
+            " is_generated = 'NEVER' as text from information_schema.columns c where table_schema = current_schema()"
+            " and table_name != :migrations and exists (select 1 from information_schema.tables t where"
+            " t.table_schema = c.table_schema and t.table_name = c.table_name and t.table_type = 'BASE TABLE')"
+            " order by table_name, ordinal_position", {"migrations": schema.MIGRATIONS_TABLE})
+        columns: dict[str, list[tuple[str, bool]]] = {}
+        for row in rows:
+            columns.setdefault(row["name"], []).append((row["col"], bool(row["text"])))
+        return [TableColumns(name, tuple(c for c, _ in cols), tuple(c for c, text in cols if text))
+                for name, cols in columns.items()]
 
     async def ids_written(self, tables: Sequence[str]) -> None:
         for table in tables:  # the identity sequences move past the ids written explicitly
