@@ -8,6 +8,7 @@ message ids through the log it is handed; everything else a surface needs is her
 
 from __future__ import annotations
 
+from orchestrator.brief.models import Brief
 from orchestrator.budgets import SpentCall
 from orchestrator.log import (
     DebateLog,
@@ -42,6 +43,10 @@ class Operations:
     async def begin_continuation(self, debate_id: str, *, quota: Quota, requested_by: str | None,
                                  facts: Interjection | None) -> int:
         return await self.store.begin_continuation(debate_id, quota=quota, facts=facts, requested_by=requested_by)
+
+    async def add_sources(self, debate_id: str, brief: Brief) -> None:
+        """Sources a continuation adds to a debate's brief, numbered after those it has."""
+        await self.store.add_sources(debate_id, brief)
 
     async def fail(self, debate_id: str, outcome: Outcome) -> None:
         """End a debate that cannot go on (`outcome.status` failed), its counts kept."""

@@ -10,11 +10,15 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.web_source import SourceServer
 from tests.llm_scripts import is_judge, script_judge
 from tests.pdf_maker import make_pdf
 from tests.test_cli import debate, two_providers
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 PAGE = b"""<html><head><title>Vendor pricing</title></head><body><nav>Home | Login</nav><article>
 <h1>Plans</h1><p>The team plan costs 12 dollars a seat each month, billed yearly.</p>

@@ -21,6 +21,8 @@ from tests.llm_scripts import script_judge
 from tests.pdf_maker import make_pdf
 from tests.test_discord_team import FAST
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 GPT, CLAUDE = "openai:gpt-5", "anthropic:claude-sonnet-4-6"
 
 

@@ -23,6 +23,7 @@ PAGE = b"""<html><head><title>Vendor pricing</title></head><body><nav>Home | Pro
 <footer>Copyright and cookie banner text</footer></body></html>"""
 
 
+@pytest.mark.slow
 async def test_a_pdf_is_read_page_by_page_with_page_anchors() -> None:
     data = make_pdf(["Incident summary\nThe cache fell over.", "", "Root cause\nA TTL of zero."], title="INC-42")
     got = await extract(data, "pdf", name="inc.pdf")
@@ -31,6 +32,7 @@ async def test_a_pdf_is_read_page_by_page_with_page_anchors() -> None:
     assert "TTL of zero" in got.text[got.sections[1].start:got.sections[1].end]
 
 
+@pytest.mark.slow
 async def test_a_pdf_past_the_page_limit_is_read_to_it_and_says_so() -> None:
     data = make_pdf([f"page {n} words" for n in range(1, 6)])
     got = await extract(data, "pdf", name="long.pdf", pdf=PdfLimits(pages=3))
@@ -38,11 +40,13 @@ async def test_a_pdf_past_the_page_limit_is_read_to_it_and_says_so() -> None:
     assert got.note == "read the first 3 of 5 pages"
 
 
+@pytest.mark.slow
 async def test_a_pdf_that_needs_more_memory_than_allowed_is_refused() -> None:
     with pytest.raises(ExtractError, match="needs more than 20 MiB"):
         await extract(make_pdf(["x"]), "pdf", pdf=PdfLimits(memory_bytes=20 * 2**20))
 
 
+@pytest.mark.slow
 async def test_a_pdf_read_past_its_time_is_killed() -> None:
     """The product's limit is 20 s; a limit shorter than the child's start-up shows the kill path."""
     assert PdfLimits().timeout_s == 20 and PdfLimits().pages == 200 and PdfLimits().memory_bytes == 512 * 2**20
@@ -50,6 +54,7 @@ async def test_a_pdf_read_past_its_time_is_killed() -> None:
         await extract(make_pdf(["x"]), "pdf", pdf=PdfLimits(timeout_s=0.01))
 
 
+@pytest.mark.slow
 async def test_a_broken_pdf_is_one_line() -> None:
     with pytest.raises(ExtractError, match=r"^not a readable PDF \(\w+"):
         await extract(b"%PDF-1.4\nthis is not a pdf at all", "pdf")
@@ -73,6 +78,7 @@ async def test_markdown_and_text_are_read_as_they_are() -> None:
     assert got.text[got.sections[1].start:].startswith("Paragraph")
 
 
+@pytest.mark.slow
 async def test_gather_numbers_sources_and_keeps_size_and_sha256(tmp_path: Path) -> None:
     pdf = make_pdf(["Page one text", "Page two text"], title="Spec")
     (tmp_path / "spec.pdf").write_bytes(pdf)

@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bots.slack.surface import slack_limits
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, shortcut_payload, slack_settings, view_submission_payload
 from tests.fakes.web_source import SourceServer
 from tests.llm_scripts import is_judge, script_judge
 from tests.pdf_maker import make_pdf
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 TOPIC_LINE = "Should we move ingest to a queue?"
 
@@ -121,7 +125,7 @@ async def test_a_private_channels_brief_stays_out_of_public_recall_unfurls_and_l
         web.pages["/salaries.md"] = ("text/markdown", b"# Pay\nThe quillwort band starts at 90k.")
         settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
                                   DEBATE_ROUNDS=1, DEBATE_FETCH_ALLOW_HOSTS=web.allow_hosts,
-                                  DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="brief-page-secret")
+                                  DEBATE_PUBLIC_URL=PUBLIC_URL, DEBATE_WEB_SECRET="brief-page-secret-0123456789abcdef")
         async with SlackBot(settings, limits) as bot:
             await bot.command(f"Raise the bands? --context {web.url('/salaries.md')}", peer, channel="G2")
             await bot.settle()

@@ -53,6 +53,7 @@ async def slack_peer() -> AsyncIterator[SlackAPIPeer]:
         yield p
 
 
+@pytest.mark.slow
 async def test_slack_answers_a_subcommand_with_words_after_it_and_starts_nothing(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer
 ) -> None:
@@ -79,6 +80,7 @@ async def test_slack_answers_a_subcommand_with_words_after_it_and_starts_nothing
         assert record is not None and "usage based pricing" in record.spec.topic
 
 
+@pytest.mark.slow
 async def test_slack_refuses_a_model_name_past_the_limit_wherever_it_is_typed(
     tmp_path: Path, slack_peer: SlackAPIPeer, llm_server: FakeLLMServer
 ) -> None:
@@ -103,6 +105,7 @@ async def discord_peer() -> AsyncIterator[DiscordPeer]:
         yield server
 
 
+@pytest.mark.slow
 async def test_discord_answers_a_topic_that_names_a_command_and_refuses_a_long_model(
     tmp_path: Path, discord_peer: DiscordPeer, llm_server: FakeLLMServer
 ) -> None:
@@ -130,6 +133,7 @@ async def test_discord_answers_a_topic_that_names_a_command_and_refuses_a_long_m
         assert await core.store.history(10) == [] and llm_server.requests == []
 
 
+@pytest.mark.slow
 async def test_the_command_line_and_the_environment_refuse_a_long_model_name(
     tmp_path: Path, llm_server: FakeLLMServer
 ) -> None:

@@ -93,6 +93,7 @@ def test_the_settings_that_are_meant_are_kept() -> None:
     assert load_settings(_env_file=None, DEBATE_PUBLIC_URL="http://127.0.0.1:3000").debate_public_url
 
 
+@pytest.mark.slow
 async def test_the_command_line_refuses_a_bad_setting_with_one_line_and_exit_2(tmp_path: Path) -> None:
     for variable, value in (("DEBATE_PUBLIC_URL", "javascript:alert(1)"), ("DEBATE_WEB_SECRET", "q7"),
                             ("DEBATE_BUDGET_USD_PER_MONTH", "1e309")):

@@ -23,6 +23,8 @@ from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import is_judge
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 SLOW = discord_limits(writes=1, window=3.0, edit_interval=0.05)  # a write every few seconds per channel
 DANA = "740000000000000301"
 

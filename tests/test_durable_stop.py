@@ -41,6 +41,8 @@ from tests.durable_harness import (
 from tests.fakes.llm_server import FakeLLMServer, RequestRecord
 from tests.llm_scripts import script_judge
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 COUNCIL_MODELS = ("openai:model-a", "openai:model-b", "openai:model-c")
 FORMATS = ("challenge", "consensus", "stances", "council")
 MOMENTS = ("arrived", "answered")

@@ -75,9 +75,11 @@ async def test_a_call_that_times_out_while_streaming_counts_what_it_streamed(
     llm_server: FakeLLMServer, log_backend: LogBackend
 ) -> None:
     """The review's case: a challenger streams, then reaches the call limit; its turn is failed and its
-    tokens are counted. (The peer streams 10,000 words at 200 a second: the limit of 2 s ends it.)"""
+    tokens are counted. (The peer streams 10,000 words, none repeating (a loop is cut sooner: repeats.py), at
+    200 a second: the limit of 2 s ends it.)"""
     srv = llm_server
-    srv.add_rule(Reply(text=" ".join(["loop"] * 10_000), tokens_per_s=200), model_and("model-b", FIRST_ROUND))
+    words = " ".join(f"point{n}" for n in range(10_000))
+    srv.add_rule(Reply(text=words, tokens_per_s=200), model_and("model-b", FIRST_ROUND))
     script_judge(srv, "A")
     spec = make_spec("challenge", rounds=1)
     settings = settings_for(srv, timeout=2.0)

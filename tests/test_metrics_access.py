@@ -9,6 +9,7 @@ from pathlib import Path
 from unittest.mock import Mock
 
 import aiohttp
+import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from bots.web import from_this_host
@@ -42,6 +43,7 @@ def test_only_a_loopback_peer_that_no_proxy_passed_on_is_from_this_host() -> Non
         assert not from_this_host(request_from("127.0.0.1", headers)), headers
 
 
+@pytest.mark.slow
 async def test_the_front_serves_metrics_to_its_own_host_only_and_on_its_metrics_port(tmp_path: Path) -> None:
     async with FakeLLMServer() as llm, SlackAPIPeer() as slack:
         env = slack_env(tmp_path, llm, slack)
@@ -68,6 +70,7 @@ async def test_the_front_serves_metrics_to_its_own_host_only_and_on_its_metrics_
             await stopped(proc)
 
 
+@pytest.mark.slow
 async def test_a_worker_serves_metrics_on_its_metrics_port_and_refuses_a_port_clash(tmp_path: Path) -> None:
     env = clean_env(tmp_path)
     port, metrics_port = free_port(), free_port()

@@ -10,8 +10,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.llm_server import FakeLLMServer
 from tests.llm_scripts import script_judge
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,6 +20,8 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import is_judge
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 # a post every few seconds: what is written faster than that waits for the channel's turn
 LIMITS = slack_limits(post_interval=3.0, updates=1000, window=1.0, edit_interval=0.05)
 _keys = iter(range(1_000_000))

@@ -11,6 +11,8 @@ import random
 import re
 from pathlib import Path
 
+import pytest
+
 from bots.settings import load_settings
 from bots.slack.surface import slack_limits
 from orchestrator.app import Core
@@ -34,6 +36,7 @@ CHALLENGE_SHOWN = ("I challenge that.\n\nWeekly is not free: p99 < 40 ms holds o
 ENTITY = re.compile(r"&(?:lt|gt|amp|quot);")
 
 
+@pytest.mark.slow
 async def test_a_turn_that_copies_our_quoting_is_stored_and_shown_without_it(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm, "A")
@@ -86,6 +89,7 @@ def test_the_streamed_text_is_the_stored_text() -> None:
     assert strip_echo("x < y\n<b>bold</b> & more") == "x < y\n<b>bold</b> & more"
 
 
+@pytest.mark.slow
 async def test_discord_shows_the_turns_without_the_convention_or_an_entity(tmp_path: Path) -> None:
     async with DiscordPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm, "A")

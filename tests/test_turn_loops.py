@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from bots.slack.surface import slack_limits
 from orchestrator.debate.repeats import loop_start, repeat_note, without_loop
 from orchestrator.providers.base import Completion
@@ -24,6 +26,7 @@ LOOPED = INTRO + LOOP * 5000  # about 120,000 words: at 400 a second, far past t
 NOTE_START = "\n\n[cut: this turn began repeating itself"
 
 
+@pytest.mark.slow
 async def test_a_looping_turn_is_stopped_early_keeps_what_came_before_and_says_so(tmp_path: Path) -> None:
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
         script_judge(llm, "A")

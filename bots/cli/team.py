@@ -58,7 +58,7 @@ async def continue_debate(args: argparse.Namespace, settings: Settings) -> int:
             for note in brief.notes:
                 print(f"ℹ {note}", file=progress)
             if len(brief.sources) > len(record.sources):
-                await core.store.add_sources(record.id, Brief(sources=brief.sources[len(record.sources):]))
+                await core.add_sources(record.id, Brief(sources=brief.sources[len(record.sources):]))
             spec = spec.model_copy(update={"brief": brief})
         return await follow(core, record.id, args.json, lambda: core.jobs.start_continuation(  # type: ignore[union-attr]
             spec, [TerminalSink(progress, spec)], segment=segment, history=list(record.turns), previous=verdict,
