@@ -24,7 +24,7 @@ from tests.test_postgres_writes import _until_waiting
 from tests.test_purge_log import NOON, PERSON, PERSON_NAME, dump, holding, rows_of
 from tests.test_purge_log import debate as seed
 
-SECRET = "page-secret-for-tests"
+SECRET = "page-secret-for-tests-0123456789abcdef0123456789"
 
 
 def env_for(tmp_path: Path, log_backend: LogBackend) -> dict[str, str]:
@@ -48,7 +48,7 @@ async def test_purge_dry_run_then_a_persons_purge_then_show_and_the_page(tmp_pat
 
     code, out, err = await debate(tmp_path, "purge", "--user", PERSON, "--dry-run", env=env)
     assert code == 0, err
-    assert "Would purge 1 debate (2 turns, 1 notes, 1 votes)." in out and theirs in out
+    assert "Would purge 1 debate (2 turns, 1 notes, 1 votes, 0 sources)." in out and theirs in out
     assert "votes and notes in every other debate would be deleted" in out
     assert dump(log_backend) == before, "a dry run changes nothing"
 

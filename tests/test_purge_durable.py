@@ -8,13 +8,13 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from orchestrator.durable import FrontFeed, enqueue, workflow_id
+from orchestrator.durable import FrontFeed, workflow_id
 from orchestrator.durable.config import APP_NAME, sqlite_path
 from orchestrator.durable.purge_records import ClientRecords
 from orchestrator.log.purge import PurgeSelection
 from orchestrator.purge import purge
 from tests.debate_harness import make_spec
-from tests.durable_harness import DurableBackend, worker_host
+from tests.durable_harness import DurableBackend, enqueued, worker_host
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
@@ -51,9 +51,9 @@ async def test_a_purge_deletes_the_workflows_records_and_stops_a_running_debate_
     log = backend.log(tmp_path)
     ended = make_spec("challenge", rounds=1)
     held = make_spec("challenge", rounds=1, topic="Will the held debate ever finish?")
-    async with worker_host(srv, log, backend):
-        await (await enqueue(ended, "purge-ended")).get_result(polling_interval_sec=0.05)
-        await enqueue(held, "purge-held")
+    async with worker_host(srv, log, backend) as host:
+        await (await enqueued(host, ended, "purge-ended")).get_result(polling_interval_sec=0.05)
+        await enqueued(host, held, "purge-held")
         await srv.wait_for_requests(5)  # the held debate's first call is open
         assert workflow_rows(backend, log, workflow_id(ended.id))["operation_outputs"] > 0
         assert workflow_rows(backend, log, workflow_id(ended.id))["streams"] > 0

@@ -110,7 +110,7 @@ async def test_a_purged_debate_leaves_no_row_and_the_usage_figures_stay(log_back
         report = await purge(store, PurgeSelection(debate=gone))
 
         assert report.purged == [gone]
-        assert report.totals == {"debates": 1, "turns": 2, "notes": 1, "votes": 1}
+        assert report.totals == {"debates": 1, "turns": 2, "notes": 1, "votes": 1, "sources": 0}
         assert set(rows_of(log_backend, gone).values()) == {0}, rows_of(log_backend, gone)
         assert rows_of(log_backend, kept) == kept_rows and rows_of(log_backend, other)["turns"] == 2
         assert await store.get_debate(gone) is None and await store.stored_page_token(gone) is None
@@ -152,7 +152,7 @@ async def test_a_dry_run_changes_nothing(log_backend: LogBackend) -> None:
         assert report.dry_run and report.purged == [] and report.debates == []  # PERSON started none there
         report = await purge(store, PurgeSelection(workspace="T9"), dry_run=True)
         assert [t.id for t in report.debates] == ids
-        assert report.totals == {"debates": 2, "turns": 4, "notes": 2, "votes": 2}
+        assert report.totals == {"debates": 2, "turns": 4, "notes": 2, "votes": 2, "sources": 0}
         assert dump(log_backend) == before
 
 
