@@ -4,10 +4,11 @@ again with `final` once the message shows its final text). A continued debate's 
 continued round's turns and a numbered verdict (`verdict_key`). A renderer that resumes a debate finds each
 message it already posted under its key: it edits that message instead of posting again.
 
-Where the surface can find a message by its key (`bots.thread.surface.Findable`: Slack, by the message's
-metadata), a post is announced first: the key is recorded with the id PENDING before the post goes out.
-A post whose answer never came back (the process was killed, the connection dropped) leaves that row
-behind, and whoever posts the key next looks the message up on the platform first (`intents.py`).
+Where the surface posts with keys (`bots.thread.surface.Keyed`: Slack, by the message's metadata; Discord,
+by an enforced nonce), a post is announced first: the key is recorded with the id PENDING before the post
+goes out. A post whose answer never came back (the process was killed, the connection dropped) leaves that
+row behind, and whoever posts the key next looks the message up on the platform first, or posts it again
+under the same nonce (`intents.py`).
 
 A message showing an event is named by the event's key (orchestrator/events.py) and its part, `message_key`:
 one scheme for the stream's keys and the log's. The stored shapes predate that and stay (rows written by
