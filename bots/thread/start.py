@@ -14,11 +14,16 @@ and how to take it back. Everything else is here, in this order:
 6. the front's tailer follows the workers' stream into the sink.
 
 Anything that fails before step 5 is done undoes what was done: the sink closed, the debate ended failed
-with the reason (its slot given back). A rematch starts through the same path (`StartDebate.rematch_of`).
+with the reason (its slot given back). A root that takes longer than START_POST_S to post is given up on
+the same way. A front that stops (killed) before step 4 leaves an admitted debate with no root recorded:
+the fronts' sweep ends it once no front can still be starting it (`tail.FrontTailer`, START_LIMIT_S);
+a start that gets past step 4 after that finds its debate ended and withdraws, telling the user.
+A rematch starts through the same path (`StartDebate.rematch_of`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,6 +38,9 @@ from orchestrator.app import NOT_A_FRONT, Core
 from orchestrator.models import DebateSpec
 
 log = logging.getLogger(__name__)
+
+START_POST_S = 60.0  # how long posting the root (and opening its thread) may take: within START_LIMIT_S
+TOO_SLOW = "That debate took too long to start and was called off; please try again."
 
 
 class RootRefused(Exception):
@@ -97,7 +105,10 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
     settled, sink = False, None
     try:  # admitted: from here on, a debate that does not start must give its slot back
         try:
-            posted = await poster.post(spec, notes)
+            async with asyncio.timeout(START_POST_S):
+                posted = await poster.post(spec, notes)
+        except TimeoutError:
+            raise CommandError(TOO_SLOW) from None
         except RootRefused as exc:
             log.info("%s: root message for %s refused: %s", origin.platform, spec.id, exc.reason)
             await core.abandon(spec.id, exc.reason)
@@ -106,6 +117,13 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
         spec = spec.model_copy(update={"thread": posted.thread})
         await core.record_start(spec)
         sink = await ThreadSink.open(posted.surface, poster.pacer, core.store, spec, posted.root_id)
+        if not await _still_running(core, spec.id):  # a sweep ended it meanwhile (the start took too long)
+            settled = True
+            await sink.aclose()
+            await poster.delete(posted)
+            await core.show_message(spec.id, ROOT, posted.surface.platform, posted.surface.root_channel,
+                                    posted.root_id, final=True)  # nothing to resume
+            raise CommandError(TOO_SLOW)
         holder = await core.feed.enqueue(spec, origin.request_key)
         settled = True
         if holder != spec.id:
@@ -119,6 +137,11 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
             await core.abandon(spec.id, f"it could not start: {str(exc) or type(exc).__name__}")
         raise
     return Started(spec, sink, notes)
+
+
+async def _still_running(core: Core, debate_id: str) -> bool:
+    record = await core.debate(debate_id, turns=False)
+    return record is not None and record.status == "running"
 
 
 async def _withdraw(core: Core, poster: RootPoster, posted: PostedRoot, sink: ThreadSink, debate_id: str,
