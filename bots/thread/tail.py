@@ -177,7 +177,7 @@ class FrontTailer:
                 log.warning("%s: could not resume the thread of debate %s", self.platform, debate_id, exc_info=True)
                 continue
             if sink is None:
-                await self._end_unstarted(debate_id)  # no thread to reach: perhaps none was ever recorded
+                await self._end_unstarted(debate_id, threadless=True)  # perhaps no thread was ever recorded
                 continue
             if debate_id in self._following:  # started or resumed meanwhile
                 await sink.aclose()
@@ -322,14 +322,15 @@ class FrontTailer:
 
         await until_written(write, f"{self.platform}: logging the failure of debate {debate_id}")
 
-    async def _end_unstarted(self, debate_id: str) -> None:
+    async def _end_unstarted(self, debate_id: str, *, threadless: bool = False) -> None:
         """A running debate whose root was never recorded: a front admitted it and stopped (killed, or stuck)
         before its thread was opened. Once no front can still be starting it (logged before this front
         began, or START_LIMIT_S ago: `bots.thread.start` gives up by then), it ends failed and frees its
         slots. The log ends it only while it still has no root (`fail_unstarted`), so a slow start that
-        records its root meanwhile keeps it, or, finding it ended, withdraws."""
+        records its root meanwhile keeps it, or, finding it ended, withdraws. `threadless`: only one with no
+        thread recorded (one this front cannot reach for another reason is left as it is)."""
         record = await self.store.get_debate(debate_id, turns=False)
-        if record is None or record.status != "running":
+        if record is None or record.status != "running" or (threadless and record.thread is not None):
             return
         if record.created_at >= self._born and time.time() - record.created_at < START_LIMIT_S:
             return
