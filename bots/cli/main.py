@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bots import event_loop
+from bots.cli.demo import demo
 from bots.cli.link import link
 from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
@@ -22,16 +23,11 @@ from bots.commands import CommandError, StartDebate, start_request
 from bots.settings import load_settings
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
-from orchestrator.debate.seating import SETUP_HINT
 from orchestrator.export import to_json, to_markdown
 from orchestrator.log import StoreError
 from orchestrator.logs import configure_logging
 from orchestrator.models import EFFORTS, FORMATS
-from orchestrator.providers import ProviderRegistry
 from orchestrator.tracing import configure_tracing
-
-DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
-
 
 LOGGING_COMMANDS = ("serve", "worker")  # long-running: warnings on stderr are the operator's log
 
@@ -75,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("--judges", metavar="MODEL,MODEL,…", help="a jury of 2 to 5 judges in place of one")
     again.add_argument("--json", action="store_true", help="print only the JSON export on stdout")
 
-    command("demo", help="run a sample debate with whatever provider is configured")
+    command("demo", help="run a sample debate with whatever provider is configured (none: a small local model)")
 
     serve = command("serve", help="run the Slack and/or Discord bots")
     serve.add_argument("--slack", action="store_true")
@@ -144,20 +140,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _demo(args: argparse.Namespace, settings: Settings) -> int:
-    registry = ProviderRegistry(settings)
-    try:
-        configured = registry.configured() or registry.configured_cli_tools()
-    finally:
-        await registry.aclose()
-    if not configured and not (settings.debate_proposer and settings.debate_challenger):
-        print(SETUP_HINT)
-        print(f"\nThen: make demo   (or: debate run \"{DEMO_TOPIC}\")")
-        return EXIT_OK
-    args.topic, args.json, args.interactive = DEMO_TOPIC, False, False
-    for name in ("format", "rounds", "proposer", "challenger", "debaters", "judge", "judges", "effort"):
-        setattr(args, name, None)
-    args.rounds = 1
-    return await _run(args, settings)
+    return await demo(args, settings, _run)
 
 
 async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -> int:

@@ -257,6 +257,8 @@ class DebateRun:
             try:
                 async with asyncio.timeout(call.timeout_s + 5):  # backstop if a provider ignores its own bound
                     completion = cap.check(await provider.complete(call, noting_first(cap.add, clock, first_token)))
+                if completion.cut and stream is not None:  # a debater's turn the model ended at its token limit
+                    completion = await cap.reached_limit(call, completion)
             except TextTooLong:
                 completion = await cap.cut(call, elapsed_ms())
             finally:

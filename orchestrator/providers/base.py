@@ -55,6 +55,7 @@ class Completion(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     duration_ms: int = 0
+    cut: bool = False  # the model stopped at its output-token limit (finish_reason "length"), not by itself
 
 
 class Provider(Protocol):
@@ -78,7 +79,7 @@ class ProviderError(Exception):
 
     def __init__(self, message: str, *, kind: str = "error") -> None:
         super().__init__(message)
-        self.kind = kind  # error, timeout, auth, rate_limit, bad_output
+        self.kind = kind  # error, timeout, auth, rate_limit, bad_output, context
 
 
 class ProviderTimeout(ProviderError):
