@@ -7,12 +7,14 @@ the earlier round into a summary a round sooner. The real model is in tests/test
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from orchestrator.config import Settings
 from orchestrator.debate.seating import NoProviderConfigured
+from orchestrator.events import VerdictReached
 from orchestrator.policy import ChatPolicy
 from orchestrator.providers import ProviderRegistry, ProviderSpec, configured_providers, family, provider_spec, register
 from orchestrator.providers.base import AnswerSchema, Message, ModelCall, ModelStringError
@@ -22,7 +24,7 @@ from orchestrator.providers.registry import unregister_provider
 from orchestrator.providers.vendors.openai import openai_backend
 from tests.debate_harness import make_spec, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.llm_scripts import script_judge
+from tests.llm_scripts import script_judge, verdict_json
 
 SCHEMA = AnswerSchema(name="verdict", json_schema={
     "type": "object", "properties": {"winner": {"type": "string", "enum": ["A", "B"]},
@@ -139,3 +141,21 @@ async def test_a_small_context_gets_the_summary_a_round_sooner(llm_server: FakeL
     assert summaries, "round 2's prompts carry the summary of round 1, not its whole text"
     round_two = [r for r in llm_server.requests if r.model in ("model-a", "model-b")][2:]
     assert all(r.prompt_text.count("A point with its evidence") < 100 for r in round_two)
+
+
+async def test_a_schema_answer_with_empty_strings_is_unusable_and_asked_once_more(llm_server: FakeLLMServer) -> None:
+    """What SmolLM2 did through vLLM's grammar: every field present, every string empty. Each pass asks again
+    once (the local provider's schema bounds also ask llama.cpp's grammar for non-empty strings)."""
+    from tests.test_judge import judging, script_debaters
+
+    script_debaters(llm_server)
+    empty = json.dumps({"evidence": [], "winner": "", "reasoning": "", "recommendation": ""})
+    llm_server.add_rule(Reply(text=empty), judging, times=2)
+    llm_server.add_rule(Reply(text=verdict_json("B")), judging)
+    spec = make_spec("challenge", rounds=1, judge="vllm:judge")
+    result = await run_debate(llm_server, spec, env={"VLLM_BASE_URL": llm_server.openai_base_url})
+
+    calls = [r for r in llm_server.requests if judging(r)]
+    assert len(calls) == 4 and all("response_format" in r.body for r in calls)  # two passes, each asked twice
+    (reached,) = result.of(VerdictReached)
+    assert reached.verdict.recommendation.strip()
