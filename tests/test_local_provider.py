@@ -14,11 +14,12 @@ import pytest
 
 from orchestrator.config import Settings
 from orchestrator.debate.seating import NoProviderConfigured
+from orchestrator.debate.verdict_answer import verdict_schema
 from orchestrator.events import VerdictReached
 from orchestrator.policy import ChatPolicy
 from orchestrator.providers import ProviderRegistry, ProviderSpec, configured_providers, family, provider_spec, register
 from orchestrator.providers.base import AnswerSchema, Message, ModelCall, ModelStringError
-from orchestrator.providers.local_model import bounded_schema
+from orchestrator.providers.local_model import CHARS_PER_ANSWER_TOKEN, _free_strings, bounded_schema, string_bound
 from orchestrator.providers.openai_compat import OpenAICompatProvider
 from orchestrator.providers.registry import unregister_provider
 from orchestrator.providers.vendors.openai import openai_backend
@@ -66,6 +67,9 @@ def test_a_structured_answer_is_bounded_for_the_grammar() -> None:
     assert bounded["properties"]["recommendation"]["maxLength"] <= 300
     assert bounded["properties"]["evidence"]["maxItems"] <= 3
     assert bounded["required"] == SCHEMA.json_schema["required"]
+    verdict = verdict_schema(["A", "B"]).json_schema  # every string at its longest still fits the call's budget
+    strings, _ = _free_strings(verdict)
+    assert strings * string_bound(verdict, 512) / CHARS_PER_ANSWER_TOKEN < 512
 
 
 def test_no_provider_is_one_line_naming_the_variables_and_local() -> None:

@@ -58,8 +58,11 @@ INSTALL_FIX = ("install the local extra: pip install 'debate-bot[local]' && pip 
                "(or run make demo)")
 MAX_OUTPUT_TOKENS = 512  # per call, whatever a caller asks for (a judge asks for 3,000)
 PROMPT_CHARS_PER_TOKEN = 3  # a conservative count of a prompt's tokens, before the server counts them
-STRING_MAX_CHARS = 160  # a structured answer's strings, and
-LIST_MAX_ITEMS = 2  # its lists, as bounded for llama.cpp's grammar
+STRING_MAX_CHARS = 240  # a structured answer's strings at most (fewer when its token budget is small), and
+LIST_MAX_ITEMS = 1  # its lists, as bounded for llama.cpp's grammar
+STRING_MIN_CHARS = 16
+TOKENS_PER_PROPERTY = 6  # a key, its quotes and punctuation, or an enum's value
+CHARS_PER_ANSWER_TOKEN = 2  # text a small model writes under a grammar: counted low, so the answer fits
 
 
 def is_path(model: str) -> bool:
@@ -112,18 +115,44 @@ def prompt_tokens(call: ModelCall) -> int:
     return math.ceil(sum(len(m.content) for m in call.messages) / PROMPT_CHARS_PER_TOKEN)
 
 
-def bounded_schema(schema: Any) -> Any:
-    """`schema` with every free string 1 to STRING_MAX_CHARS characters and every list at most LIST_MAX_ITEMS."""
+def _free_strings(schema: Any, repeat: int = 1) -> tuple[int, int]:
+    """(free strings, properties) in `schema`, a list's items counted LIST_MAX_ITEMS times."""
+    if not isinstance(schema, dict):
+        return 0, 0
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    strings = repeat if "string" in kinds and "enum" not in schema else 0
+    properties = 0
+    for sub in (schema.get("properties") or {}).values():
+        more, keys = _free_strings(sub, repeat)
+        strings, properties = strings + more, properties + keys + repeat
+    if "array" in kinds:
+        more, keys = _free_strings(schema.get("items"), repeat * LIST_MAX_ITEMS)
+        strings, properties = strings + more, properties + keys
+    return strings, properties
+
+
+def string_bound(schema: Any, max_tokens: int) -> int:
+    """The longest a free string may be so that the whole answer, every string at its longest, fits
+    `max_tokens`: a small model under a grammar often writes a string to its bound."""
+    strings, properties = _free_strings(schema)
+    room = max_tokens - TOKENS_PER_PROPERTY * properties
+    fitting = room * CHARS_PER_ANSWER_TOKEN // max(strings, 1)
+    return int(max(STRING_MIN_CHARS, min(STRING_MAX_CHARS, fitting)))
+
+
+def bounded_schema(schema: Any, max_chars: int = STRING_MAX_CHARS) -> Any:
+    """`schema` with every free string 1 to `max_chars` characters and every list at most LIST_MAX_ITEMS."""
     if isinstance(schema, list):
-        return [bounded_schema(item) for item in schema]
+        return [bounded_schema(item, max_chars) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    bounded = {key: bounded_schema(value) for key, value in schema.items()}
+    bounded = {key: bounded_schema(value, max_chars) for key, value in schema.items()}
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     if "string" in kinds and "enum" not in schema:  # never empty: an empty recommendation is no verdict
         bounded.setdefault("minLength", 1)
-        bounded.setdefault("maxLength", STRING_MAX_CHARS)
+        bounded.setdefault("maxLength", max_chars)
     if "array" in kinds:
         bounded.setdefault("maxItems", LIST_MAX_ITEMS)
     return bounded
@@ -159,10 +188,12 @@ class LocalProvider:
         slot = self._server(call.model).options.slot_ctx
         wanted = call.max_tokens or self.spec.budget(call.effort)
         room = max(slot - prompt_tokens(call), 64)
-        update: dict[str, Any] = {"max_tokens": max(1, min(wanted, MAX_OUTPUT_TOKENS, room))}
+        max_tokens = max(1, min(wanted, MAX_OUTPUT_TOKENS, room))
+        update: dict[str, Any] = {"max_tokens": max_tokens}
         if call.answer_schema is not None:
-            update["answer_schema"] = call.answer_schema.model_copy(
-                update={"json_schema": bounded_schema(call.answer_schema.json_schema)})
+            schema = call.answer_schema.json_schema
+            bounded = bounded_schema(schema, string_bound(schema, max_tokens))
+            update["answer_schema"] = call.answer_schema.model_copy(update={"json_schema": bounded})
         return call.model_copy(update=update)
 
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
