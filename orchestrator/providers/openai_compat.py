@@ -4,7 +4,13 @@ Everything that differs between those vendors (base URL and key, budgets, what t
 called, reasoning effort) comes from the vendor's ProviderSpec (orchestrator.providers.vendors).
 
 A stream that breaks off before the model finished (no finish_reason) is an error, not a short
-answer: the deltas already delivered stay delivered, and the ProviderError says how far it got.
+answer: the deltas already delivered stay delivered, and the ProviderError says how far it got. One the
+model ended at its token limit (finish_reason `length`) is a Completion marked `cut`.
+
+A structured answer is asked for with `response_format` json_schema where the spec says the host takes it
+(OpenAI, Gemini, vLLM, Ollama, llama.cpp); a host that refuses it (a 400 or 422 about the format, before any
+text) is asked again without it, and that model is not asked with it again by this client. A prompt past
+the model's context is one clear error (`context_overflow`).
 
 The SDK sends the request (auth, base URL, retries before the stream starts, APIStatusError on a
 non-2xx answer); the event stream itself is read with `orchestrator.providers.sse` as plain dicts,
