@@ -23,7 +23,7 @@ from pathlib import Path
 from bench.common import Table
 from orchestrator.config import Settings
 from orchestrator.debate.engine import Engine
-from orchestrator.events import CallRecorded, EventBase, EventBus, TurnCompleted, VerdictReached
+from orchestrator.events import EventBase, EventBus, TurnCompleted, VerdictReached
 from orchestrator.models import DebateSpec, Seat
 from orchestrator.providers import ProviderRegistry
 from orchestrator.providers.local_model import server_options
@@ -77,12 +77,10 @@ async def run(smoke: bool = False) -> Table:
     tokens_in, tokens_out = spent.get("prompt_tokens_total", 0.0), spent.get("tokens_predicted_total", 0.0)
     turns = [e for _, e in sink.events if isinstance(e, TurnCompleted)]
     verdicts = [e for _, e in sink.events if isinstance(e, VerdictReached)]
-    calls = sum(1 for _, e in sink.events if isinstance(e, CallRecorded))
     busy = prompt_s + predict_s
     overhead = wall - busy
     table = Table("Local model: a one-round challenge on local:smollm2-135m (llama.cpp, this machine's CPU)")
-    table.add("outcome", f"{outcome.status}, {len(turns)} turns, {calls} calls, "
-              f"verdict: {'yes' if verdicts else 'no'}")
+    table.add("outcome", f"{outcome.status}, {len(turns)} turns, verdict: {'yes' if verdicts else 'no'}")
     table.add("server start (child process, model load)", f"{started:.1f} s")
     table.add("debate wall time", f"{wall:.1f} s", "≤ 240 s", "pass" if wall <= 240 else "miss")
     table.add("model: prompt processing (llama.cpp)", f"{prompt_s:.1f} s, {tokens_in:.0f} tokens "
