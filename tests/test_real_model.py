@@ -149,19 +149,25 @@ async def test_a_one_round_challenge_ends_with_a_json_schema_verdict(tmp_path: P
 
 async def test_a_stances_debate_reads_or_reports_every_json_turn(tmp_path: Path, small_budgets: None,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split comes through json_schema (a grammar: readable even from this model); the turns are free JSON
+    envelopes, which a 135M model on a small budget rarely writes whole: each is read, or asked for once more
+    and then recorded empty with a warning, and the debate ends in words, never a traceback."""
     monkeypatch.setitem(LOCAL_BUDGETS, "medium", 96)  # a JSON envelope needs more room than a sentence
     result = await debate(local_settings(tmp_path), "stances", (MODEL, MODEL), rounds=1,
-                          topic="Tabs or spaces for indenting Python code?")
+                          topic="Should a small team build a monolith or microservices?")
 
-    assert result.outcome.status in ("completed", "failed"), result.outcome
+    notices = [e.text for e in result.of(Notice)]
     warnings = " ".join(e.text for e in result.of(Notice) if e.level == "warning")
-    if result.outcome.status == "failed":  # the split found no two stances: the user is told so, in words
-        assert result.outcome.error and "Traceback" not in result.outcome.error
+    assert result.outcome.status in ("completed", "failed"), result.outcome
+    if not result.turns:  # the split said there is nothing to debate: the user is told so, in words
+        assert result.outcome.status == "failed" and "not a debatable topic" in (result.outcome.error or "")
         return
-    assert result.turns, "the debaters spoke"
+    assert any(n.startswith("Stances:") for n in notices), "the split was read"
     for turn in result.turns:  # a readable envelope rendered for users, or an empty turn with a warning
         assert turn.status in ("ok", "empty")
         if turn.status == "ok":
-            assert turn.text.strip() and "{" not in turn.text[:1]
+            assert turn.text.strip() and not turn.text.lstrip().startswith("{")  # rendered, not raw JSON
         else:
-            assert "could not be read" in warnings or "empty" in warnings
+            assert f"Debater {turn.seat}'s round {turn.round} turn is recorded empty" in warnings
+    if result.outcome.status == "failed":
+        assert result.outcome.error and "Traceback" not in result.outcome.error
