@@ -52,7 +52,7 @@ def verdict_schema(labels: list[str]) -> AnswerSchema:
         "change_note": text,
     })
     return AnswerSchema(name="verdict", description="The judge's verdict on the debate, evidence first.",
-                        json_schema=schema)
+                        json_schema=schema, non_empty=("reasoning", "recommendation"))
 
 
 def _strict(properties: dict[str, Any]) -> dict[str, Any]:

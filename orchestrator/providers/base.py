@@ -31,6 +31,7 @@ class AnswerSchema(BaseModel):
     name: str
     description: str = ""
     json_schema: dict[str, Any]
+    non_empty: tuple[str, ...] = ()  # top-level string properties an answer is unusable without (a grammar may insist)
 
 
 class ModelCall(BaseModel):

