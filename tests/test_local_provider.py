@@ -63,7 +63,7 @@ def test_chat_gets_a_local_model_only_when_the_operator_lists_it() -> None:
 def test_a_structured_answer_is_bounded_for_the_grammar() -> None:
     bounded = bounded_schema(SCHEMA.json_schema, non_empty=("recommendation",))
     assert bounded["properties"]["winner"] == {"type": "string", "enum": ["A", "B"]}  # an enum stays as it is
-    assert bounded["properties"]["recommendation"]["minLength"] == 1  # never an empty recommendation
+    assert bounded["properties"]["recommendation"]["minLength"] >= 1  # never an empty recommendation
     assert "minLength" not in bounded["properties"]["evidence"]["items"]  # what may be empty stays so
     assert bounded["properties"]["recommendation"]["maxLength"] <= 300
     assert bounded["properties"]["evidence"]["maxItems"] <= 3

@@ -62,6 +62,7 @@ PROMPT_CHARS_PER_TOKEN = 3  # a conservative count of a prompt's tokens, before 
 STRING_MAX_CHARS = 240  # a structured answer's strings at most (fewer when its token budget is small), and
 LIST_MAX_ITEMS = 1  # its lists, as bounded for llama.cpp's grammar
 STRING_MIN_CHARS = 16
+NON_EMPTY_MIN_CHARS = 40  # the strings an answer needs (a recommendation): at least this long
 TOKENS_PER_PROPERTY = 6  # a key, its quotes and punctuation, or an enum's value
 CHARS_PER_ANSWER_TOKEN = 2  # text a small model writes under a grammar: counted low, so the answer fits
 
@@ -144,12 +145,12 @@ def string_bound(schema: Any, max_tokens: int) -> int:
 
 def bounded_schema(schema: Any, max_chars: int = STRING_MAX_CHARS, non_empty: tuple[str, ...] = ()) -> Any:
     """`schema` with every free string at most `max_chars` characters, every list at most LIST_MAX_ITEMS, and
-    the top-level strings named in `non_empty` at least one character (an empty recommendation is no verdict)."""
+    the top-level strings named in `non_empty` at least a sentence long (an empty recommendation is no verdict)."""
     bounded = _bounded(schema, max_chars)
     properties = bounded.get("properties") if isinstance(bounded, dict) else None
-    for name in non_empty:
+    for name in non_empty:  # a sentence, not a letter: held to one character, a small model writes one
         if isinstance(properties, dict) and isinstance(properties.get(name), dict):
-            properties[name]["minLength"] = 1
+            properties[name]["minLength"] = max(1, min(NON_EMPTY_MIN_CHARS, max_chars // 2))
     return bounded
 
 
