@@ -34,7 +34,6 @@ from orchestrator.logs import configure_logging
 from orchestrator.models import EFFORTS, FORMATS
 from orchestrator.tracing import configure_tracing
 
-
 CONTEXT_HELP = "a file (.md, .txt, .pdf, .html) or an http(s) URL every debater and judge reads; repeatable"
 LOGGING_COMMANDS = ("serve", "worker")  # long-running: warnings on stderr are the operator's log
 
