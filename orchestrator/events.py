@@ -269,7 +269,32 @@ class Sink(Protocol):
     async def handle(self, event: EventBase) -> None: ...
 
 
-LOG_WRITE_FAILED = "Debate stopped: the log could not be written (disk full?). Nothing after this was saved."
+LOG_WRITE_FAILED = "Debate stopped: the log could not be written. Nothing after this was saved."
+
+
+def log_stopped(reason: str) -> str:
+    return f"Debate stopped: the log could not be written ({reason}). Nothing after this was saved."
+
+
+LOG_DISK_FULL = log_stopped("the disk holding the debate log is full")
+
+
+def log_write_failed(error: BaseException) -> str:
+    """What a debate the log stopped tells its users: the reason when it is known (the log stayed locked,
+    stayed unreachable, the disk is full), else LOG_WRITE_FAILED. Never the error's own text otherwise
+    (it may name hosts or paths a chat user has no business seeing)."""
+    from orchestrator.log.records import LogUnavailableError  # here: orchestrator.log imports this module
+
+    if isinstance(error, LogUnavailableError):
+        reason = str(error)
+    elif getattr(error, "sqlstate", None) == "55P03":  # Postgres: lock_timeout ran out on another session's lock
+        reason = "a table of the debate log stayed locked by another session past its lock_timeout"
+    elif ("disk is full" in str(error) or getattr(error, "sqlite_errorcode", None) == 13  # SQLITE_FULL
+          or getattr(error, "sqlstate", None) == "53100"):  # Postgres: disk_full
+        return LOG_DISK_FULL
+    else:
+        return LOG_WRITE_FAILED
+    return log_stopped(reason)
 
 
 RETRY_FIRST_S = 0.2  # the first pause before a log write that failed is tried again
@@ -340,8 +365,9 @@ class EventBus:
             except Exception as exc:
                 LOG_WRITE_FAILURES.inc()
                 log.exception("log write failed on %s for debate %s", type(event).__name__, event.debate_id)
-                await self._stop(event)
-                raise LogWriteFailed(LOG_WRITE_FAILED) from exc
+                reason = log_write_failed(exc)
+                await self._stop(event, reason)
+                raise LogWriteFailed(reason) from exc
         self._count(event)
         if not isinstance(event, CallRecorded):  # the log's alone: no platform shows it
             await self._deliver(event)
@@ -373,14 +399,14 @@ class EventBus:
         await log_failure(self.log, self._debate_id, self.failure)
         self.failure_logged = True
 
-    async def _stop(self, event: EventBase) -> None:
+    async def _stop(self, event: EventBase, reason: str = LOG_WRITE_FAILED) -> None:
         """Tell the platforms the debate stopped; try once to log that too (the write may work again;
         `record_failure` keeps trying)."""
         if isinstance(event, DebateStarted):
             self._count(event)
         self._debate_id = event.debate_id
         self.failure = Outcome(status="failed", rounds_completed=self._rounds[0], rounds_planned=self._rounds[1],
-                               input_tokens=self._tokens[0], output_tokens=self._tokens[1], error=LOG_WRITE_FAILED)
+                               input_tokens=self._tokens[0], output_tokens=self._tokens[1], error=reason)
         failed = DebateFailed(debate_id=event.debate_id, outcome=self.failure)
         if self.log is not None:
             try:

@@ -4,8 +4,8 @@ Slack and Discord hold every debate they start to a `ChatPolicy`; the CLI on the
 and is not held to one. The rules, each set by one variable:
 
 - models: `DEBATE_CHAT_MODELS`, comma-separated `provider:model` (exact) or `provider:*`. Empty: any
-  model of a configured API provider. `cli:` tools run programs on the host, so they are never
-  allowed from chat unless listed (`cli:claude`, or `cli:*` for every tool).
+  model of a configured API provider. `cli:` tools and `local:` models run programs on the host, so
+  they are never allowed from chat unless listed (`cli:claude`, `local:smollm2-135m`, or `cli:*`).
 - rounds: at most `DEBATE_CHAT_MAX_ROUNDS`; effort: at most `DEBATE_CHAT_MAX_EFFORT` (low < medium <
   high < max). Asking for more is refused; a default above the ceiling is lowered to it.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from orchestrator.config import Settings
 from orchestrator.models import EFFORTS
-from orchestrator.providers import ProviderRegistry, parse_model
+from orchestrator.providers import ProviderRegistry, is_cli_tool, parse_model
 
 CLI = "cli"
 
@@ -40,7 +40,7 @@ class ChatPolicy:
         """Whether chat users may seat `model` (a well-formed `provider:model`)."""
         provider, name = parse_model(model)
         if not self.entries:
-            return provider != CLI and self.registry.is_configured(provider)
+            return not is_cli_tool(model) and self.registry.is_configured(provider)
         return any(p == provider and m in ("*", name) for p, m in self.entries)
 
     def check_model(self, model: str, role: str) -> None:

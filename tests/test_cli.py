@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
+from orchestrator.config import Settings
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 
@@ -128,14 +130,40 @@ async def test_bad_usage_exits_2_with_one_line(tmp_path: Path, args: list[str], 
 async def test_no_provider_configured_says_what_to_set(tmp_path: Path) -> None:
     code, _, err = await debate(tmp_path, "run", "Anything?", env=clean_env(tmp_path))
     assert code == 2
-    for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OLLAMA_BASE_URL"):
+    for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OLLAMA_BASE_URL", "local:smollm2-135m"):
         assert variable in err
+    assert len(err.strip().splitlines()) == 1  # one line; and no model was started that nobody asked for
 
 
-async def test_demo_without_credentials_explains_and_exits(tmp_path: Path) -> None:
-    code, out, err = await debate(tmp_path, "demo", env=clean_env(tmp_path), limit_s=60)
-    assert code == 0, err
-    assert "ANTHROPIC_API_KEY" in out and "make demo" in out
+async def test_demo_without_credentials_runs_the_local_model_after_saying_what_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The demo's choice with nothing configured (the debate itself on the real model: tests/test_real_model.py)."""
+    from bots.cli import demo as demo_module
+
+    asked: list[argparse.Namespace] = []
+
+    async def runner(args: argparse.Namespace, _settings: Settings) -> int:
+        print("-- the debate runs here --")
+        asked.append(args)
+        return 0
+
+    for name in PROVIDER_VARS:
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings(_env_file=None, DEBATE_DB=str(tmp_path / "d.db"))  # type: ignore[call-arg]
+    monkeypatch.setattr(demo_module, "local_ready", lambda: True)
+    assert await demo_module.demo(argparse.Namespace(), settings, runner) == 0
+    out = capsys.readouterr().out
+    notice, _, after = out.partition("-- the debate runs here --")
+    assert "135M-parameter" in notice and "on this machine" in notice and "weak arguments" in notice
+    assert "ANTHROPIC_API_KEY" in notice and after.strip() == ""  # said before the debate starts
+    (args,) = asked
+    assert (args.proposer, args.challenger, args.judge, args.rounds) == ("local:smollm2-135m",) * 3 + ("1",)
+
+    monkeypatch.setattr(demo_module, "local_ready", lambda: False)  # the extra not installed: what to set, or make demo
+    assert await demo_module.demo(argparse.Namespace(), settings, runner) == 0
+    out = capsys.readouterr().out
+    assert "ANTHROPIC_API_KEY" in out and "make demo" in out and len(asked) == 1
 
 
 async def test_demo_with_one_provider_says_both_seats_use_it(tmp_path: Path) -> None:

@@ -117,10 +117,10 @@ async def test_parse_failures_leave_only_sanitized_metadata_in_the_log(
     srv.add_rule(Reply(text="A sound argument with evidence."), lambda r: r.model in ("model-a", "model-b"))
     caplog.set_level(logging.DEBUG)
 
-    # a backend with no schema mode, where text that is not JSON reaches the reader (a strict schema's
+    # a backend sent no schema (OpenRouter here), where text that is not JSON reaches the reader (a strict schema's
     # provider refuses such an answer before it is text)
-    result = await run_debate(srv, make_spec("challenge", rounds=1, judge="ollama:judge"),
-                              env={"OLLAMA_BASE_URL": srv.openai_base_url})
+    result = await run_debate(srv, make_spec("challenge", rounds=1, judge="openrouter:judge"),
+                              env={"OPENROUTER_API_KEY": "sk-or-test-0123", "OPENROUTER_BASE_URL": srv.openai_base_url})
 
     assert not result.of(VerdictReached)
     assert any("judge could not reach a verdict" in w for w in result.notices("warning"))

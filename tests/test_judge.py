@@ -162,9 +162,9 @@ async def test_a_tie_is_refused_and_retried_once(llm_server: FakeLLMServer, capl
     srv.add_rule(Reply(text=verdict_json("A")), challenger_first)
     caplog.set_level(logging.WARNING)
 
-    # a backend with no schema mode (a strict schema's enum would not let a tie be written at all)
-    result = await run_debate(srv, make_spec("challenge", rounds=1, judge="ollama:judge"),
-                              env={"OLLAMA_BASE_URL": srv.openai_base_url})
+    # a backend sent no schema (OpenRouter here; a strict schema's enum would not let a tie be written at all)
+    result = await run_debate(srv, make_spec("challenge", rounds=1, judge="openrouter:judge"),
+                              env={"OPENROUTER_API_KEY": "sk-or-test-0123", "OPENROUTER_BASE_URL": srv.openai_base_url})
 
     judge_calls = [r for r in srv.requests if judging(r)]
     assert len(judge_calls) == 4

@@ -34,9 +34,10 @@ async def test_writes_queued_together_share_a_commit_and_a_failing_one_is_undone
     groups: list[int] = []
     run_group = writer_thread._run_group
 
-    def recorded(db: Database, group: list[writer_thread._Job]) -> list[tuple[object, BaseException | None]]:
+    def recorded(db: Database, group: list[writer_thread._Job], locks: writer_thread.LockWait
+                 ) -> list[tuple[object, BaseException | None]]:
         groups.append(len(group))
-        return run_group(db, group)
+        return run_group(db, group, locks)
 
     monkeypatch.setattr(writer_thread, "_run_group", recorded)
     thread = DatabaseThread(tmp_path / "debates.db")

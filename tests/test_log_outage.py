@@ -44,6 +44,11 @@ def chat_spec(topic: str) -> DebateSpec:
                       channel="C1", requested_by="U1")
 
 
+def names_the_lock(error: str) -> bool:
+    """The reason a debate the log stopped gives names the lock that stopped it, not the disk."""
+    return "stayed locked by another" in error and "disk" not in error and error != LOG_WRITE_FAILED
+
+
 class LogLock:
     """Another connection holding the log's write lock: SQLite `BEGIN EXCLUSIVE` on the file; Postgres
     `LOCK TABLE turns IN ACCESS EXCLUSIVE MODE` (the store's connections give up after `lock_timeout`)."""
@@ -92,6 +97,7 @@ class LockingPlatform:
 def short_waits(monkeypatch: pytest.MonkeyPatch, log_backend: LogBackend) -> LogBackend:
     """A log that gives up on a lock quickly: SQLite's busy timeout, Postgres's lock_timeout."""
     monkeypatch.setattr(writer_thread, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setenv(writer_thread.LOCK_WAIT_VARIABLE, "0.6")  # the whole wait, over the tries
     if log_backend.name == "postgres":
         name = log_backend.target.rsplit("/", 1)[1]
         log_backend.sql(f"alter database {name} set lock_timeout = '300ms'")
@@ -116,11 +122,11 @@ async def test_a_debate_the_log_stopped_ends_failed_with_its_reason_once_the_log
         finally:
             lock.release()
             await registry.aclose()
-        assert (outcome.status, outcome.error) == ("failed", LOG_WRITE_FAILED)
+        assert outcome.status == "failed" and outcome.error is not None and names_the_lock(outcome.error)
         failed = [e for e in platform.events if isinstance(e, DebateFailed)]
-        assert len(failed) == 1 and failed[0].outcome.error == LOG_WRITE_FAILED
+        assert len(failed) == 1 and failed[0].outcome.error == outcome.error
         record = await store.get_debate(first.id)
-        assert record is not None and (record.status, record.error) == ("failed", LOG_WRITE_FAILED)
+        assert record is not None and (record.status, record.error) == ("failed", outcome.error)
         assert [t.seat for t in record.turns] == ["A"]  # the opening was logged before the lock
         # the failed debate holds no slot: the same user may start another at once
         await store.admit(chat_spec("And the next one?"), ONE_AT_A_TIME)
@@ -138,6 +144,7 @@ async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_onc
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(writer_thread, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setenv(writer_thread.LOCK_WAIT_VARIABLE, "0.6")
     db = tmp_path / "d.db"
     backend = LogBackend("sqlite", str(db))
     lock = LogLock(backend)
@@ -161,7 +168,7 @@ async def test_slack_a_debate_the_log_stopped_ends_failed_shows_each_message_onc
             await bot.settle()
             (first,) = await bot.core.store.history(5)
             record = await bot.core.store.get_debate(first.id, turns=False)
-            assert record is not None and (record.status, record.error) == ("failed", LOG_WRITE_FAILED)
+            assert record is not None and record.status == "failed" and names_the_lock(record.error or "")
 
             thread = peer.thread("C9", record.thread or "")
             headers = [m.markdown.splitlines()[0] for m in thread if m.markdown.startswith("**")]  # turns

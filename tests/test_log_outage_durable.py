@@ -15,6 +15,7 @@ import pytest
 from orchestrator.durable import workflow_id
 from orchestrator.durable.config import sqlite_path
 from orchestrator.events import LOG_WRITE_FAILED, DebateFailed, TextDelta
+from orchestrator.log.writer_thread import LOCK_WAIT_VARIABLE
 from tests.debate_harness import make_spec
 from tests.durable_harness import DurableBackend, StreamFollower, finish, spawn_worker
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -53,8 +54,9 @@ def status(log: LogBackend, debate_id: str) -> tuple[str, str | None]:
 
 
 async def test_a_worker_killed_while_its_failure_waits_for_the_log_settles_it_when_launched_again(
-    llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend
+    llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(LOCK_WAIT_VARIABLE, "1")  # the worker's SQLite log gives up on the lock after 1 s
     srv = llm_server
     script_judge(srv, "A")
     srv.add_rule(Reply(text=SLOW_TEXT, tokens_per_s=30), "model-b")

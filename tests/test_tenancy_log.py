@@ -16,7 +16,7 @@ from sqlite_utils import Database
 from orchestrator.debate.engine import Engine
 from orchestrator.debate.jobs import DebateJobs
 from orchestrator.events import (
-    LOG_WRITE_FAILED,
+    LOG_DISK_FULL,
     DebateFailed,
     DebateStarted,
     EventBase,
@@ -241,9 +241,9 @@ async def test_an_event_the_log_could_not_keep_reaches_no_platform(store: Debate
     kinds: list[type[EventBase]] = [type(e) for e in platform.events]
     assert kinds == [DebateStarted, DebateFailed]
     failed = platform.events[-1]
-    assert isinstance(failed, DebateFailed) and failed.outcome.error == LOG_WRITE_FAILED
+    assert isinstance(failed, DebateFailed) and failed.outcome.error == LOG_DISK_FULL
     record = await store.get_debate(s.id)
-    assert record is not None and (record.status, record.error) == ("failed", LOG_WRITE_FAILED)
+    assert record is not None and (record.status, record.error) == ("failed", LOG_DISK_FULL)
     assert record.turns == () and record.notices == ()
 
 
@@ -260,10 +260,10 @@ async def test_a_debate_whose_log_fails_ends_failed_and_says_why(log_backend: Lo
             outcome = await jobs.start(s, [platform])
         finally:
             await registry.aclose()
-        assert (outcome.status, outcome.error) == ("failed", LOG_WRITE_FAILED)
+        assert (outcome.status, outcome.error) == ("failed", LOG_DISK_FULL)
         assert not any(isinstance(e, TurnCompleted) for e in platform.events)
         assert isinstance(platform.events[-1], DebateFailed)
-        assert platform.events[-1].outcome.error == LOG_WRITE_FAILED
+        assert platform.events[-1].outcome.error == LOG_DISK_FULL
         assert len(srv.requests) == 1  # the debate stopped at the first turn it could not log
         record = await store.get_debate(s.id)
         assert record is not None and record.status == "failed"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bots import event_loop
 from bots.cli.data import add_audit_parser, add_purge_parser, audit_command, purge_command
+from bots.cli.demo import demo
 from bots.cli.link import link
 from bots.cli.running import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, run_command
 from bots.cli.team import continue_debate, load, rematch
@@ -27,16 +28,11 @@ if TYPE_CHECKING:
     from bots.serve import MetricsListener
 from orchestrator.app import Core
 from orchestrator.config import ConfigError, Settings
-from orchestrator.debate.seating import SETUP_HINT
 from orchestrator.export import to_json, to_markdown
 from orchestrator.log import StoreError
 from orchestrator.logs import configure_logging
 from orchestrator.models import EFFORTS, FORMATS
-from orchestrator.providers import ProviderRegistry
 from orchestrator.tracing import configure_tracing
-
-DEMO_TOPIC = "Should a five-person startup run its services on Kubernetes from day one?"
-
 
 CONTEXT_HELP = "a file (.md, .txt, .pdf, .html) or an http(s) URL every debater and judge reads; repeatable"
 LOGGING_COMMANDS = ("serve", "worker")  # long-running: warnings on stderr are the operator's log
@@ -86,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("--context", metavar="SOURCE", action="append", default=[],
                        help="another source for the brief (the rematch keeps the original's); repeatable")
 
-    command("demo", help="run a sample debate with whatever provider is configured")
+    command("demo", help="run a sample debate with whatever provider is configured (none: a small local model)")
 
     serve = command("serve", help="run the Slack and/or Discord bots")
     serve.add_argument("--slack", action="store_true")
@@ -176,20 +172,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _demo(args: argparse.Namespace, settings: Settings) -> int:
-    registry = ProviderRegistry(settings)
-    try:
-        configured = registry.configured() or registry.configured_cli_tools()
-    finally:
-        await registry.aclose()
-    if not configured and not (settings.debate_proposer and settings.debate_challenger):
-        print(SETUP_HINT)
-        print(f"\nThen: make demo   (or: debate run \"{DEMO_TOPIC}\")")
-        return EXIT_OK
-    args.topic, args.json, args.interactive, args.context = DEMO_TOPIC, False, False, []
-    for name in ("format", "rounds", "proposer", "challenger", "debaters", "judge", "judges", "effort"):
-        setattr(args, name, None)
-    args.rounds = 1
-    return await _run(args, settings)
+    return await demo(args, settings, _run)
 
 
 async def _with_core(settings: Settings, fn: Callable[[Core], Awaitable[int]]) -> int:

@@ -10,7 +10,8 @@ from discord import app_commands
 from bots.commands import CommandError
 from bots.discord.render import safe
 from bots.discord.surface import NO_MENTIONS
-from orchestrator.log import AmbiguousIdError
+from orchestrator.app import LOG_UNAVAILABLE
+from orchestrator.log import AmbiguousIdError, LogUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,9 @@ async def report(interaction: discord.Interaction, error: Exception) -> None:
     if isinstance(cause, CommandError | AmbiguousIdError | app_commands.TransformerError
                   | app_commands.CheckFailure):
         text = str(cause)
+    elif isinstance(cause, LogUnavailableError):
+        log.warning("discord: %s failed: %s", getattr(interaction.command, "name", "a button"), cause)
+        text = LOG_UNAVAILABLE
     else:
         log.error("discord: %s failed", getattr(interaction.command, "name", "a button"), exc_info=cause)
         text = f"Something went wrong: {type(cause).__name__}. The details are in the bot's log."

@@ -12,6 +12,7 @@ one budget per channel id, shared by every debate there (thread creation, root e
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -78,6 +79,15 @@ async def with_retry(action: Callable[[], Awaitable[T]], attempts: int = 4) -> T
     raise RuntimeError("unreachable: the last attempt returns or raises")
 
 
+NONCE_CHARS = 25  # Discord's limit on a message nonce
+
+
+def message_nonce(channel_id: str, key: str) -> str:
+    """The nonce of the message `key` in `channel_id` (a debate's thread is a channel of its own): the same
+    for every post of that key, distinct across channels and keys, at most NONCE_CHARS characters."""
+    return hashlib.sha256(f"{channel_id}:{key}".encode()).hexdigest()[:NONCE_CHARS]
+
+
 class DiscordThread:
     """One debate's root message (in `root_channel`) and its thread; `notes` show on the root message."""
 
@@ -96,6 +106,15 @@ class DiscordThread:
     async def post(self, message: Message, *, in_thread: bool = True) -> str:
         target = self.thread if in_thread else self.channel
         sent = await with_retry(lambda: target.send(allowed_mentions=NO_MENTIONS, **message))
+        return str(sent.id)
+
+    async def post_keyed(self, message: Message, key: str, *, in_thread: bool = True) -> str:
+        """`post` with a nonce made of the channel and `key`, enforced (discord.py sends `enforce_nonce` with
+        any nonce given): the same key posted again within Discord's window, after a kill or a lost answer,
+        gives back the message Discord took the first time instead of a second one."""
+        target = self.thread if in_thread else self.channel
+        nonce = message_nonce(str(target.id), key)
+        sent = await with_retry(lambda: target.send(allowed_mentions=NO_MENTIONS, nonce=nonce, **message))
         return str(sent.id)
 
     async def edit(self, message_id: str, message: Message, *, in_thread: bool = True) -> None:

@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 
 from bots.thread.intents import PostIntents
 from bots.thread.pacing import Pacer, Urgency
-from bots.thread.surface import Findable, M, Surface
+from bots.thread.surface import Keyed, M, Surface
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -101,7 +101,8 @@ class Paced(Generic[M]):
                 raise
             except Exception:
                 # the post may have landed with its answer lost: where it can be found, look, then post again
-                if intents is None or not intents.findable or attempt == POST_ATTEMPTS - 1:
+                # (a platform that enforces the key gives back the message it took)
+                if intents is None or not intents.keyed or attempt == POST_ATTEMPTS - 1:
                     raise
                 log.warning("post of %s failed; looking for it before posting again", key, exc_info=True)
                 await asyncio.sleep(pause)
@@ -113,7 +114,7 @@ class Paced(Generic[M]):
 
     async def _post(self, message: M, in_thread: bool, record: Record | None, key: str | None) -> str:
         surface = self.surface
-        if key is not None and self.intents is not None and isinstance(surface, Findable):
+        if key is not None and self.intents is not None and isinstance(surface, Keyed):
             message_id = await surface.post_keyed(message, key, in_thread=in_thread)
         else:
             message_id = await surface.post(message, in_thread=in_thread)

@@ -3,9 +3,11 @@
 once the message shows its final text). A renderer that resumes a debate finds each message it posted under its key
 and edits it instead of posting again; a continued debate's thread gains numbered verdicts (`verdict_key`).
 
-Where the surface can find a message by its key (`bots.thread.surface.Findable`: Slack, by the message's metadata),
-a post is announced first, its key recorded with the id PENDING before it goes out; a post whose answer never came
-back leaves that row, and whoever posts the key next looks the message up on the platform first (`intents.py`).
+Where the surface posts with keys (`bots.thread.surface.Keyed`: Slack, by the message's metadata; Discord,
+by an enforced nonce), a post is announced first: the key is recorded with the id PENDING before the post
+goes out. A post whose answer never came back (the process was killed, the connection dropped) leaves that
+row behind, and whoever posts the key next looks the message up on the platform first, or posts it again
+under the same nonce (`intents.py`).
 
 A message showing an event is named by the event's key (orchestrator/events.py) and its part, `message_key`. The
 stored shapes predate that and stay, so rows written by earlier versions are found on resume:

@@ -8,11 +8,15 @@ a worker or a restarted front needs it; (4) the thread's sink opened (it records
 debate enqueued under the request's key: when another debate already holds that key (a retry past the log's claim)
 this one is withdrawn (sink closed, root deleted and marked final, slot given back); (6) the front's tailer follows
 the workers' stream into the sink. Anything that fails before step 5 is done undoes what was done: the sink closed,
-the debate ended failed with the reason, its slot given back. A rematch takes the same path (`StartDebate.rematch_of`).
+the debate ended failed with the reason, its slot given back; so is a root that takes longer than START_POST_S to
+post. A front killed before step 4 leaves an admitted debate with no root recorded: the fronts' sweep ends it once no
+front can still be starting it (`tail.FrontTailer`, START_LIMIT_S), and a start that gets past step 4 after that
+withdraws, telling the user. A rematch takes the same path (`StartDebate.rematch_of`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +34,9 @@ from orchestrator.brief.models import Brief
 from orchestrator.models import DebateSpec
 
 log = logging.getLogger(__name__)
+
+START_POST_S = 60.0  # how long posting the root (and opening its thread) may take: within START_LIMIT_S
+TOO_SLOW = "That debate took too long to start and was called off; please try again."
 
 
 class RootRefused(Exception):
@@ -99,7 +106,10 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
         if wanted or kept.sources:  # read before the root is posted, so it lists them; what failed: a notice
             spec = spec.model_copy(update={"brief": await read_brief(wanted, core.settings, kept)})
         try:
-            posted = await poster.post(spec, notes)
+            async with asyncio.timeout(START_POST_S):
+                posted = await poster.post(spec, notes)
+        except TimeoutError:
+            raise CommandError(TOO_SLOW) from None
         except RootRefused as exc:
             log.info("%s: root message for %s refused: %s", origin.platform, spec.id, exc.reason)
             await core.abandon(spec.id, exc.reason)
@@ -108,6 +118,13 @@ async def start_in_thread(core: Core, tailer: FrontTailer | None, command: Start
         spec = spec.model_copy(update={"thread": posted.thread})
         await core.record_start(spec)
         sink = await ThreadSink.open(posted.surface, poster.pacer, core.store, spec, posted.root_id)
+        if not await _still_running(core, spec.id):  # a sweep ended it meanwhile (the start took too long)
+            settled = True
+            await sink.aclose()
+            await poster.delete(posted)
+            await core.show_message(spec.id, ROOT, posted.surface.platform, posted.surface.root_channel,
+                                    posted.root_id, final=True)  # nothing to resume
+            raise CommandError(TOO_SLOW)
         holder = await core.feed.enqueue(spec, origin.request_key)
         settled = True
         if holder != spec.id:
@@ -130,6 +147,11 @@ async def _rematched_brief(core: Core, original: str | None) -> Brief:
         return Brief()
     record = await core.debate(original, None, turns=False)
     return record.brief if record is not None else Brief()
+
+
+async def _still_running(core: Core, debate_id: str) -> bool:
+    record = await core.debate(debate_id, turns=False)
+    return record is not None and record.status == "running"
 
 
 async def _withdraw(core: Core, poster: RootPoster, posted: PostedRoot, sink: ThreadSink, debate_id: str,

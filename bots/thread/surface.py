@@ -81,10 +81,21 @@ class Surface(Protocol[M]):
 
 
 @runtime_checkable
-class Findable(Protocol[M]):
+class Keyed(Protocol[M]):
+    """A surface whose posts can carry their key (optional): posting the same key again within the platform's
+    window gives back the message posted first (Discord: the message's nonce, enforced), or tags it so that
+    `Findable.find` finds it (Slack). Its keyed posts are announced in the log first (`bots.thread.intents`)."""
+
+    async def post_keyed(self, message: M, key: str, *, in_thread: bool = True) -> str:
+        """`post`, the message carrying `key`."""
+
+
+@runtime_checkable
+class Findable(Keyed[M], Protocol[M]):
     """A surface whose thread posts can be found again by their key (optional; Slack has it): a post whose
     answer was lost (a kill -9 or a dropped connection after the platform took it) is looked up instead
-    of being posted a second time (`bots.thread.intents`)."""
+    of being posted a second time (`bots.thread.intents`). A `Keyed` surface without `find` posts the key
+    again instead, and the platform answers with the message it already has."""
 
     async def post_keyed(self, message: M, key: str, *, in_thread: bool = True) -> str:
         """`post`, the message tagged with `key` so that `find` finds it."""

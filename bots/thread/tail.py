@@ -9,8 +9,9 @@ A front renders only the threads of the workspaces it holds a lease on (`leases.
 workspace, so its platform budget is paced in one process). Every `SWEEP_S` the tailer renews its leases, takes free
 or expired workspaces and follows their live threads; a workspace it lost stops being rendered here, and closing
 releases every lease. A feed that ends with the debate failed, or without a final event, while the log still calls it
-running gets the failure logged here (so does a debate with no workflow, once it cannot be one still starting), and
-the thread shows what the log says. `stop` cancels the workflow, logs the cancelled outcome and shows it.
+running gets the failure logged here (so does a debate with no workflow, once it cannot be one still starting, and
+one admitted whose root was never recorded: its front stopped while starting it, `_end_unstarted`), and the thread
+shows what the log says. `stop` cancels the workflow, logs the cancelled outcome and shows it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ NO_RESULT = "the debate stopped without a result"
 CANCELLED = "CANCELLED"  # DBOS's status of a workflow a stop reached
 RETRY_SECONDS = (0.5, 30.0)  # a feed that broke (database unreachable) is read again after this, doubling
 STARTING_GRACE_S = 10.0  # a debate found live before its workflow was queued: how long it may take
+START_LIMIT_S = 120.0  # a debate admitted this long ago with no root message: its front stopped starting it
+START_CUT_OFF = ("Debate failed: the bot stopped while starting it, before its thread was opened "
+                 "(start it again).")
 ROOT_KEYS = tuple(root_key(segment) for segment in range(1, MAX_CONTINUATIONS + 2))
 
 
@@ -155,12 +159,14 @@ class FrontTailer:
                 continue
             try:
                 sink = await self._resumed_sink(debate_id)
-            except LookupError:  # admitted, its root not posted yet: the front starting it follows it
+            except LookupError:  # admitted, its root not posted yet: the front starting it follows it …
+                await self._end_unstarted(debate_id)  # … unless that front stopped
                 continue
             except Exception:
                 log.warning("%s: could not resume the thread of debate %s", self.platform, debate_id, exc_info=True)
                 continue
             if sink is None:
+                await self._end_unstarted(debate_id, threadless=True)  # perhaps no thread was ever recorded
                 continue
             if debate_id in self._following:  # started or resumed meanwhile
                 await sink.aclose()
@@ -316,6 +322,26 @@ class FrontTailer:
                 await self.store.finish_debate(debate_id, outcome)
 
         await until_written(write, f"{self.platform}: logging the failure of debate {debate_id}")
+
+    async def _end_unstarted(self, debate_id: str, *, threadless: bool = False) -> None:
+        """A running debate whose root was never recorded: a front admitted it and stopped (killed, or stuck)
+        before its thread was opened. Once no front can still be starting it (logged before this front
+        began, or START_LIMIT_S ago: `bots.thread.start` gives up by then), it ends failed and frees its
+        slots. The log ends it only while it still has no root (`fail_unstarted`), so a slow start that
+        records its root meanwhile keeps it, or, finding it ended, withdraws. `threadless`: only one with no
+        thread recorded (one this front cannot reach for another reason is left as it is)."""
+        record = await self.store.get_debate(debate_id, turns=False)
+        if record is None or record.status != "running" or (threadless and record.thread is not None):
+            return
+        if record.created_at >= self._born and time.time() - record.created_at < START_LIMIT_S:
+            return
+        try:
+            if await self.store.fail_unstarted(debate_id, START_CUT_OFF):
+                log.warning("%s: debate %s was admitted and never started (its front stopped); ended failed",
+                            self.platform, debate_id)
+        except Exception:
+            log.warning("%s: could not end debate %s, left unstarted; again at the next sweep", self.platform,
+                        debate_id, exc_info=True)
 
     async def _may_be_starting(self, sink: ThreadSink) -> bool:
         """Whether a debate with no workflow yet may be being started by a front (its root is posted and

@@ -4,7 +4,8 @@ the log or the next prompt.
 The cap is the call's token budget (its effort's, or its own `max_tokens`) at six characters a token:
 English runs about four to five, so an answer that honours its budget never reaches it. Past the cap
 the stream is abandoned (closing the connection stops the generation) and the text ends with a visible
-note; that cut text is what is stored, shown and given to later prompts.
+note; that cut text is what is stored, shown and given to later prompts. A turn the model itself ended at
+its token limit (finish_reason `length`) gets a note saying so, the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ def call_char_limit(provider: str, call: ModelCall) -> int:
 
 def cut_note(limit: int) -> str:
     return f"\n\n[cut: this turn passed the {limit:,}-character limit]"
+
+
+def limit_note(tokens: int) -> str:
+    return f"\n\n[cut: the model reached its {tokens:,}-token limit for this turn]"
 
 
 class TextTooLong(Exception):
@@ -77,6 +82,13 @@ class SizeCap:
         output_tokens = reported[1] or math.ceil(len(text) / 4)
         return Completion(text="", input_tokens=input_tokens, output_tokens=output_tokens, duration_ms=duration_ms,
                           tokens_estimated=not (reported[0] and reported[1]))
+
+    async def reached_limit(self, call: ModelCall, completion: Completion) -> Completion:
+        """A turn the model stopped at its output-token limit, marked as cut (the note streamed too)."""
+        note = limit_note(completion.output_tokens or call.max_tokens or 0)
+        if self._on_delta is not None:
+            await self._on_delta(note)
+        return completion.model_copy(update={"text": completion.text + note})
 
     def check(self, completion: Completion) -> Completion:
         """A finished completion cut to the cap, for a backend that returned more than it streamed."""

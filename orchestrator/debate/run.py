@@ -279,6 +279,8 @@ class DebateRun:
                         await guard.add(echo.finish())
                         completion = without_loop(completion.model_copy(update={"text": strip_echo(completion.text)}))
                     completion = cap.check(completion)
+                if completion.cut and stream is not None:  # a debater's turn the model ended at its token limit
+                    completion = await cap.reached_limit(call, completion)
             except TextTooLong:
                 completion = await cap.cut(call, elapsed_ms())
             except Repeating:

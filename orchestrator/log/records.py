@@ -24,6 +24,12 @@ class StoreError(Exception):
     """A log operation failed in a way the caller can explain to a user."""
 
 
+class LogUnavailableError(Exception):
+    """The log could not be written for a while and the wait for it ended: the message says why, in words a
+    user can be shown (the lock another process held past the wait, a server that stayed unreachable).
+    Not a StoreError: a later try may succeed."""
+
+
 class StoreClosedError(StoreError):
     def __init__(self) -> None:
         super().__init__("the debate log is not open; call `await store.start()` first")

@@ -7,6 +7,11 @@ Writes queued together share one commit (group commit): each runs in a savepoint
 that fails is undone alone, and none is answered before the commit that makes them all durable. A
 commit's kernel work is the costly part, and a worker running many debates queues several writes at a time.
 
+Another process holding the write lock (a backup, a second writer, an operator's `sqlite3` shell) is
+waited for as the workflow side waits for its own file: each try waits SQLite's busy timeout, and the
+tries go on until the lock has been held for `lock_wait_s` (DEBATE_LOG_LOCK_WAIT_S); only then does the
+write fail, with LogUnavailableError naming the lock and how long it was held.
+
 A writer creates the file mode 0600 whatever the umask (SQLite gives the -wal and -shm files the
 database's own mode) and brings the schema up to date. A reader opens it read-only: no migration,
 no write, and an older schema is refused with what to run; a file not there yet reads as empty.
@@ -21,6 +26,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,14 +39,16 @@ except ImportError:  # Windows: no advisory file locks; one process at a time th
 
 from sqlite_utils import Database
 
-from orchestrator.log.records import ReadOnlyLogError, StoreClosedError, StoreError
+from orchestrator.log.records import LogUnavailableError, ReadOnlyLogError, StoreClosedError, StoreError
 from orchestrator.log.schema import MIGRATIONS_TABLE, migration_names, migrations
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 GROUP_MAX = 64  # queued writes one commit takes at most
-BUSY_TIMEOUT_MS = 5000
+BUSY_TIMEOUT_MS = 5000  # one try's wait for another process's write lock (SQLite's busy handler)
+LOCK_WAIT_S = 300.0  # how long a write waits, over its tries, for a lock another process holds
+LOCK_WAIT_VARIABLE = "DEBATE_LOG_LOCK_WAIT_S"
 FILE_MODE = 0o600
 
 
@@ -156,7 +164,59 @@ def _run_in_transaction(db: Database, fn: Callable[[Database], T], write: bool) 
     return result
 
 
-def _run_group(db: Database, group: list[_Job]) -> list[tuple[Any, BaseException | None]]:
+def lock_wait_s() -> float:
+    """DEBATE_LOG_LOCK_WAIT_S (seconds, > 0) or LOCK_WAIT_S; a value that is not a positive number is refused."""
+    given = os.environ.get(LOCK_WAIT_VARIABLE, "").strip()
+    if not given:
+        return LOCK_WAIT_S
+    try:
+        value = float(given)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise StoreError(f"{LOCK_WAIT_VARIABLE} must be a positive number of seconds, not {given[:40]!r}")
+    return value
+
+
+def _is_locked(error: BaseException) -> bool:
+    """SQLite's answer that another connection holds the lock (busy, locked), after its busy timeout."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(error)
+
+
+class LockWait:
+    """Begins write transactions, waiting for a lock another process holds for up to `limit_s` in all."""
+
+    def __init__(self, path: Path, limit_s: float) -> None:
+        self.path = path
+        self.limit_s = limit_s
+        self.tries_locked = 0  # tries that found the file locked past the busy timeout (tests watch it)
+
+    def begin(self, conn: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE, tried again while another process holds the lock; LogUnavailableError once it
+        has been held for `limit_s`."""
+        started = time.monotonic()
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as error:
+                if not _is_locked(error):
+                    raise
+                self.tries_locked += 1
+                waited = time.monotonic() - started
+                if waited >= self.limit_s:
+                    raise LogUnavailableError(
+                        f"the debate log {self.path.name} stayed locked by another process for {waited:.0f} s"
+                    ) from error
+                if self.tries_locked % 10 == 1:
+                    log.warning("log: %s is locked by another process; waited %.1f s of %.0f s",
+                                self.path, waited, self.limit_s)
+
+
+def _run_group(db: Database, group: list[_Job], locks: LockWait) -> list[tuple[Any, BaseException | None]]:
     """Every write of `group` in one transaction, each in a savepoint; (result, error) per write."""
     conn = db.conn
     outcomes: list[tuple[Any, BaseException | None]] = []
@@ -165,10 +225,10 @@ def _run_group(db: Database, group: list[_Job]) -> list[tuple[Any, BaseException
         assert job.fn is not None
         try:
             if not conn.in_transaction:
-                conn.execute("BEGIN IMMEDIATE")
+                locks.begin(conn)
                 opened_at = index
             conn.execute("SAVEPOINT log_write")
-        except BaseException as exc:  # locked past the busy timeout, or the file is gone: the rest fail
+        except BaseException as exc:  # locked past the whole wait, or the file is gone: the rest fail
             return outcomes + [(None, exc)] * (len(group) - index)
         try:
             outcomes.append((job.fn(db), None))
@@ -198,6 +258,7 @@ class DatabaseThread:
         self.readonly = readonly
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self.locks = LockWait(path, lock_wait_s())
 
     async def start(self) -> None:
         """Open the file in the thread, set WAL, run pending migrations."""
@@ -243,7 +304,7 @@ class DatabaseThread:
             carried = None
             if job.fn is not None and job.write:
                 group, carried = self._group(job)
-                for queued, (result, error) in zip(group, _run_group(db, group), strict=True):
+                for queued, (result, error) in zip(group, _run_group(db, group, self.locks), strict=True):
                     _hand_back(queued.loop, queued.future, result, error)
                 continue
             result, error = None, None

@@ -289,3 +289,15 @@ async def fail_runner(c: Conn, runner: str, error: str, at: float) -> list[str]:
     for debate_id in ids:
         await finish_debate(c, debate_id, Outcome(status="failed", error=error), at)
     return ids
+
+
+async def fail_unstarted(c: Conn, debate_id: str, error: str, at: float) -> bool:
+    """End the debate failed with `error` when it is running and its start never reached its thread (no
+    root message recorded: the front starting it stopped first); whether it did. The row is locked first, so
+    a front that records the root meanwhile either sees the debate failed or keeps it."""
+    status = await c.send_lock(debate_id)
+    root = await c.send("select 1 from messages where debate_id = :id and key = 'root'", {"id": debate_id})
+    if await status.one() != "running" or await root.values():
+        return False
+    await finish_debate(c, debate_id, Outcome(status="failed", error=error), at)
+    return True

@@ -31,6 +31,7 @@ class AnswerSchema(BaseModel):
     name: str
     description: str = ""
     json_schema: dict[str, Any]
+    non_empty: tuple[str, ...] = ()  # top-level string properties an answer is unusable without (a grammar may insist)
 
 
 class ModelCall(BaseModel):
@@ -56,6 +57,7 @@ class Completion(BaseModel):
     output_tokens: int = 0
     duration_ms: int = 0
     tokens_estimated: bool = False  # the server reported no usage: counted at about four characters a token
+    cut: bool = False  # the model stopped at its output-token limit (finish_reason "length"), not by itself
 
 
 class Provider(Protocol):
@@ -79,7 +81,7 @@ class ProviderError(Exception):
 
     def __init__(self, message: str, *, kind: str = "error", input_tokens: int = 0, output_tokens: int = 0) -> None:
         super().__init__(message)
-        self.kind = kind  # error, timeout, auth, rate_limit, bad_output
+        self.kind = kind  # error, timeout, auth, rate_limit, bad_output, context
         # what the server reported using before the call failed (0: nothing reported)
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens

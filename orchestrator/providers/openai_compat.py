@@ -4,7 +4,13 @@ Everything that differs between those vendors (base URL and key, budgets, what t
 called, reasoning effort) comes from the vendor's ProviderSpec (orchestrator.providers.vendors).
 
 A stream that breaks off before the model finished (no finish_reason) is an error, not a short
-answer: the deltas already delivered stay delivered, and the ProviderError says how far it got.
+answer: the deltas already delivered stay delivered, and the ProviderError says how far it got. One the
+model ended at its token limit (finish_reason `length`) is a Completion marked `cut`.
+
+A structured answer is asked for with `response_format` json_schema where the spec says the host takes it
+(OpenAI, Gemini, vLLM, Ollama, llama.cpp); a host that refuses it (a 400 or 422 about the format, before any
+text) is asked again without it, and that model is not asked with it again by this client. A prompt past
+the model's context is one clear error (`context_overflow`).
 
 The SDK sends the request (auth, base URL, retries before the stream starts, APIStatusError on a
 non-2xx answer); the event stream itself is read with `orchestrator.providers.sse` as plain dicts,
@@ -26,7 +32,7 @@ from openai import AsyncOpenAI
 from orchestrator.config import Settings
 from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
-from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderNotConfiguredError
+from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError, ProviderNotConfiguredError
 from orchestrator.providers.http import call_timeout, sdk_http_client
 from orchestrator.providers.paced_read import unpace
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
@@ -58,12 +64,12 @@ def _count(usage: dict[str, Any] | None, key: str) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
-def _take_choices(chunk: dict[str, Any], text: sse.ArrivedText) -> bool:
-    """The text of a chunk's choices added to `text`; True when one of them finished."""
+def _take_choices(chunk: dict[str, Any], text: sse.ArrivedText) -> str | None:
+    """The text of a chunk's choices added to `text`; the finish reason when one of them finished."""
     choices = chunk.get("choices")
     if not isinstance(choices, list):
-        return False
-    finished = False
+        return None
+    finished: str | None = None
     for choice in choices:
         if not isinstance(choice, dict):
             continue
@@ -71,9 +77,53 @@ def _take_choices(chunk: dict[str, Any], text: sse.ArrivedText) -> bool:
         content = delta.get("content") if isinstance(delta, dict) else None
         if content and isinstance(content, str):
             text.add(content)
-        if choice.get("finish_reason"):
-            finished = True
+        reason = choice.get("finish_reason")
+        if reason:
+            finished = str(reason)
     return finished
+
+
+def _error_body(exc: openai.APIStatusError) -> dict[str, Any]:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    return body if isinstance(body, dict) else {}
+
+
+_CONTEXT_CODES = ("exceed_context_size_error", "context_length_exceeded")
+_SCHEMA_WORDS = ("response_format", "json_schema", "schema", "grammar")
+
+
+def context_overflow(exc: BaseException, label: str) -> ProviderError | None:
+    """A prompt longer than the model's context (llama.cpp's 400 `exceed_context_size_error`, OpenAI's
+    `context_length_exceeded`) as one clear error, with the sizes when the server gave them."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code != 400:
+        return None
+    body = _error_body(exc)
+    if not ({str(body.get("type")), str(body.get("code"))} & set(_CONTEXT_CODES)):
+        return None
+    prompt, context = body.get("n_prompt_tokens"), body.get("n_ctx")
+    if isinstance(prompt, int) and isinstance(context, int):
+        sizes = f" ({prompt:,} tokens; the model's context holds {context:,})"
+    else:
+        sizes = ""
+    return ProviderError(f"{label}: the prompt is longer than the model's context{sizes}", kind="context")
+
+
+def refused_schema(exc: BaseException) -> bool:
+    """Whether a host refused the request for its `response_format` (a server with no structured-output
+    mode, or one that cannot turn this schema into a grammar)."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    body = _error_body(exc)
+    if {str(body.get("type")), str(body.get("code"))} & set(_CONTEXT_CODES):
+        return False
+    words = " ".join(str(body.get(key) or "") for key in ("param", "message", "detail")) + " " + str(exc.message)
+    return any(word in words.lower() for word in _SCHEMA_WORDS)
+
+
+class _SchemaRefused(Exception):
+    """The host refused the call's `response_format` before streaming anything."""
 
 
 class OpenAICompatProvider:
@@ -94,6 +144,7 @@ class OpenAICompatProvider:
         self.base_url = base_url
         self._secrets = tuple(s for s in (*secrets, api_key) if s)
         self._timeout_s = timeout_s
+        self._refuses_schema: set[str] = set()  # models whose host refused `response_format` json_schema
         self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
                                    http_client=sdk_http_client(openai, base_url, timeout_s, provider_label(spec.name)))
 
@@ -115,7 +166,7 @@ class OpenAICompatProvider:
     def client(self) -> AsyncOpenAI:
         return self._client
 
-    def _request(self, call: ModelCall) -> dict[str, Any]:
+    def _request(self, call: ModelCall, structured: bool) -> dict[str, Any]:
         # Everything but the model and `stream` goes in `extra_body`, which the SDK sends as given: as arguments
         # it walks each against its typed-dict shapes first (openai's `async_transform`; the messages against
         # the union of every message shape), which cost more of a worker's CPU than reading the whole streamed
@@ -128,24 +179,40 @@ class OpenAICompatProvider:
         effort = self.spec.reasoning_effort(call.effort, call.model) if self.spec.reasoning_effort else None
         if effort:
             body["reasoning_effort"] = effort
-        if call.answer_schema is not None and self.spec.json_schema:
+        if structured:
             answer = call.answer_schema
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": answer.name, "description": answer.description, "strict": True, "schema": answer.json_schema}}
         return {"model": call.model, "messages": [], "stream": True, "extra_body": body,
                 "timeout": call_timeout(openai, self._timeout_s, call.timeout_s)}
 
+    def structured(self, call: ModelCall) -> bool:
+        """Whether `call` is sent with `response_format` json_schema."""
+        return call.answer_schema is not None and self.spec.json_schema and call.model not in self._refuses_schema
+
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
+        """Stream one answer. A host that refuses the structured-output request is asked again without it
+        (the caller reads whatever shape comes back, as from a host that has none), and not asked with it again."""
+        try:
+            return await self._complete(call, on_delta)
+        except _SchemaRefused:
+            log.info("%s:%s refused response_format json_schema; asking without it", self.name, call.model)
+            self._refuses_schema.add(call.model)
+            return await self._complete(call, on_delta)
+
+    async def _complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
         label = f"{self.name}:{call.model}"
         started = time.perf_counter()
         text = sse.ArrivedText(on_delta)
         usage: dict[str, Any] | None = None
-        finished = streaming = False
+        finished: str | None = None
+        streaming = False
+        structured = self.structured(call)
         try:
             async with asyncio.timeout(call.timeout_s) as deadline:
                 # The SDK sends (and retries) the request and raises status errors; the body is ours to read.
                 api = self._client.chat.completions.with_streaming_response
-                async with api.create(**self._request(call)) as response:
+                async with api.create(**self._request(call, structured)) as response:
                     streaming = True
                     chunks = sse.body(response, call.read_every_s)
                     done = False
@@ -170,6 +237,11 @@ class OpenAICompatProvider:
                     if done:
                         await sse.drain(chunks)
         except Exception as exc:
+            if not streaming and structured and refused_schema(exc):
+                raise _SchemaRefused from None
+            overflow = context_overflow(exc, label)
+            if overflow is not None:
+                raise overflow from None
             state = CallState(label=label, base_url=self.base_url, timeout_s=call.timeout_s, secrets=self._secrets,
                               streaming=streaming, received=sum(map(len, text.parts)),
                               deadline_expired=deadline.expired())
@@ -178,9 +250,10 @@ class OpenAICompatProvider:
                 raise
             raise error from None
 
-        return completed_stream(label, text.parts, finished=finished, call=call, started=started,
-                                input_tokens=_count(usage, "prompt_tokens"),
-                                output_tokens=_count(usage, "completion_tokens"))
+        completion = completed_stream(label, text.parts, finished=finished is not None, call=call, started=started,
+                                      input_tokens=_count(usage, "prompt_tokens"),
+                                      output_tokens=_count(usage, "completion_tokens"))
+        return completion.model_copy(update={"cut": True}) if finished == "length" else completion
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -164,6 +164,16 @@ def default_model_for(provider: str, effort: str = "medium") -> str | None:
     return spec.default_model(effort) if spec else None
 
 
+def context_window(model_string: str, settings: Settings) -> int | None:
+    """The tokens one call to `model_string` may hold, prompt and answer together, when its spec knows
+    them (a local model's slot); None: large enough not to plan for."""
+    provider, _, model = model_string.partition(":")
+    spec = find_spec(provider)
+    if spec is None or spec.context_window is None:
+        return None
+    return spec.context_window(settings, model.strip())
+
+
 def endpoint_for(provider: str, settings: Settings) -> Endpoint:
     """Base URL and key of an HTTP provider from the settings; None fields mean "not configured"."""
     spec = provider_spec(provider)

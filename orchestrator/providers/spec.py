@@ -71,6 +71,7 @@ _MODEL_FAMILIES: tuple[tuple[str, str], ...] = (
     ("grok", "xAI"),
     ("x-ai", "xAI"),
     ("command", "Cohere"),
+    ("smollm", "Hugging Face"),
     ("kimi", "Moonshot"),
     ("moonshot", "Moonshot"),
     ("glm", "Zhipu"),
@@ -140,6 +141,8 @@ class ProviderSpec:
     max_tokens_field: str = "max_tokens"
     reasoning_effort: Callable[[str, str | None], str | None] | None = None  # (effort, model) → value to send
     json_schema: bool = False  # takes `response_format: {"type": "json_schema", … "strict": true}`
+    # (settings, model) → the tokens one call's prompt and answer share, when known and small enough to plan for
+    context_window: Callable[[Settings, str], int | None] | None = None
 
     @property
     def required_variable(self) -> str | None:

@@ -7,6 +7,11 @@ INTERACTION_CREATE payloads built by `slash_command`, `button_click`, `message_c
 `modal_submit` (the answer to a form the bot opened: an interaction callback of type 9, kept as the
 interaction record's `modal`).
 
+A message created with a `nonce` and `enforce_nonce: true` is remembered for `nonce_window_s`: the same
+nonce from the same author within it gives back that message and creates none, as Discord does.
+`lose_answers` takes the next matching calls (the message is created) and closes the connection instead
+of answering: the answer a kill -9 or a dropped connection loses.
+
 Tenancy: `add_channel` declares more text channels (one hidden from @everyone by a permission
 overwrite, or one in another guild), `everyone_permissions` is the @everyone role sent in GUILD_CREATE
 (the default has every bit, Administrator included, so every channel reads as public), an interaction
@@ -124,10 +129,13 @@ class DiscordPeer:
     shards: list[tuple[int, int] | None] = field(default_factory=list)  # each IDENTIFY's `shard`, in order
     on_call: Callable[[Call], Awaitable[None]] | None = None  # awaited as each REST call arrives, before its answer
     files: dict[str, bytes] = field(default_factory=dict)  # attachment id → its bytes, served at /attachments/
+    nonce_window_s: float = 300.0  # Discord checks an enforced nonce "in the past few minutes"
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(900_000_000_000_000_000)
         self._failures: list[_Failure] = []
+        self._lost: list[_Failure] = []  # calls whose answer is lost (the connection closed), done all the same
+        self._nonces: dict[tuple[str, str], tuple[str, float]] = {}  # (author, nonce) → (message id, when)
         self._sockets: list[web.WebSocketResponse] = []
         self._shard_of: dict[int, tuple[int, int] | None] = {}  # id(socket) → its shard [id, count]
         self._seq = 0
@@ -192,6 +200,21 @@ class DiscordPeer:
                   via: bool = True) -> None:
         """Answer the next `count` matching calls with 429 (`Via` set unless via=False)."""
         self._failures.append(_Failure(method, re.compile(path_regex), count, retry_after, via))
+
+    def lose_answers(self, method: str, path_regex: str, *, count: int = 1) -> None:
+        """Carry out the next `count` matching calls, then close the connection without answering them."""
+        self._lost.append(_Failure(method, re.compile(path_regex), count, 0.0, False))
+
+    def answer_all(self) -> None:
+        """Answer every call again (the losses `lose_answers` set that are left are dropped)."""
+        self._lost.clear()
+
+    def _answer_lost(self, call: Call) -> bool:
+        for lost in self._lost:
+            if lost.count > 0 and lost.method == call.method and lost.pattern.search(call.path):
+                lost.count -= 1
+                return True
+        return False
 
     async def wait_for(self, predicate: Callable[[], Any], within: float = 15.0) -> Any:
         """Wait until `predicate()` is truthy, re-checked after every call the peer serves."""
@@ -416,6 +439,8 @@ class DiscordPeer:
             response = _json({"message": f"Unknown {exc}", "code": 10008}, 404)
         call.status = response.status
         await self._notify()
+        if response.status < 300 and self._answer_lost(call) and request.transport is not None:
+            request.transport.close()  # the call was carried out; its answer never reaches the client
         return response
 
     def _limited(self, call: Call) -> web.Response | None:
@@ -471,7 +496,7 @@ class DiscordPeer:
                          and int(x["id"]) < int(call.query.get("before", 1 << 63))]
                 found.sort(key=lambda x: int(x["id"]), reverse=True)
                 return _json(found[:int(call.query.get("limit", 50))])
-            return _json(self._new_message(match.group(1), body))
+            return _json(self._create_message(match.group(1), body, call.at))
         if match := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", p):
             if m == "PATCH":
                 return _json(self._edit(match.group(2), body))
@@ -494,6 +519,19 @@ class DiscordPeer:
                  "default_member_permissions": c.get("default_member_permissions")} for c in body
             ]
         return _json(self.commands.get(scope, []))
+
+    def _create_message(self, channel_id: str, body: JSON, at: float) -> JSON:
+        """A channel message, or, for an enforced nonce the author used within `nonce_window_s`, the message
+        made then (Discord: "that message will be returned and no new message will be created")."""
+        nonce = body.get("nonce")
+        if nonce is None or not body.get("enforce_nonce"):
+            return self._new_message(channel_id, body, **({} if nonce is None else {"nonce": nonce}))
+        made = self._nonces.get((BOT_ID, str(nonce)))
+        if made is not None and at - made[1] < self.nonce_window_s and made[0] in self.messages:
+            return self.messages[made[0]]
+        message = self._new_message(channel_id, body, nonce=nonce)
+        self._nonces[(BOT_ID, str(nonce))] = (message["id"], at)
+        return message
 
     def _new_message(self, channel_id: str, body: JSON, **extra: Any) -> JSON:
         message = {

@@ -155,6 +155,8 @@ class FakeLLMServer:
         self.host = host
         self._port = port
         self.api_key = api_key  # when set, requests with any other key get 401
+        # False: a host with no structured-output mode, which answers a json_schema response_format with a 400
+        self.structured_output = True
         self.rules: list[Rule] = []
         self.default = Reply()
         self.default_text: Callable[[RequestRecord], str] = _default_text
@@ -318,6 +320,10 @@ class FakeLLMServer:
 
     def _schema_refused(self, record: RequestRecord) -> dict[str, Any] | None:
         """The API's 400 body for a structured-output request it would not take, else None."""
+        if not self.structured_output and record.api == "openai" and isinstance(record.body.get("response_format"),
+                                                                                  dict):
+            return {"error": {"message": "response_format of type 'json_schema' is not supported by this server",
+                              "type": "invalid_request_error", "param": "response_format", "code": None}}
         try:
             if record.api == "openai":
                 structured.openai_schema(record.body)

@@ -42,7 +42,8 @@ from bots.slack.listeners.recall import search_debates, show_debate, show_histor
 from bots.slack.listeners.start import start_debate
 from bots.slack.listeners.usage import show_usage
 from bots.slack.runtime import SlackRuntime
-from orchestrator.log import StoreError
+from orchestrator.app import LOG_UNAVAILABLE
+from orchestrator.log import LogUnavailableError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,9 @@ async def run_command(text: str, inv: Invocation) -> None:
                 await config_command(command, inv)
     except (CommandError, StoreError) as exc:
         await inv.tell(safe(str(exc)))  # errors can quote the user's words: shown as text, cut to fit
+    except LogUnavailableError as exc:
+        log.warning("slack: /debate %r failed: %s", text[:80], exc)
+        await inv.tell(LOG_UNAVAILABLE)
     except SlackApiError as exc:
         log.warning("slack: /debate %r failed: %s", text[:80], exc.response.get("error"))
         await inv.tell(f"Slack refused a request (`{exc.response.get('error')}`); please try again.")
@@ -117,8 +121,16 @@ async def debate_command(
 
 
 async def run_once(command: dict[str, Any], retry: int, inv: Invocation) -> None:
-    """Run the command unless this request was seen before (Slack retries; another process took it)."""
-    if not await inv.runtime.core.claim_request(inv.request_key or "slack:" + request_key(command)):
+    """Run the command unless this request was seen before (Slack retries; another process took it). A
+    claim the log could not take is answered too: the user is never left without a word."""
+    try:
+        claimed = await inv.runtime.core.claim_request(inv.request_key or "slack:" + request_key(command))
+    except Exception as exc:
+        log.error("slack: could not claim /debate from %s: %s", command.get("user_id"), exc,
+                  exc_info=not isinstance(exc, LogUnavailableError))
+        await inv.tell(LOG_UNAVAILABLE if isinstance(exc, LogUnavailableError | StoreError) else SOMETHING_WENT_WRONG)
+        return
+    if not claimed:
         log.info("slack: dropped retry %d of /debate from %s", retry, command.get("user_id"))
         return
     await run_command(str(command.get("text", "")), inv)

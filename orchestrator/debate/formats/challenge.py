@@ -1,7 +1,9 @@
 """challenge: a proposer states a position, a challenger attacks it, for 1–5 rounds.
 
 Rounds 1–2 carry the full prior text. From round 3 the rounds before the previous one are folded into
-a running summary made by the judge model, so the prompt stays bounded while concessions survive.
+a running summary made by the judge model, so the prompt stays bounded while concessions survive. A
+debater whose model has a small known context (a local model's slot) gets the summary one round earlier
+when the previous round's text would not leave room for the rest of its prompt and its answer.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from orchestrator.debate.quoting import quote_block, quote_turn, with_quoting_ru
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import Seat, Turn, Verdict
 from orchestrator.prompts import render
+from orchestrator.providers import budget, context_window
 
 SUMMARY_MAX_TOKENS = 1100
+PROMPT_TOKENS = 1000  # a turn's prompt beside its history: rules, topic, the quoted latest turn
+HISTORY_CHARS_PER_TOKEN = 3  # a conservative count: English runs about four characters a token
 
 
 class ChallengeFormat:
@@ -78,9 +83,21 @@ class ChallengeFormat:
         return render("challenge_followup", topic=run.spec.topic, round=round_no, rounds=run.spec.rounds,
                       history=self._history(run, round_no), defense=quote_turn(defense))
 
+    def _fold_through(self, run: DebateRun, round_no: int) -> int:
+        """The last round to fold before round `round_no`: N-2, or N-1 when the unfolded rounds would not
+        fit the smallest known context of the debaters beside the rest of the prompt and the answer."""
+        windows = [w for seat in run.spec.seats[:2] if (w := context_window(seat.model, run.settings))]
+        if round_no < 2 or not windows:
+            return round_no - 2
+        answer = max(budget(seat.model.partition(":")[0], run.spec.effort) for seat in run.spec.seats[:2])
+        room = (min(windows) - PROMPT_TOKENS - answer) * HISTORY_CHARS_PER_TOKEN
+        pending = [t for t in run.transcript if self.summarized_through < t.round < round_no]
+        return round_no - 1 if len(render_turns(pending)) > room else round_no - 2
+
     async def _fold_old_rounds(self, run: DebateRun, round_no: int) -> None:
-        """Before round N ≥ 3, fold rounds up to N-2 into the running summary (one call per round)."""
-        while self.summarized_through < round_no - 2:
+        """Before round N ≥ 3, fold rounds up to N-2 into the running summary (one call per round); up to
+        N-1 from round 2 on for a small context (`_fold_through`)."""
+        while self.summarized_through < self._fold_through(run, round_no):
             target = self.summarized_through + 1
             turns = [t for t in run.transcript if t.round == target]
             previous = f"Summary of the rounds before round {target}:\n{self._quoted_summary()}" if self.summary else ""

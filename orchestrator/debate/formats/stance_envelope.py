@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from orchestrator.debate.jsonparse import JSONExtractError, extract_json_object
 from orchestrator.models import Seat, Turn
+from orchestrator.providers.base import AnswerSchema
 from orchestrator.safety import sanitize_metadata
 
 MIN_STANCES, MAX_STANCES = 2, 4
@@ -112,6 +113,17 @@ def render_envelope(envelope: Envelope) -> str:
     if envelope.no_new_points:
         parts.append("_No new points: this debater considers its case complete._")
     return "\n\n".join(parts)
+
+
+def split_schema() -> AnswerSchema:
+    """The split's shape for a provider's structured-output mode (a grammar makes a small model's split readable)."""
+    return AnswerSchema(name="stances", description="The topic's distinct stances, or why it is not debatable.",
+                        json_schema={"type": "object", "additionalProperties": False,
+                                     "required": ["debatable", "stances", "reason"],
+                                     "properties": {"debatable": {"type": "boolean"},
+                                                    "stances": {"type": "array", "items": {"type": "string"},
+                                                                "minItems": MIN_STANCES, "maxItems": MAX_STANCES},
+                                                    "reason": {"type": "string"}}})
 
 
 def parse_split(text: str) -> Split:

@@ -27,6 +27,7 @@ from orchestrator.debate.formats.stance_envelope import (
     parse_envelope,
     parse_split,
     render_envelope,
+    split_schema,
 )
 from orchestrator.debate.jsonparse import parse_error_metadata
 from orchestrator.debate.quoting import one_line, quote_turn, with_quoting_rules
@@ -211,8 +212,9 @@ async def _split(run: DebateRun) -> Split | str:
     system, user = render("stances_split_system"), render("stances_split", topic=run.spec.topic)
     continuation: tuple[Message, ...] = ()
     for attempt in range(2):
-        text = await run.aux(run.spec.judge, system, user, max_tokens=SPLIT_MAX_TOKENS, continuation=continuation,
-                              purpose="split")
+        answer = await run.aux_completion(run.spec.judge, system, user, max_tokens=SPLIT_MAX_TOKENS,
+                                          continuation=continuation, answer_schema=split_schema(), purpose="split")
+        text = answer.text if answer is not None else None
         if text is None:
             return "Debate failed: the topic could not be split into stances (the call to the judge model failed)."
         try:

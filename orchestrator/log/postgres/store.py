@@ -7,6 +7,13 @@ times are `timestamptz`, flags `boolean`, the insertion order is a `seq` column,
 them). Several processes on several hosts may share one database; a migration another process is
 applying is waited for.
 
+A connection the server closed (`pg_terminate_backend`, a restart, a failover) fails no operation: as DBOS's
+own `db_retry` does for the workflow side, the operation runs again on a fresh connection (the pool drops
+the broken one; the others it holds may be broken too, so the first tries follow at once), then after a
+growing pause while the server is away, until it has been unreachable for OUTAGE_S; only then does it fail,
+with LogUnavailableError saying so. Every operation is one transaction that the lost connection rolled back
+(or a repeat the log recognises: an admission, a debate created, a message recorded).
+
 Read-only (`debate history`, `show`, …): every connection sets `default_transaction_read_only`, so
 the server itself refuses a write; nothing is migrated; a database without the log's tables reads as
 an empty log, and one with an older schema is refused with what to run.
@@ -14,9 +21,12 @@ an empty log, and one with an older schema is refused with what to run.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+import logging
 import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
@@ -32,6 +42,7 @@ from orchestrator.log.postgres.search import search
 from orchestrator.log.protocol import DebateLog, Op
 from orchestrator.log.records import (
     DebateNotFoundError,
+    LogUnavailableError,
     ReadOnlyLogError,
     Scope,
     SearchHit,
@@ -40,6 +51,7 @@ from orchestrator.log.records import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 # Connections a process keeps to the log. A write holds one for its one round trip, so a few serve hundreds
 # of debates, and every backend more costs the server: at a burst the pool grows (a backend started, its
 # caches and plans warmed, inside the burst), and each statement's snapshot and scheduling cost grow with the
@@ -50,6 +62,8 @@ CONNECT_TIMEOUT_S = 10.0
 # write failing stops the debate): a worker running hundreds of debates on a busy host keeps each
 # connection far longer than its queries take, and 10 s failed 1 debate in 6 at 500 per worker
 WAIT_S = 60.0
+OUTAGE_S = 300.0  # how long an operation waits, over its tries, for a server that closed or refuses connections
+RETRY_PAUSES_S = (0.05, 2.0)  # the first pause between tries once the pool's connections were tried, the longest
 ADMISSION_LOCK = 0x6465_6261_7465_6164  # any fixed bigint, held for one admission's transaction
 _PARAMETER = re.compile(r"(?<![:\w]):(\w+)")
 
@@ -66,6 +80,23 @@ def to_time(ts: float | None) -> datetime | None:
 @functools.lru_cache(maxsize=1024)
 def _spelled(sql: str) -> str:
     return _PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def connection_lost(error: BaseException) -> bool:
+    """The server closed the connection or cannot be reached (as DBOS's `retriable_postgres_exception` reads
+    it): the operation did not happen and may run again on another connection. A query the server cancelled
+    (57014) or a refusal of the statement itself is not."""
+    if isinstance(error, PoolTimeout):  # no connection could be made (or freed) in time
+        return True
+    if not isinstance(error, psycopg.OperationalError):
+        return False
+    code = error.sqlstate or ""
+    if code == "57014":
+        return False
+    # 08…: connection exceptions; 57P01–57P03: terminated, crashed, starting up; 53…: out of resources;
+    # no code: the client saw the socket close ("server closed the connection unexpectedly", "the connection
+    # is lost", "connection failed")
+    return not code or code.startswith(("08", "57P", "53"))
 
 
 def _clean(args: Args | None) -> Args | None:
@@ -280,6 +311,28 @@ class PostgresLog(DebateLog):
             await pool.close()
 
     async def _run(self, fn: Op[T], *, transaction: bool = True) -> T:
+        """`_run_once`, again on a fresh connection while the server has closed or refuses connections
+        (`connection_lost`), until it has been away for OUTAGE_S."""
+        started = time.monotonic()
+        tries, pause = 0, RETRY_PAUSES_S[0]
+        while True:
+            try:
+                return await self._run_once(fn, transaction=transaction)
+            except Exception as error:
+                if not connection_lost(error) or self._pool is None:
+                    raise
+                tries += 1
+                away = time.monotonic() - started
+                if away >= OUTAGE_S:
+                    raise LogUnavailableError(
+                        f"the debate log's database stayed unreachable for {away:.0f} s") from error
+                log.warning("log: the connection to %s was lost (%s); trying again (%d)", redact_url(self.url),
+                            type(error).__name__, tries)
+            if tries > POOL_SIZE:  # every connection the pool held has been tried: the server is away
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RETRY_PAUSES_S[1])
+
+    async def _run_once(self, fn: Op[T], *, transaction: bool = True) -> T:
         """`fn` on a pooled connection, in a transaction of its own unless told (the connection is in autocommit)."""
         if self._pool is None:
             raise StoreClosedError()

@@ -7,7 +7,7 @@ line at all (an entry point in the `debate_bot.providers` group; see orchestrato
 from __future__ import annotations
 
 from orchestrator.providers.spec import ProviderSpec
-from orchestrator.providers.vendors import anthropic, cli, gemini, ollama, openai, openrouter, vllm
+from orchestrator.providers.vendors import anthropic, cli, gemini, local, ollama, openai, openrouter, vllm
 
 # In this order in `debate models`, in the setup help and when seats are picked by default.
 BUILTIN_SPECS: tuple[ProviderSpec, ...] = (
@@ -18,4 +18,5 @@ BUILTIN_SPECS: tuple[ProviderSpec, ...] = (
     ollama.SPEC,
     vllm.SPEC,
     cli.SPEC,
+    local.SPEC,
 )

@@ -47,4 +47,5 @@ SPEC = ProviderSpec(
     free=True,
     hosts_many_families=True,
     preload=openai_backend,
+    json_schema=True,  # enforced with a grammar; a server that refuses it is asked again without (openai_compat)
 )
