@@ -1,6 +1,7 @@
 """What `/debate usage` (Slack), `/debate-usage` (Discord) and the App Home say of spend: an admin sees
 the workspace's spend this day and month against its budgets (and the deployment's month), anyone else
-their own. The numbers are the costs the log recorded (orchestrator/usage.py)."""
+their own. The numbers are the costs the log recorded (orchestrator/usage.py). A last line says how often
+the team sided with verdicts of each confidence level, over the debates the workspace's public channels see."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 
 from orchestrator.app import Core
 from orchestrator.budgets import month_start
+from orchestrator.log.records import Scope
 from orchestrator.quotas import Budget, Claim
 from orchestrator.usage import standing_lines, standings
 
@@ -18,5 +20,7 @@ async def usage_lines(core: Core, platform: str, workspace: str | None, user: st
     at = time.time()
     calls = await core.spent_calls(month_start(at))
     claim = Claim(platform=platform, workspace=workspace, user=user, channel=None)
-    return standing_lines(standings(calls, claim, Budget.from_settings(core.settings), at, admin=admin), admin=admin,
-                          place=place)
+    lines = standing_lines(standings(calls, claim, Budget.from_settings(core.settings), at, admin=admin), admin=admin,
+                           place=place)
+    calibration = await core.calibration(Scope(platform=platform, workspace=workspace))
+    return [*lines, calibration.text()]

@@ -25,6 +25,7 @@ from orchestrator.events import (
 )
 from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log import DebateRecord, DebateSummary, JudgeAgreement, SearchHit
+from orchestrator.log.calibration import Calibration
 from orchestrator.log.jury import JuryFigures
 from orchestrator.models import DebateSpec, Interjection, Outcome, StanceScore, Verdict
 
@@ -184,12 +185,13 @@ def agreement_line(agreement: JudgeAgreement) -> str:
 
 
 def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None = None,
-                   juries: JuryFigures | None = None) -> str:
+                   juries: JuryFigures | None = None, calibration: Calibration | None = None) -> str:
     if not rows:
         return "No debates yet. Start one: debate run \"Should we …?\""
     lines = []
     for row in rows:
-        outcome = f"winner {row.winner} ({row.winner_model})" if row.winner else row.status
+        outcome = (f"winner {row.winner} ({row.winner_model})" if row.winner else
+                   "no clear winner" if row.confidence == "none" else row.status)
         if row.split:
             outcome += ", split"
         lines.append(f"{row.id}  {_when(row.created_at)}  {row.format:<9} {outcome:<40.40} "
@@ -198,6 +200,8 @@ def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None =
         lines += ["", agreement_line(agreement)]
     if juries is not None and juries.text():
         lines.append(juries.text())
+    if calibration is not None:
+        lines.append(calibration.text())
     return "\n".join(lines)
 
 

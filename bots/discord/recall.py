@@ -70,7 +70,8 @@ class RecallCog(commands.Cog, name="Recall"):
             raise CommandError("No debates in this channel yet. Start one with `/debate`.")
         lines = []
         for row in rows:
-            winner = f" · winner {row.winner}" + (" (split)" if row.split else "") if row.winner else ""
+            winner = (f" · winner {row.winner}" + (" (split)" if row.split else "") if row.winner else
+                      " · no clear winner" if row.confidence == "none" else "")
             status = STATUS_LABELS.get(row.status, row.status)
             lines.append(f"`{row.id}` {status}{winner} · {row.votes} vote(s) — {safe(row.topic, 120)}")
         embed = discord.Embed(title="Recent debates", description=safe("\n".join(lines), 4000))

@@ -65,7 +65,8 @@ def models_text(policy: ChatPolicy) -> str:
 
 def summary_line(summary: DebateSummary, url: str | None = None) -> str:
     icon = STATUS_ICON.get(summary.status, "")
-    outcome = f"winner {summary.winner}" if summary.winner else summary.status
+    outcome = (f"winner {summary.winner}" if summary.winner else
+               "no clear winner" if summary.confidence == "none" else summary.status)
     if summary.split:
         outcome += " (split)"
     votes = f" · {summary.votes} vote{'s' if summary.votes != 1 else ''}" if summary.votes else ""

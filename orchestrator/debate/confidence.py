@@ -36,6 +36,13 @@ JURY_NO_MAJORITY = "the jury had no majority (a tied vote, or no juror whose two
 EVIDENCE_UNVERIFIED_BOTH = "the decisive evidence of both sides was unverified"
 EVIDENCE_WINNER_WEAK = "less than half of the winner's decisive evidence was verified"
 EVIDENCE_WINNER_PARTLY = "not all of the winner's decisive evidence was verified"
+# every rule as (level, sentence), in the order tried: what the debate page and README list
+RULES: tuple[tuple[Confidence | Literal["at most low", "at most medium"], str], ...] = (
+    ("high", PASSES_AGREE), ("medium", TIEBREAK_SIDED), ("low", TIEBREAK_NEITHER), ("low", ONE_PASS),
+    ("none", SPLIT_NO_TIEBREAK), ("high", JURY_UNANIMOUS), ("medium", JURY_MAJORITY), ("low", JURY_ONE_VOTE),
+    ("none", JURY_NO_MAJORITY), ("none", EVIDENCE_UNVERIFIED_BOTH), ("at most low", EVIDENCE_WINNER_WEAK),
+    ("at most medium", EVIDENCE_WINNER_PARTLY),
+)
 
 
 @dataclass(frozen=True, slots=True)

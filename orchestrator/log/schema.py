@@ -406,3 +406,13 @@ def m017_scoped_turn_search_window(step: Step) -> None:
     """Postgres: `debate_turn_window` takes a search's scope (turn_window.py), so `/debate search` in a
     channel reads its window from an id range too, not by walking the turns and joining each match."""
     step.postgres(SCOPED_TURN_WINDOW_SQL)
+
+
+@migration
+def m018_verdict_confidence(step: Step) -> None:
+    """A verdict's confidence level (high, medium, low, none for No clear winner) as a column, for the
+    calibration figures (orchestrator/log/calibration.py); filled for verdicts already logged from their JSON."""
+    step.both("alter table verdicts add column confidence text")
+    step.sqlite(lambda db: db.execute(
+        "update verdicts set confidence = json_extract(json, '$.confidence') where json_valid(json)"))
+    step.postgres("update verdicts set confidence = (json::jsonb) ->> 'confidence' where left(json, 1) = '{';")
