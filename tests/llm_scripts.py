@@ -36,7 +36,17 @@ def verdict_json(winner: str = "A", **extra: object) -> str:
 
 
 def script_judge(srv: FakeLLMServer, winner: str = "A", **extra: object) -> None:
+    """A judge that answers `winner`'s letter in every pass: with the debaters' order swapped between the
+    passes, a two-debater debate's passes split (No clear winner without a tie-break judge)."""
     srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=is_judge)
+
+
+def script_steady_judge(srv: FakeLLMServer, role: str = "challenger", **extra: object) -> None:
+    """A judge that picks the debater of `role` whichever order it is shown in: its passes agree."""
+    for first in ("proposer", "challenger"):
+        letter = "A" if first == role else "B"
+        srv.add_rule(Reply(text=verdict_json(letter, **extra)),
+                     match=lambda r, f=first: is_judge(r) and f"- Debater A: {f}" in r.prompt_text)
 
 
 # ---- the team in the loop: held debates and continuations
