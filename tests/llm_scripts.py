@@ -35,9 +35,15 @@ def verdict_json(winner: str = "A", **extra: object) -> str:
     return "Here is my verdict.\n```json\n" + json.dumps(body) + "\n```"
 
 
-def script_judge(srv: FakeLLMServer, winner: str = "A", **extra: object) -> None:
-    """A judge that answers `winner`'s letter in every pass: with the debaters' order swapped between the
-    passes, a two-debater debate's passes split (No clear winner without a tie-break judge)."""
+def script_judge(srv: FakeLLMServer, winner: str = "A", *, steady: bool = True, **extra: object) -> None:
+    """A judge that picks seat `winner` (A or B). `steady`: in a challenge debate its order-swapped pass
+    (the challenger shown first) answers the other letter, so both passes pick the same seat and agree;
+    elsewhere, or with `steady=False`, it answers `winner`'s letter in every pass, which splits the passes of a
+    two-debater debate (No clear winner without a tie-break judge)."""
+    if steady and winner in ("A", "B"):
+        other = "B" if winner == "A" else "A"
+        srv.add_rule(Reply(text=verdict_json(other, **extra)),
+                     match=lambda r: is_judge(r) and "- Debater A: challenger" in r.prompt_text)
     srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=is_judge)
 
 
