@@ -105,7 +105,7 @@ class RecallCog(commands.Cog, name="Recall"):
         if record.rematch_of:
             embed.add_field(name="🔁 Rematch", value=f"Rematch of `{safe(record.rematch_of, 40)}`")
         if record.verdict:
-            embed.add_field(name=f"Winner: {record.verdict.winner}",
+            embed.add_field(name=record.verdict.headline(),
                             value=safe(record.verdict.recommendation or "—", 1024), inline=False)
             if len(record.verdicts) > 1:
                 embed.add_field(name=f"Verdicts ({len(record.verdicts)}, first to latest)",
@@ -156,7 +156,8 @@ class RecallCog(commands.Cog, name="Recall"):
         channel_id, guild_id = target
         await interaction.response.defer(ephemeral=True, thinking=True)
         seat = record.seat(record.verdict.winner)
-        winner = f"{seat.label} ({seat.model})" if seat else record.verdict.winner
+        winner = ("no clear winner" if record.verdict.no_clear_winner else
+                  f"{seat.label} ({seat.model})" if seat else record.verdict.winner)
         embed = quote_embed(record.topic, record.verdict.recommendation, winner,
                             _thread_link(record, guild_id), interaction.user.display_name)
         await self.output.send(channel_id, guild_id, embed=embed)

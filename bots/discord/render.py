@@ -99,6 +99,8 @@ def _ratings(verdict: Verdict) -> str:
 
 
 def _winner(spec: DebateSpec, verdict: Verdict) -> str:
+    if verdict.no_clear_winner:
+        return "no clear winner"
     try:
         seat = spec.seat(verdict.winner)
     except KeyError:
@@ -326,7 +328,8 @@ def verdicts_text(record: DebateRecord) -> str:
     lines = []
     for number, verdict in enumerate(record.verdicts or ((record.verdict,) if record.verdict else ()), 1):
         seat = record.seat(verdict.winner)
-        line = f"{number}. winner **{safe(verdict.winner, 10)}**" + (f" (`{safe(seat.model, 80)}`)" if seat else "")
+        line = (f"{number}. **no clear winner**" if verdict.no_clear_winner else
+                f"{number}. winner **{safe(verdict.winner, 10)}**" + (f" (`{safe(seat.model, 80)}`)" if seat else ""))
         line += " · split" if verdict.split else ""
         if verdict.changed is not None:
             why = f": {safe(verdict.change_note, 300)}" if verdict.change_note else ""

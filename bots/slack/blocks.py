@@ -187,6 +187,8 @@ def _md_bullets(title: str, items: tuple[str, ...], limit: int = 900) -> str | N
 
 
 def winner_text(spec: DebateSpec, verdict: Verdict) -> str:
+    if verdict.no_clear_winner:
+        return "no clear winner"
     try:
         seat = spec.seat(verdict.winner)
     except KeyError:
