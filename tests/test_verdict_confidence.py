@@ -8,8 +8,11 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
+from markupsafe import escape
 
+from bots.page import page_link
 from orchestrator.debate import confidence
 from orchestrator.debate.cruxes import merged, read_cruxes, undecided_recommendation
 from orchestrator.export import to_json, to_markdown
@@ -18,6 +21,8 @@ from orchestrator.models import Crux, DebateSpec, EvidenceCheck, Outcome, Seat, 
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import verdict_json
 from tests.log_backends import LogBackend
+from tests.page_harness import local, log_debate, serve_pages
+from tests.page_harness import settings as page_settings
 from tests.test_cli import clean_env, debate
 from tests.test_jury_commands import jury_env
 
@@ -221,3 +226,26 @@ async def test_history_and_usage_print_the_calibration_line(tmp_path: Path) -> N
     code, out, err = await debate(tmp_path, "usage", env=env)
     assert code == 0, err
     assert "Team sided with verdicts of confidence high 1 of 1 (100%)" in out
+
+
+# -- the debate page: the confidence with the rule that produced it, the cruxes --------------------------------
+
+async def test_the_page_shows_no_clear_winner_its_rule_and_the_cruxes(store: DebateLog) -> None:
+    config = page_settings()
+    spec = await log_debate(store, finished=False)
+    verdict = Verdict(winner="A", split=True, confidence="none", confidence_rule=confidence.SPLIT_NO_TIEBREAK,
+                      recommendation="No side has won yet: gather this first — a replay of one day's traffic.",
+                      cruxes=(Crux(**COST), Crux(disagreement="Who owns <b>on-call</b>")))
+    await store.set_verdict(spec.id, verdict)
+    await store.finish_debate(spec.id, Outcome(status="completed", rounds_completed=2, rounds_planned=2))
+    link = await page_link(store, config, spec.id)
+    assert link is not None
+    async with serve_pages(store, config) as served, aiohttp.ClientSession() as http:
+        async with http.get(local(link, served)) as response:
+            assert response.status == 200
+            html = await response.text()
+    assert "No clear winner" in html and "Winner: <b>" not in html and "Judge's pick: <b>none</b>" in html
+    assert f"No clear winner, by the rule: {escape(confidence.SPLIT_NO_TIEBREAK)}." in html
+    assert "<h3>Cruxes</h3>" in html and "settled by:</i> a replay of one day&#39;s traffic" in html
+    assert "Who owns &lt;b&gt;on-call&lt;/b&gt;" in html  # model text is escaped, never markup
+    assert 'id="confidence-rules"' in html and escape(confidence.JURY_UNANIMOUS) in html
