@@ -13,6 +13,7 @@ import pytest
 from markupsafe import escape
 
 from bots.page import page_link
+from bots.slack.views import show_text
 from orchestrator.debate import confidence
 from orchestrator.debate.cruxes import merged, read_cruxes, undecided_recommendation
 from orchestrator.export import to_json, to_markdown
@@ -213,6 +214,8 @@ async def test_history_and_usage_print_the_calibration_line(tmp_path: Path) -> N
     assert record is not None and record.verdict is not None
     assert "**No clear winner**" in to_markdown(record) and "1. Whether the 2x benchmark holds" in to_markdown(record)
     assert to_json(record)["verdict"]["cruxes"] == [COST]
+    in_slack = show_text(record, None)  # Slack's `/debate show`
+    assert "*Winner:* no clear winner" in in_slack and "*Cruxes:*\n1. Whether the 2x benchmark holds" in in_slack
 
     env = clean_env(tmp_path, DEBATE_DB=str(db))
     code, out, err = await debate(tmp_path, "history", env=env)

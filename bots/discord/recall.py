@@ -107,6 +107,9 @@ class RecallCog(commands.Cog, name="Recall"):
         if record.verdict:
             embed.add_field(name=record.verdict.headline(),
                             value=safe(record.verdict.recommendation or "—", 1024), inline=False)
+            if record.verdict.cruxes:
+                embed.add_field(name="Cruxes", value=safe("\n".join(record.verdict.crux_lines()), 1024),
+                                inline=False)
             if len(record.verdicts) > 1:
                 embed.add_field(name=f"Verdicts ({len(record.verdicts)}, first to latest)",
                                 value=verdicts_text(record), inline=False)

@@ -102,6 +102,8 @@ def _verdict_lines(record: DebateRecord) -> list[str]:
         lines = [f"*Winner:* {winner_text(spec, verdict)}" + (" — :warning: split verdict" if verdict.split else "")]
         if verdict.recommendation:
             lines.append(f"*Recommendation:* {safe_mrkdwn(verdict.recommendation, 1500)}")
+        if verdict.cruxes:
+            lines.append("*Cruxes:*\n" + "\n".join(safe_mrkdwn(line, 400) for line in verdict.crux_lines()))
         return lines
     lines = [f"*Verdicts* ({len(verdicts)}: continued {len(verdicts) - 1} time{'s' if len(verdicts) != 2 else ''})"]
     for number, verdict in enumerate(verdicts, 1):
