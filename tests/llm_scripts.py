@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 
 from orchestrator.log import DebateRecord
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
@@ -35,6 +36,11 @@ def verdict_json(winner: str = "A", **extra: object) -> str:
     return "Here is my verdict.\n```json\n" + json.dumps(body) + "\n```"
 
 
+def swapped_pass(record: RequestRecord) -> bool:
+    """A challenge debate's judge pass with the debaters' order swapped (the challenger shown first)."""
+    return "- Debater A: challenger" in record.prompt_text
+
+
 def script_judge(srv: FakeLLMServer, winner: str = "A", *, steady: bool = True, **extra: object) -> None:
     """A judge that picks seat `winner` (A or B). `steady`: in a challenge debate its order-swapped pass
     (the challenger shown first) answers the other letter, so both passes pick the same seat and agree;
@@ -43,8 +49,16 @@ def script_judge(srv: FakeLLMServer, winner: str = "A", *, steady: bool = True, 
     if steady and winner in ("A", "B"):
         other = "B" if winner == "A" else "A"
         srv.add_rule(Reply(text=verdict_json(other, **extra)),
-                     match=lambda r: is_judge(r) and "- Debater A: challenger" in r.prompt_text)
+                     match=lambda r: is_judge(r) and swapped_pass(r))
     srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=is_judge)
+
+
+def steady_rule(srv: FakeLLMServer, winner: str, match: Callable[[RequestRecord], bool], **extra: object) -> None:
+    """Judge requests that `match` answer for seat `winner` (A or B of a challenge debate) in both
+    order-swapped passes, so the passes agree."""
+    other = "B" if winner == "A" else "A"
+    srv.add_rule(Reply(text=verdict_json(other, **extra)), match=lambda r: match(r) and swapped_pass(r))
+    srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=match)
 
 
 def script_steady_judge(srv: FakeLLMServer, role: str = "challenger", **extra: object) -> None:
@@ -82,8 +96,10 @@ def script_held(srv: FakeLLMServer, gate: asyncio.Event) -> None:
 def script_continuation(srv: FakeLLMServer) -> None:
     """A debate whose first verdict picks A and recommends FIRST_RECOMMENDATION, and whose verdict after
     a continuation picks B, saying the winner changed (CHANGE_NOTE)."""
-    srv.add_rule(Reply(text=verdict_json("B", changed=True, change_note=CHANGE_NOTE,
-                                         recommendation="Use the existing Kafka cluster.")), match=continued_judge)
+    for letter, swapped in (("A", True), ("B", False)):  # seat B in both order-swapped passes
+        srv.add_rule(Reply(text=verdict_json(letter, changed=True, change_note=CHANGE_NOTE,
+                                             recommendation="Use the existing Kafka cluster.")),
+                     match=lambda r, s=swapped: continued_judge(r) and s == swapped_pass(r))
     script_judge(srv, "A", recommendation=FIRST_RECOMMENDATION)
 
 

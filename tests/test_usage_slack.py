@@ -58,6 +58,7 @@ async def test_usage_shows_an_admin_the_workspace_and_anyone_else_their_own_spen
         assert f"This workspace spent ${everyone:,.4f} today of $40.00 (DEBATE_BUDGET_USD_PER_WORKSPACE_DAY;" in admin
         assert f"${40 - everyone:,.2f} left" in admin
         assert f"The whole bot spent ${everyone:,.4f} this month of $900.00 (DEBATE_BUDGET_USD_PER_MONTH;" in admin
+        assert "Calibration: no debate with a rated verdict has side votes yet." in admin  # no side votes yet
 
         await open_home(bot, "U9")
         await open_home(bot, "U1")
