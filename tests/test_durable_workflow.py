@@ -269,7 +269,7 @@ async def test_a_stream_write_takes_the_events_held_before_it_and_a_steps_end_go
     llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     srv = llm_server
-    script_judge(srv, "A")
+    script_judge(srv, "A", steady=False)  # passes that split: the judging posts a notice with the verdict
     spec = make_spec("challenge", rounds=1)
     # each write, in order: its events' types, and whether it went with its step's record (else: whether the
     # step was recorded already when it was committed)
