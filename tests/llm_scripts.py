@@ -61,6 +61,15 @@ def steady_rule(srv: FakeLLMServer, winner: str, match: Callable[[RequestRecord]
     srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=match)
 
 
+def steady_judge_json(srv: FakeLLMServer, body: dict[str, object], model: str) -> None:
+    """A judge model answering `body` (its "winner" a seat of a challenge debate) in both order-swapped
+    passes: the swapped pass names the other letter, so the passes agree."""
+    other = "B" if body.get("winner") == "A" else "A"
+    srv.add_rule(Reply(text=json.dumps({**body, "winner": other})),
+                 match=lambda r: r.model == model and swapped_pass(r))
+    srv.add_rule(Reply(text=json.dumps(body)), match=model)
+
+
 def script_steady_judge(srv: FakeLLMServer, role: str = "challenger", **extra: object) -> None:
     """A judge that picks the debater of `role` whichever order it is shown in: its passes agree."""
     for first in ("proposer", "challenger"):
