@@ -1,7 +1,8 @@
 """What `/debate usage` (Slack), `/debate-usage` (Discord) and the App Home say of spend: an admin sees
 the workspace's spend this day and month against its budgets (and its own share of the deployment's
 month budget, never the deployment's total), anyone else their own. The numbers are the costs the log
-recorded (orchestrator/usage.py)."""
+recorded (orchestrator/usage.py). A last line says how often the team
+sided with verdicts of each confidence level, over the debates the workspace's public channels see."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 
 from orchestrator.app import Core
 from orchestrator.budgets import month_start
+from orchestrator.log.records import Scope
 from orchestrator.quotas import Budget, Claim
 from orchestrator.usage import standing_lines, standings
 
@@ -19,5 +21,7 @@ async def usage_lines(core: Core, platform: str, workspace: str | None, user: st
     at = time.time()
     calls = await core.spent_calls(month_start(at))
     claim = Claim(platform=platform, workspace=workspace, user=user, channel=None)
-    return standing_lines(standings(calls, claim, Budget.from_settings(core.settings), at, admin=admin), admin=admin,
-                          place=place)
+    lines = standing_lines(standings(calls, claim, Budget.from_settings(core.settings), at, admin=admin), admin=admin,
+                           place=place)
+    calibration = await core.calibration(Scope(platform=platform, workspace=workspace))
+    return [*lines, calibration.text()]

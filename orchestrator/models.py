@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from typing import Literal
 
 from pydantic import (
@@ -25,7 +26,8 @@ Role = Literal["proposer", "challenger", "debater", "judge"]
 TurnStatus = Literal["ok", "failed", "empty"]
 DebateStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
 Rating = Literal["high", "medium", "low"]
-Confidence = Literal["high", "medium", "low"]
+Confidence = Literal["high", "medium", "low", "none"]  # none: "No clear winner"
+CheckStatus = Literal["verified", "not_found", "unreachable", "not_checked"]
 PassKind = Literal["seated", "swapped", "tiebreak"]
 
 # The limits every surface checks, through bots/commands.py; the models below enforce them again.
@@ -220,13 +222,34 @@ class JurorVote(Frozen):
         return f"Juror {self.seat}"
 
 
+class Crux(Frozen):
+    """A disagreement the outcome turns on, and what evidence would settle it (empty: the judge named none)."""
+
+    disagreement: str
+    settle: str = ""
+
+    def text(self) -> str:
+        return self.disagreement + (f" — settled by: {self.settle}" if self.settle else "")
+
+
+class EvidenceCheck(Frozen):
+    """One citation a debater made and what checking it found (CONTRACT.md's `evidence_checks`)."""
+
+    seat: str
+    quote: str
+    source: str
+    status: CheckStatus = "not_checked"
+    detail: str = ""  # where it was found, or why it could not be read
+
+
 class Verdict(Frozen):
     """The judge's decision. `winner` is a seat label; `split` marks disagreeing judge passes.
 
-    `confidence`: high when the two order-swapped passes agree; medium when they split and a judge of
-    a third family sided with one of them (its answer decides: `tiebreak_family`); low when they split
-    with no tie-break (or it failed), or when only one pass was usable. None: logged before it existed.
+    `confidence` and `confidence_rule`: computed by the rules of orchestrator/debate/confidence.py, never
+    taken from a judge's words; "none" is No clear winner, and then `winner` is only the reading the
+    verdict's text came from (`clear_winner` is None). None: logged before it existed.
     `readings` keeps every usable pass's winner and reasoning, so a split shows both sides.
+    `cruxes`: the one to three disagreements the outcome turns on, ranked, each with what would settle it.
     """
 
     winner: str
@@ -237,8 +260,36 @@ class Verdict(Frozen):
     tiebreak_family: str | None = None
     judge_shares_family_with: tuple[str, ...] = ()  # seat labels of debaters of the judge's own family
 
+    @property
+    def no_clear_winner(self) -> bool:
+        return self.confidence == "none"
+
+    @property
+    def clear_winner(self) -> str | None:
+        """The winning seat's label; None for No clear winner."""
+        return None if self.no_clear_winner else self.winner
+
+    @property
+    def uncertain(self) -> bool:
+        """Whether surfaces flag the verdict with a warning."""
+        return self.split or self.confidence in ("low", "none")
+
+    def crux_lines(self) -> list[str]:
+        """`1. <disagreement> — settled by: <evidence>`, most decisive first."""
+        return [f"{i}. {crux.text()}" for i, crux in enumerate(self.cruxes, 1)]
+
+    def headline(self) -> str:
+        """`No clear winner`, or `Winner: A`."""
+        return "No clear winner" if self.no_clear_winner else f"Winner: {self.winner}"
+
     def confidence_note(self) -> str:
         """How far to trust the winner, in one plain sentence (every surface adds its own markup)."""
+        if self.no_clear_winner:
+            lead = f"{self.jury_tally()}. " if self.jury else ""
+            return " ".join([f"{lead}No clear winner — {self.confidence_rule or 'the judging did not agree'}.",
+                             *self._jury_absences()])
+        if "evidence" in self.confidence_rule:  # lowered by the evidence checks: that rule is the one to say
+            return f"Confidence: {self.confidence} — {self.confidence_rule}."
         if self.jury:
             return self.jury_note()
         if self.tiebreak_family:
@@ -267,6 +318,12 @@ class Verdict(Frozen):
     def jury_tally(self) -> str:
         """`Jury 2–1 for A` (votes for the winner, then against)."""
         votes = self.votes
+        if self.no_clear_winner:
+            if not votes:
+                return "Jury undecided: no juror's two passes agreed"
+            counts = Counter(j.winner for j in votes)
+            sides = " · ".join(f"{side} {n}" for side, n in sorted(counts.items(), key=lambda c: (-c[1], c[0] or "")))
+            return f"Jury {'–'.join(str(n) for n in sorted(counts.values(), reverse=True))} ({sides}), no majority"
         if not votes:
             return f"Jury undecided, {self.winner} as seated"
         won = sum(1 for j in votes if j.winner == self.winner)
@@ -287,7 +344,11 @@ class Verdict(Frozen):
         }.get(self.confidence or "", "low confidence — " + (
             "a tied vote, decided by the tie rule (the first-named juror's pick among the tied sides)"
             if self.jury_tie else "only one juror's vote could be counted"))
-        out = [f"{self.jury_tally()}: {how}."]
+        out = [f"{self.jury_tally()}: {how}.", *self._jury_absences()]
+        return " ".join(out)
+
+    def _jury_absences(self) -> list[str]:
+        out = []
         failed = sum(1 for j in self.jury if j.status == "failed")
         if failed:
             out.append(f"{failed} of {len(self.jury)} jurors gave no usable answer, so a "
@@ -296,7 +357,7 @@ class Verdict(Frozen):
         if undecided:
             out.append(f"{' and '.join(undecided)} did not vote: {'its' if len(undecided) == 1 else 'their'} two "
                        "order-swapped passes disagreed.")
-        return " ".join(out)
+        return out
 
     def dissents(self) -> tuple[JurorVote, ...]:
         """The jurors who voted for another debater than the winner, each with its reasoning."""
@@ -326,7 +387,10 @@ class Verdict(Frozen):
     changed: bool | None = None
     change_note: str = ""
     jury: tuple[JurorVote, ...] = ()  # a jury's every juror, in panel order; empty: one judge's two passes
-    jury_tie: bool = False  # the jury's vote was tied and the tie rule decided
+    jury_tie: bool = False  # the jury's vote was tied (no majority); before issue 54 the tie rule decided
+    confidence_rule: str = ""  # the rule that gave `confidence` (orchestrator/debate/confidence.py)
+    cruxes: tuple[Crux, ...] = ()
+    evidence_checks: tuple[EvidenceCheck, ...] = ()  # empty until citations are checked
 
 
 class Interjection(Frozen):

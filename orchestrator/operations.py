@@ -21,6 +21,7 @@ from orchestrator.log import (
     Tally,
 )
 from orchestrator.log.audit import Actor, AuditEntry
+from orchestrator.log.calibration import Calibration
 from orchestrator.log.jury import JuryFigures
 from orchestrator.models import ChannelDefaults, DebateSpec, Interjection, Outcome, Vote
 from orchestrator.quotas import Quota
@@ -104,6 +105,9 @@ class Operations:
 
     async def jury_figures(self, scope: Scope | None = None) -> JuryFigures:
         return await self.store.jury_figures(scope)
+
+    async def calibration(self, scope: Scope | None = None) -> Calibration:
+        return await self.store.calibration(scope)
 
     async def debate_of_message(self, platform: str, channel: str, message_id: str, scope: Scope | None = None
                                 ) -> str | None:

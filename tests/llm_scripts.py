@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 
 from orchestrator.log import DebateRecord
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
@@ -35,8 +36,46 @@ def verdict_json(winner: str = "A", **extra: object) -> str:
     return "Here is my verdict.\n```json\n" + json.dumps(body) + "\n```"
 
 
-def script_judge(srv: FakeLLMServer, winner: str = "A", **extra: object) -> None:
+def swapped_pass(record: RequestRecord) -> bool:
+    """A challenge debate's judge pass with the debaters' order swapped (the challenger shown first)."""
+    return "- Debater A: challenger" in record.prompt_text
+
+
+def script_judge(srv: FakeLLMServer, winner: str = "A", *, steady: bool = True, **extra: object) -> None:
+    """A judge that picks seat `winner` (A or B). `steady`: in a challenge debate its order-swapped pass
+    (the challenger shown first) answers the other letter, so both passes pick the same seat and agree;
+    elsewhere, or with `steady=False`, it answers `winner`'s letter in every pass, which splits the passes of a
+    two-debater debate (No clear winner without a tie-break judge)."""
+    if steady and winner in ("A", "B"):
+        other = "B" if winner == "A" else "A"
+        srv.add_rule(Reply(text=verdict_json(other, **extra)),
+                     match=lambda r: is_judge(r) and swapped_pass(r))
     srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=is_judge)
+
+
+def steady_rule(srv: FakeLLMServer, winner: str, match: Callable[[RequestRecord], bool], **extra: object) -> None:
+    """Judge requests that `match` answer for seat `winner` (A or B of a challenge debate) in both
+    order-swapped passes, so the passes agree."""
+    other = "B" if winner == "A" else "A"
+    srv.add_rule(Reply(text=verdict_json(other, **extra)), match=lambda r: match(r) and swapped_pass(r))
+    srv.add_rule(Reply(text=verdict_json(winner, **extra)), match=match)
+
+
+def steady_judge_json(srv: FakeLLMServer, body: dict[str, object], model: str) -> None:
+    """A judge model answering `body` (its "winner" a seat of a challenge debate) in both order-swapped
+    passes: the swapped pass names the other letter, so the passes agree."""
+    other = "B" if body.get("winner") == "A" else "A"
+    srv.add_rule(Reply(text=json.dumps({**body, "winner": other})),
+                 match=lambda r: r.model == model and swapped_pass(r))
+    srv.add_rule(Reply(text=json.dumps(body)), match=model)
+
+
+def script_steady_judge(srv: FakeLLMServer, role: str = "challenger", **extra: object) -> None:
+    """A judge that picks the debater of `role` whichever order it is shown in: its passes agree."""
+    for first in ("proposer", "challenger"):
+        letter = "A" if first == role else "B"
+        srv.add_rule(Reply(text=verdict_json(letter, **extra)),
+                     match=lambda r, f=first: is_judge(r) and f"- Debater A: {f}" in r.prompt_text)
 
 
 # ---- the team in the loop: held debates and continuations
@@ -66,8 +105,10 @@ def script_held(srv: FakeLLMServer, gate: asyncio.Event) -> None:
 def script_continuation(srv: FakeLLMServer) -> None:
     """A debate whose first verdict picks A and recommends FIRST_RECOMMENDATION, and whose verdict after
     a continuation picks B, saying the winner changed (CHANGE_NOTE)."""
-    srv.add_rule(Reply(text=verdict_json("B", changed=True, change_note=CHANGE_NOTE,
-                                         recommendation="Use the existing Kafka cluster.")), match=continued_judge)
+    for letter, swapped in (("A", True), ("B", False)):  # seat B in both order-swapped passes
+        srv.add_rule(Reply(text=verdict_json(letter, changed=True, change_note=CHANGE_NOTE,
+                                             recommendation="Use the existing Kafka cluster.")),
+                     match=lambda r, s=swapped: continued_judge(r) and s == swapped_pass(r))
     script_judge(srv, "A", recommendation=FIRST_RECOMMENDATION)
 
 

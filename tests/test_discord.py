@@ -23,6 +23,7 @@ from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.llm_scripts import steady_judge_json
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
@@ -59,7 +60,7 @@ async def peer() -> AsyncIterator[DiscordPeer]:
 
 @pytest.fixture
 def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Settings:
-    llm_server.add_rule(Reply(text=json.dumps(VERDICT)), match="judge-1")
+    steady_judge_json(llm_server, VERDICT, "judge-1")
     llm_server.add_rule(Reply(text=PROPOSER_TEXT, tokens_per_s=400), match="gpt-5")
     llm_server.add_rule(Reply(text="I challenge that: " + "weakness, " * 150, tokens_per_s=40),
                         match="claude-sonnet-4-6")

@@ -79,3 +79,23 @@ async def test_a_jury_named_in_the_judges_option_decides_in_the_thread(bot: Deba
     rematch = await bot.core.store.get_debate(rematch_id, turns=False)
     assert rematch is not None and rematch.spec is not None and rematch.rematch_of == debate_id
     assert rematch.spec.judges == others and rematch.verdict is not None and len(rematch.verdict.jury) == 2
+
+
+async def test_a_jury_with_no_majority_shows_no_clear_winner_and_the_cruxes(bot: DebateBot, peer: DiscordPeer,
+                                                                            llm_server: FakeLLMServer) -> None:
+    llm_server.add_rule(Reply(text="Proposer: the benchmark shows 2x."), match="gpt-5")
+    llm_server.add_rule(Reply(text="Challenger: staffing is the risk."), match="claude-sonnet-4-6")
+    picks(llm_server, JURORS[0], "challenger")
+    picks(llm_server, JURORS[1], "proposer")
+
+    debate_id, root = await start(peer, peer.slash_command(
+        "debate", options("Should ingest move to Go?", judges=",".join(JURORS[:2]))))
+    await finished(bot, peer, root)
+
+    record = await bot.core.store.get_debate(debate_id)
+    assert record is not None and record.verdict is not None and record.verdict.no_clear_winner
+    (verdict,) = verdict_messages(peer, root)
+    shown = json.dumps(verdict["embeds"], ensure_ascii=False)
+    assert "Verdict: No clear winner" in shown and " wins" not in verdict["embeds"][0]["title"]
+    assert "Judge: **no clear winner**" in shown and "Jury 1–1 (A 1 · B 1), no majority" in shown
+    assert '"name": "Cruxes"' in shown and "1. Whether the team can staff it" in shown

@@ -9,7 +9,6 @@ scaled limit, so the whole run takes seconds.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.llm_scripts import steady_judge_json
 
 DEBATES = 8
 WINDOW = 1.0  # Discord's 5 writes per 5 s, five times faster
@@ -45,7 +45,7 @@ async def peer() -> AsyncIterator[DiscordPeer]:
 
 @pytest.fixture
 def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Settings:
-    llm_server.add_rule(Reply(text=json.dumps(VERDICT)), match="judge-1")
+    steady_judge_json(llm_server, VERDICT, "judge-1")
     llm_server.add_rule(Reply(text="Kafka keeps an ordered, replayable log. " * 6, tokens_per_s=200), match="gpt-5")
     llm_server.add_rule(Reply(text="RabbitMQ is simpler to run and enough here. " * 6, tokens_per_s=200),
                         match="claude-sonnet-4-6")

@@ -31,6 +31,7 @@ from tests.debate_harness import make_spec
 from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, MEMBER_PERMISSIONS, TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.llm_scripts import steady_judge_json
 from tests.test_fuzz import check_discord
 
 PRIVATE_CHANNEL = "730000000000000002"
@@ -80,8 +81,8 @@ async def peer() -> AsyncIterator[DiscordPeer]:
 
 @pytest.fixture
 def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Settings:
-    llm_server.add_rule(Reply(text=json.dumps(LONG_VERDICT)), match="judge-long")
-    llm_server.add_rule(Reply(text=json.dumps(SHORT_VERDICT)), match="judge-1")
+    steady_judge_json(llm_server, LONG_VERDICT, "judge-long")
+    steady_judge_json(llm_server, SHORT_VERDICT, "judge-1")
     llm_server.add_rule(Reply(text="Kafka keeps an ordered, replayable log."), match="gpt-5")
     llm_server.add_rule(Reply(text="A queue is simpler to run."), match="claude-sonnet-4-6")
     return load_settings(

@@ -268,7 +268,7 @@ async def test_a_stream_write_takes_the_events_held_before_it_and_a_step_writes_
     llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     srv = llm_server
-    script_judge(srv, "A")
+    script_judge(srv, "A", steady=False)  # passes that split: the judging posts a notice with the verdict
     spec = make_spec("challenge", rounds=1)
     writes: list[list[str]] = []  # each write's events' types, in order
     write = stream_sink.StreamSink._write

@@ -60,7 +60,9 @@ def first_shown_wins(srv: FakeLLMServer) -> None:
     srv.add_rule(Reply(text=verdict_json("A", reasoning="First shown wins."), latency_s=0.1), challenger_first)
 
 
-async def test_split_without_a_third_family_is_low_confidence_with_both_readings(llm_server: FakeLLMServer) -> None:
+async def test_split_without_a_tiebreak_judge_is_no_clear_winner_with_both_readings_and_cruxes(
+    llm_server: FakeLLMServer,
+) -> None:
     srv = llm_server
     script_debaters(srv)
     first_shown_wins(srv)
@@ -70,15 +72,19 @@ async def test_split_without_a_third_family_is_low_confidence_with_both_readings
     passes = [r for r in srv.requests if judging(r)]
     assert len(passes) == 2 and overlapping(passes)
     verdict = result.of(VerdictReached)[0].verdict
-    assert verdict.split is True and verdict.confidence == "low" and verdict.tiebreak_family is None
-    assert verdict.winner == "A"  # the pass with the debaters as seated leads
+    assert verdict.split is True and verdict.confidence == "none" and verdict.tiebreak_family is None
+    assert verdict.no_clear_winner and verdict.clear_winner is None
+    assert "no tie-break judge decided" in verdict.confidence_rule
     assert [(r.kind, r.winner, r.reasoning) for r in verdict.readings] == [
         ("seated", "A", "Debater A backed its claims with specific evidence in round 1."),
         ("swapped", "B", "First shown wins."),
     ]
-    assert any("split, low confidence" in w for w in result.notices("warning"))
+    assert any("No clear winner" in w for w in result.notices("warning"))
+    assert [c.disagreement for c in verdict.cruxes] == ["Whether the team can staff it"]
+    assert verdict.recommendation == "Adopt it behind a feature flag for one quarter."  # both passes recommend it
     shown = "\n".join(render_verdict(verdict, make_spec("challenge"), Style(io.StringIO())))
-    assert "Split — low confidence" in shown
+    assert "No clear winner" in shown and " wins" not in shown.splitlines()[0]
+    assert "Cruxes" in shown and "1. Whether the team can staff it" in shown
     assert "Debaters as seated: A wins" in shown and "Order swapped: B wins" in shown and "First shown wins." in shown
 
 
@@ -119,7 +125,7 @@ async def test_the_tiebreak_pass_runs_exactly_when_the_passes_disagree(
     assert all(not forbidden.search(m["content"]) for m in request.messages)
 
 
-async def test_a_failed_tiebreak_leaves_the_split_at_low_confidence(llm_server: FakeLLMServer) -> None:
+async def test_a_failed_tiebreak_leaves_no_clear_winner(llm_server: FakeLLMServer) -> None:
     srv = llm_server
     script_debaters(srv)
     first_shown_wins(srv)
@@ -128,7 +134,7 @@ async def test_a_failed_tiebreak_leaves_the_split_at_low_confidence(llm_server: 
     result = await run_debate(srv, judged_by_third_families(), env=three_families(srv))
 
     verdict = result.of(VerdictReached)[0].verdict
-    assert verdict.split and verdict.confidence == "low" and verdict.winner == "A"
+    assert verdict.split and verdict.confidence == "none" and verdict.clear_winner is None
     assert verdict.tiebreak_family is None and [r.kind for r in verdict.readings] == ["seated", "swapped"]
     assert any("tie-break judge gave no usable answer" in w for w in result.notices("warning"))
 

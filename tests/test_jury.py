@@ -116,7 +116,7 @@ async def test_no_jurors_prompt_names_a_model_or_a_family(llm_server: FakeLLMSer
         assert all(not forbidden.search(m["content"]) for m in request.messages)
 
 
-async def test_a_tie_goes_to_the_first_named_jurors_pick_at_low_confidence(llm_server: FakeLLMServer) -> None:
+async def test_a_tied_jury_is_no_clear_winner_whoever_was_named_first(llm_server: FakeLLMServer) -> None:
     srv = llm_server
     script_debaters(srv)
     four = (*JURORS, "gemini:juror-four")
@@ -126,8 +126,11 @@ async def test_a_tie_goes_to_the_first_named_jurors_pick_at_low_confidence(llm_s
     result = await run_debate(srv, jury_spec(*four), env=jury_env(srv))
 
     verdict = result.of(VerdictReached)[0].verdict
-    assert verdict.winner == "B" and verdict.jury_tie and verdict.confidence == "low"
-    assert verdict.jury_tally() == "Jury 2–2 for B" and "tie rule" in verdict.confidence_note()
+    assert verdict.no_clear_winner and verdict.clear_winner is None and verdict.jury_tie
+    assert verdict.confidence == "none" and "no majority" in verdict.confidence_rule
+    assert verdict.jury_tally() == "Jury 2–2 (A 2 · B 2), no majority"
+    assert "No clear winner" in verdict.confidence_note() and "tie rule" not in verdict.confidence_note()
+    assert verdict.cruxes and verdict.cruxes[0].disagreement == "Whether the team can staff it"
 
 
 async def test_a_juror_whose_passes_disagree_is_undecided(llm_server: FakeLLMServer) -> None:
@@ -167,7 +170,7 @@ def test_the_alternating_plan_asks_each_juror_once_in_alternating_order() -> Non
     assert len(_plan(JURORS, seats, "swapped")) == 6
 
 
-async def test_a_jury_whose_every_juror_splits_follows_the_seated_passes_at_low_confidence(
+async def test_a_jury_whose_every_juror_splits_is_no_clear_winner(
     llm_server: FakeLLMServer,
 ) -> None:
     srv = llm_server
@@ -178,6 +181,7 @@ async def test_a_jury_whose_every_juror_splits_follows_the_seated_passes_at_low_
 
     verdict = result.of(VerdictReached)[0].verdict
     assert [j.status for j in verdict.jury] == ["undecided"] * 3
-    assert verdict.winner == "A" and verdict.confidence == "low"
-    assert verdict.jury_tally() == "Jury undecided, A as seated"
-    assert "No juror's two order-swapped passes agreed" in verdict.confidence_note()
+    assert verdict.no_clear_winner and verdict.clear_winner is None and not verdict.jury_tie
+    assert verdict.jury_tally() == "Jury undecided: no juror's two passes agreed"
+    assert "No clear winner" in verdict.confidence_note() and "Juror 1 and Juror 2 and Juror 3 did not vote" in (
+        verdict.confidence_note())

@@ -81,7 +81,8 @@ async def test_usage_counts_a_call_that_failed_after_streaming(tmp_path: Path, l
     (estimated from what it streamed) and says how many calls were counted so."""
     async with FakeLLMServer() as srv:
         script_judge(srv, "A")
-        srv.add_rule(Reply(text=" ".join(f"word{n}" for n in range(2000)), cut_after_chars=2000), lambda r: "The proposer opened with:" in
+        words = " ".join(f"word{n}" for n in range(2000))
+        srv.add_rule(Reply(text=words, cut_after_chars=2000), lambda r: "The proposer opened with:" in
                      r.prompt_text)
         env = two_providers(tmp_path, srv) | log_backend.env
         code, _, err = await debate(tmp_path, "run", "Tabs or spaces?", "--rounds", "1", env=env)

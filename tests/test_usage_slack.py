@@ -65,6 +65,7 @@ async def test_usage_shows_an_admin_the_workspace_and_anyone_else_their_own_spen
                 f"({everyone / 900:.1%}; DEBATE_BUDGET_USD_PER_MONTH") in admin, admin
         assert f"{deployment:,.4f}" not in admin and f"{900 - deployment:,.2f}" not in admin, "never the total"
         assert "whole bot" not in admin
+        assert "Calibration: no debate with a rated verdict has side votes yet." in admin  # no side votes yet
 
         await open_home(bot, "U9")
         await open_home(bot, "U1")

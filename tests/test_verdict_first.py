@@ -26,7 +26,7 @@ def shown(message: Message) -> str:
 async def test_the_verdict_follows_the_last_turn_and_carries_its_caveats(tmp_path: Path) -> None:
     limits = slack_limits(post_interval=0.05, updates=600, window=60.0, edit_interval=1.0)
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
-        script_judge(llm, "A")  # the same letter from both order-swapped passes: a split verdict
+        script_judge(llm, "A", steady=False)  # the same letter from both order-swapped passes: a split, No clear winner
         llm.add_rule(Reply(text="Proposer: the benchmark shows 2x."), match="gpt-5")
         llm.add_rule(Reply(text="Challenger: staffing is the risk."), match="claude-sonnet-4-6")
         # a judge of the proposer's own family, and no third family to break the tie
@@ -53,4 +53,5 @@ async def test_the_verdict_follows_the_last_turn_and_carries_its_caveats(tmp_pat
 
             verdict = shown(thread[verdict_at])
             assert f"same model family as debater {shares}" in verdict
-            assert "Split" in verdict and "low confidence" in verdict
+            assert "No clear winner" in verdict and "no tie-break judge decided" in verdict
+            assert "Cruxes" in verdict and "Whether the team can staff it" in verdict

@@ -18,7 +18,7 @@ from orchestrator.models import DebateSpec, JudgeReading, Verdict, Vote
 from tests.debate_harness import make_spec
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, action_payload, slack_settings
-from tests.llm_scripts import script_judge
+from tests.llm_scripts import script_steady_judge
 from tests.test_cli import clean_env, debate
 
 AGREED = Verdict(winner="A", confidence="high", recommendation="Adopt it for one quarter.",
@@ -151,7 +151,7 @@ async def test_history_says_how_often_teams_disagreed_with_the_judge(tmp_path: P
 async def test_a_side_vote_through_bolt_updates_the_judge_and_team_line(tmp_path: Path) -> None:
     limits = slack_limits(post_interval=0.01, updates=600, window=60.0, edit_interval=0.05)
     async with SlackAPIPeer() as peer, FakeLLMServer() as llm:
-        script_judge(llm, "B")
+        script_steady_judge(llm, "challenger")  # B
         settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url)
         async with SlackBot(settings, limits) as bot:
             await bot.command("Should we rewrite ingest in Rust? --rounds 1", peer, channel="C9")

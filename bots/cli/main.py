@@ -186,14 +186,16 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
         rows = await core.history(limit=max(1, min(args.limit, 500)))
         agreement = await core.judge_agreement()
         juries = await core.jury_figures()
+        calibration = await core.calibration()
         if args.json:
             print(json.dumps({"debates": [r.model_dump(mode="json") for r in rows],
                               "teams_vs_judge": {**agreement.model_dump(mode="json"), "rate": agreement.rate},
                               "juries": {**juries.model_dump(mode="json"), "split_rate": juries.split_rate,
-                                         "against_rate": juries.against_rate}},
+                                         "against_rate": juries.against_rate},
+                              "calibration": calibration.as_json()},
                              indent=2))
         else:
-            print(render_history(rows, agreement, juries))
+            print(render_history(rows, agreement, juries, calibration))
         return EXIT_OK
 
     return await _with_core(settings, go)

@@ -26,6 +26,7 @@ from orchestrator.events import (
 )
 from orchestrator.jury_text import dissent_lines, juror_lines
 from orchestrator.log import DebateRecord, DebateSummary, JudgeAgreement, SearchHit
+from orchestrator.log.calibration import Calibration
 from orchestrator.log.jury import JuryFigures
 from orchestrator.models import DebateSpec, Interjection, Outcome, StanceScore, Verdict
 
@@ -57,13 +58,14 @@ def _tokens(outcome: Outcome) -> str:
 def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> list[str]:
     seat = next((s for s in spec.seats if s.label == verdict.winner), None) if spec else None
     who = f"{verdict.winner} ({seat.role}, {seat.model})" if seat else verdict.winner
-    lines = [style("Verdict", "1") + f": {style.seat(verdict.winner, who)} wins"]
+    lines = [style("Verdict", "1") + (": No clear winner" if verdict.no_clear_winner else
+                                      f": {style.seat(verdict.winner, who)} wins")]
     if verdict.changed is not None:
         lines.append(style(("Changed: " if verdict.changed else "Unchanged: ") + verdict.change_note, "1;33"
                            if verdict.changed else "2"))
     confidence = verdict.confidence_note()
     if confidence:
-        warn = verdict.split or verdict.confidence == "low"
+        warn = verdict.uncertain
         lines.append(style(("⚠ " if warn else "") + confidence, "33" if warn else "2"))
     if verdict.family_note():
         lines.append(style("ℹ " + verdict.family_note(), "2"))
@@ -74,6 +76,8 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
     if verdict.evidence:
         lines += ["", style("Decisive evidence", "1"), *(f"  • {item}" for item in verdict.evidence)]
     lines += ["", style("Recommendation", "1"), verdict.recommendation]
+    if verdict.cruxes:
+        lines += ["", style("Cruxes", "1"), *(f"  {line}" for line in verdict.crux_lines())]
     if verdict.split and verdict.readings:  # both readings (and the tie-break's), each with its reasoning
         for reading in verdict.readings:
             lines += ["", style(f"{reading.title}: {reading.winner} wins", "1"), reading.reasoning]
@@ -182,12 +186,13 @@ def agreement_line(agreement: JudgeAgreement) -> str:
 
 
 def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None = None,
-                   juries: JuryFigures | None = None) -> str:
+                   juries: JuryFigures | None = None, calibration: Calibration | None = None) -> str:
     if not rows:
         return "No debates yet. Start one: debate run \"Should we …?\""
     lines = []
     for row in rows:
-        outcome = f"winner {row.winner} ({row.winner_model})" if row.winner else row.status
+        outcome = (f"winner {row.winner} ({row.winner_model})" if row.winner else
+                   "no clear winner" if row.confidence == "none" else row.status)
         if row.split:
             outcome += ", split"
         lines.append(f"{row.id}  {_when(row.created_at)}  {row.format:<9} {outcome:<40.40} "
@@ -196,6 +201,8 @@ def render_history(rows: list[DebateSummary], agreement: JudgeAgreement | None =
         lines += ["", agreement_line(agreement)]
     if juries is not None and juries.text():
         lines.append(juries.text())
+    if calibration is not None:
+        lines.append(calibration.text())
     return "\n".join(lines)
 
 

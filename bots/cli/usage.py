@@ -43,5 +43,9 @@ def since_of(args: argparse.Namespace) -> float:
 
 async def usage_command(args: argparse.Namespace, since: float, core: Core) -> int:
     found = usage(await core.spent_calls(since), since, args.by)
-    print(json.dumps(found.model_dump(mode="json"), indent=2) if args.json else render_usage(found))
+    calibration = await core.calibration()
+    if args.json:
+        print(json.dumps({**found.model_dump(mode="json"), "calibration": calibration.as_json()}, indent=2))
+    else:
+        print(render_usage(found) + "\n\n" + calibration.text())
     return EXIT_OK

@@ -70,7 +70,8 @@ class RecallCog(commands.Cog, name="Recall"):
             raise CommandError("No debates in this channel yet. Start one with `/debate`.")
         lines = []
         for row in rows:
-            winner = f" · winner {row.winner}" + (" (split)" if row.split else "") if row.winner else ""
+            winner = (f" · winner {row.winner}" + (" (split)" if row.split else "") if row.winner else
+                      " · no clear winner" if row.confidence == "none" else "")
             status = STATUS_LABELS.get(row.status, row.status)
             lines.append(f"`{row.id}` {status}{winner} · {row.votes} vote(s) — {safe(row.topic, 120)}")
         embed = discord.Embed(title="Recent debates", description=safe("\n".join(lines), 4000))
@@ -104,8 +105,11 @@ class RecallCog(commands.Cog, name="Recall"):
         if record.rematch_of:
             embed.add_field(name="🔁 Rematch", value=f"Rematch of `{safe(record.rematch_of, 40)}`")
         if record.verdict:
-            embed.add_field(name=f"Winner: {record.verdict.winner}",
+            embed.add_field(name=record.verdict.headline(),
                             value=safe(record.verdict.recommendation or "—", 1024), inline=False)
+            if record.verdict.cruxes:
+                embed.add_field(name="Cruxes", value=safe("\n".join(record.verdict.crux_lines()), 1024),
+                                inline=False)
             if len(record.verdicts) > 1:
                 embed.add_field(name=f"Verdicts ({len(record.verdicts)}, first to latest)",
                                 value=verdicts_text(record), inline=False)
@@ -155,7 +159,8 @@ class RecallCog(commands.Cog, name="Recall"):
         channel_id, guild_id = target
         await interaction.response.defer(ephemeral=True, thinking=True)
         seat = record.seat(record.verdict.winner)
-        winner = f"{seat.label} ({seat.model})" if seat else record.verdict.winner
+        winner = ("no clear winner" if record.verdict.no_clear_winner else
+                  f"{seat.label} ({seat.model})" if seat else record.verdict.winner)
         embed = quote_embed(record.topic, record.verdict.recommendation, winner,
                             _thread_link(record, guild_id), interaction.user.display_name)
         await self.output.send(channel_id, guild_id, embed=embed)

@@ -112,6 +112,8 @@ def _ratings(verdict: Verdict) -> str:
 
 
 def _winner(spec: DebateSpec, verdict: Verdict) -> str:
+    if verdict.no_clear_winner:
+        return "no clear winner"
     try:
         seat = spec.seat(verdict.winner)
     except KeyError:
@@ -127,9 +129,18 @@ def tally_text(tally: Tally, labels: tuple[str, ...]) -> str:
     return " · ".join(parts) + f" — {tally.total} vote(s)"
 
 
+NO_CLEAR_WINNER = "no clear winner"
+
+
+def judge_pick(verdict: Verdict) -> str:
+    """What the judge-beside-team line names: the winner's label, or NO_CLEAR_WINNER."""
+    return verdict.clear_winner or NO_CLEAR_WINNER
+
+
 def judge_and_team(winner: str, tally: Tally, labels: tuple[str, ...]) -> str:
     """The judge's pick beside the team's side votes: "Judge: **A** · Team: 3–1 for B"."""
-    return f"Judge: **{safe(winner, 10)}** · Team: {safe(tally.team_text(labels), 100)}"
+    shown = winner if winner == NO_CLEAR_WINNER else safe(winner, 10)
+    return f"Judge: **{shown}** · Team: {safe(tally.team_text(labels), 100)}"
 
 
 def change_title(verdict: Verdict) -> str:
@@ -140,19 +151,22 @@ def change_title(verdict: Verdict) -> str:
 def verdict_embed(spec: DebateSpec, verdict: Verdict, outcome: Outcome | None, tally: Tally) -> Embed:
     """The judge's verdict; a continuation's (`changed` set) is a "New verdict" saying what changed and why."""
     heading = "🏆 Verdict" if verdict.changed is None else "🏆 New verdict"
-    embed = Embed(title=safe(f"{heading}: {_winner(spec, verdict)} wins", 256), colour=Colour(VERDICT_COLOUR))
+    outcome_text = "No clear winner" if verdict.no_clear_winner else f"{_winner(spec, verdict)} wins"
+    embed = Embed(title=safe(f"{heading}: {outcome_text}", 256), colour=Colour(VERDICT_COLOUR))
     recommendation = verdict.recommendation or "The judge gave no recommendation."
     embed.description = safe(f"**Recommendation**\n{recommendation}", 2500)
     if verdict.changed is not None:
         embed.add_field(name=change_title(verdict), value=safe(verdict.change_note or "—", 1024), inline=False)
     labels = tuple(s.label for s in spec.seats)
-    embed.add_field(name=JUDGE_TEAM_FIELD, value=judge_and_team(verdict.winner, tally, labels), inline=False)
+    embed.add_field(name=JUDGE_TEAM_FIELD, value=judge_and_team(judge_pick(verdict), tally, labels), inline=False)
     confidence = verdict.confidence_note()
     if confidence:
-        warn = verdict.split or verdict.confidence == "low"
+        warn = verdict.uncertain
         embed.add_field(name="⚠️ Confidence" if warn else "Confidence", value=safe(confidence, 1024), inline=False)
     if verdict.family_note():
         embed.add_field(name="Judge's family", value=safe(verdict.family_note(), 1024), inline=False)
+    if verdict.cruxes:
+        embed.add_field(name="Cruxes", value=safe("\n".join(verdict.crux_lines()), 1024), inline=False)
     if verdict.evidence:
         embed.add_field(name="Decisive evidence", inline=False,
                         value=safe("\n".join(f"• {item}" for item in verdict.evidence), 900))
@@ -327,7 +341,8 @@ def verdicts_text(record: DebateRecord) -> str:
     lines = []
     for number, verdict in enumerate(record.verdicts or ((record.verdict,) if record.verdict else ()), 1):
         seat = record.seat(verdict.winner)
-        line = f"{number}. winner **{safe(verdict.winner, 10)}**" + (f" (`{safe(seat.model, 80)}`)" if seat else "")
+        line = (f"{number}. **no clear winner**" if verdict.no_clear_winner else
+                f"{number}. winner **{safe(verdict.winner, 10)}**" + (f" (`{safe(seat.model, 80)}`)" if seat else ""))
         line += " · split" if verdict.split else ""
         if verdict.changed is not None:
             why = f": {safe(verdict.change_note, 300)}" if verdict.change_note else ""

@@ -23,6 +23,7 @@ from bots.discord.buttons import root_view, verdict_view
 from bots.discord.render import (
     ended_embed,
     final_status,
+    judge_pick,
     root_embed,
     seat_colour,
     seat_title,
@@ -173,7 +174,7 @@ def voted(embeds: Sequence[discord.Embed], spec: DebateSpec, verdict: Verdict, t
     posted (the judge's points keep the room the layout gave them)."""
     labels = tuple(seat.label for seat in spec.seats)
     first, *rest = embeds
-    return {"embeds": [with_tally(first, tally, labels, verdict.winner), *rest]}
+    return {"embeds": [with_tally(first, tally, labels, judge_pick(verdict)), *rest]}
 
 
 def _progress(event: RoundStarted) -> str:

@@ -11,6 +11,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from bots.page.markdown import render_markdown
 from bots.page.view import PageView
 from orchestrator.brief.models import size_text
+from orchestrator.debate.confidence import RULES as CONFIDENCE_RULES
 
 STATIC_PATH = "/page/static"
 
@@ -33,6 +34,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("bots.page", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=False, lstrip_blocks=False)
     env.filters.update(markdown=render_markdown, when=_when, usd=_usd, choice=_choice, size=size_text)
+    env.globals["confidence_rules"] = CONFIDENCE_RULES
     return env
 
 

@@ -41,6 +41,8 @@ class PageView:
         if not self.verdicts:
             return f"{self.record.format} debate, {self.record.status}"
         last = self.verdicts[-1].verdict
+        if last.no_clear_winner:
+            return f"No clear winner. {last.recommendation}".strip()
         confidence = f" ({last.confidence} confidence)" if last.confidence else ""
         return f"Winner: {last.winner}{confidence}. {last.recommendation}".strip()
 

@@ -204,6 +204,8 @@ def _md_bullets(title: str, items: tuple[str, ...], limit: int = 900) -> str | N
 
 
 def winner_text(spec: DebateSpec, verdict: Verdict) -> str:
+    if verdict.no_clear_winner:
+        return "no clear winner"
     try:
         seat = spec.seat(verdict.winner)
     except KeyError:
@@ -215,7 +217,8 @@ def judge_and_team(spec: DebateSpec, verdict: Verdict, tally: Tally | None) -> s
     """The judge's pick beside the team's side votes: "Judge: *A* · Team: 3–1 for B"."""
     labels = [s.label for s in spec.seats]
     team = tally.team_text(labels) if tally is not None else "no side votes yet"
-    return f":scales: *Judge:* {safe(verdict.winner, 10)} · *Team:* {safe(team, 100)}"
+    judge = "no clear winner" if verdict.no_clear_winner else safe(verdict.winner, 10)
+    return f":scales: *Judge:* {judge} · *Team:* {safe(team, 100)}"
 
 
 def change_line(verdict: Verdict) -> str:
@@ -257,14 +260,15 @@ def verdict_message(
     blocks: list[Block] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Verdict" if verdict.changed is None else
                                     "New verdict", "emoji": True}},
-        section(f":trophy: *Winner:* {winner}", debate_block_id(spec.id, "verdict")),
+        section(":balance_scale: *No clear winner*" if verdict.no_clear_winner else f":trophy: *Winner:* {winner}",
+                debate_block_id(spec.id, "verdict")),
     ]
     if verdict.changed is not None:
         blocks.append(section(change_line(verdict), debate_block_id(spec.id, "change")))
     blocks.append(section(judge_and_team(spec, verdict, tally), debate_block_id(spec.id, "judge-team")))
     confidence = verdict.confidence_note()
     if confidence:
-        icon = ":warning:" if verdict.split or verdict.confidence == "low" else ":white_check_mark:"
+        icon = ":warning:" if verdict.uncertain else ":white_check_mark:"
         blocks.append(context(f"{icon} {safe(confidence, CONTEXT_LIMIT - 20)}"))
     if verdict.family_note():
         blocks.append(context(f":information_source: {safe(verdict.family_note(), CONTEXT_LIMIT - 30)}"))
@@ -284,6 +288,8 @@ def verdict_message(
         blocks.append(section(f"*Consensus:* {safe(verdict.consensus, 100)}"))
     if verdict.recommendation:
         blocks.append(markdown_block(f"**Recommendation**\n{prose(verdict.recommendation, 2800)}"))
+    if verdict.cruxes:
+        blocks.append(markdown_block(cruxes_markdown(verdict)))
     if verdict.reasoning and not (verdict.split and verdict.readings):  # a split shows every pass's reasoning
         blocks.append(markdown_block(f"**Reasoning**\n{prose(verdict.reasoning, 2800)}"))
     if verdict.ratings:
@@ -301,8 +307,18 @@ def verdict_message(
         blocks.append(context(f"Tokens: {tokens[0]:,} in · {tokens[1]:,} out · debate `{spec.id}`"))
     blocks.append(context(tally_text(spec, tally), debate_block_id(spec.id, "tally")))
     blocks.append(vote_buttons(spec, page))
-    text = plain_text(f"Verdict: {winner} wins. {prose(verdict.recommendation, 2000)}")
+    outcome = "No clear winner" if verdict.no_clear_winner else f"{winner} wins"
+    text = plain_text(f"Verdict: {outcome}. {prose(verdict.recommendation, 2000)}")
     return truncate(text, TEXT_FALLBACK_LIMIT), fit_markdown(blocks[:50])
+
+
+def cruxes_markdown(verdict: Verdict) -> str:
+    """The verdict's cruxes, most decisive first, each with what would settle it (at most three, ~2k chars)."""
+    lines = ["**Cruxes** (what the outcome turns on)"]
+    for i, crux in enumerate(verdict.cruxes[:3], 1):
+        settle = f" — *settled by:* {prose(crux.settle, 300)}" if crux.settle else ""
+        lines.append(f"{i}. {prose(crux.disagreement, 300)}{settle}")
+    return "\n".join(lines)
 
 
 def quote_text(spec: DebateSpec, verdict: Verdict, link: str | None) -> str:

@@ -65,7 +65,8 @@ def models_text(policy: ChatPolicy) -> str:
 
 def summary_line(summary: DebateSummary, url: str | None = None) -> str:
     icon = STATUS_ICON.get(summary.status, "")
-    outcome = f"winner {summary.winner}" if summary.winner else summary.status
+    outcome = (f"winner {summary.winner}" if summary.winner else
+               "no clear winner" if summary.confidence == "none" else summary.status)
     if summary.split:
         outcome += " (split)"
     votes = f" · {summary.votes} vote{'s' if summary.votes != 1 else ''}" if summary.votes else ""
@@ -101,6 +102,8 @@ def _verdict_lines(record: DebateRecord) -> list[str]:
         lines = [f"*Winner:* {winner_text(spec, verdict)}" + (" — :warning: split verdict" if verdict.split else "")]
         if verdict.recommendation:
             lines.append(f"*Recommendation:* {safe_mrkdwn(verdict.recommendation, 1500)}")
+        if verdict.cruxes:
+            lines.append("*Cruxes:*\n" + "\n".join(safe_mrkdwn(line, 400) for line in verdict.crux_lines()))
         return lines
     lines = [f"*Verdicts* ({len(verdicts)}: continued {len(verdicts) - 1} time{'s' if len(verdicts) != 2 else ''})"]
     for number, verdict in enumerate(verdicts, 1):

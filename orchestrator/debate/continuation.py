@@ -58,7 +58,9 @@ def _verdict_values(run: DebateRun, previous: Verdict) -> dict[str, str]:
         role = run.spec.seat(previous.winner).role
     except KeyError:
         role = "debater"
-    verdict = (f"Winner: Debater {previous.winner} ({role})\n"
+    outcome = ("No clear winner (the judging did not agree on a side)" if previous.no_clear_winner else
+               f"Debater {previous.winner} ({role})")
+    verdict = (f"Winner: {outcome}\n"
                f"Reasoning: {previous.reasoning.strip() or '(none given)'}\n"
                f"Recommendation: {previous.recommendation.strip() or '(none given)'}")
     return {"winner": previous.winner, "verdict": quote_block("verdict", verdict)}
@@ -98,12 +100,15 @@ async def play(run: DebateRun, previous: Verdict, rounds_done: int) -> FormatRes
 def settle_change(verdict: Verdict, previous: Verdict) -> Verdict:
     """`changed` is whether the winner differs from the earlier verdict's: the judge's own answer is kept
     when it says so, derived from the winners when it is missing or contradicts them."""
-    changed = verdict.winner != previous.winner
+    changed = verdict.clear_winner != previous.clear_winner
     note = verdict.change_note.strip()
     if verdict.changed is not None and verdict.changed != changed:  # its note argues the wrong case
         log.warning("the continued verdict's judge said changed=%s but the winners say %s", verdict.changed, changed)
         note = ""
     if not note:
-        note = (f"The winner changed from {previous.winner} to {verdict.winner}." if changed
-                else f"{verdict.winner} still wins.")
+        before, after = previous.clear_winner or "no clear winner", verdict.clear_winner or "no clear winner"
+        note = (f"The outcome changed from {before} to {after}." if changed and not (previous.clear_winner and
+                                                                                   verdict.clear_winner)
+                else f"The winner changed from {before} to {after}." if changed
+                else "Still no clear winner." if verdict.no_clear_winner else f"{after} still wins.")
     return verdict.model_copy(update={"changed": changed, "change_note": note})

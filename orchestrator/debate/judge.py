@@ -1,15 +1,16 @@
-"""The verdict: a fresh-context judge asked twice, the debaters' order swapped, the passes compared
-(or, with `spec.judges`, a jury: orchestrator/debate/jury.py).
+"""The verdict: a fresh-context judge asked twice, the debaters' order swapped, the passes compared (or, with
+`spec.judges`, a jury: orchestrator/debate/jury.py).
 
 Both passes run concurrently, each seeing anonymous letters in presentation order, so a judge that favours whoever
-comes first shows as a split verdict instead of a hidden bias. Each answer lists the decisive evidence before it names
-a winner; a provider with a structured-output mode is held to that shape in one call (verdict_answer.py), any other
-answer is read in whatever shape it came, and only one with no winner or recommendation is asked again. When the
-passes disagree, and only then, a judge of a third family (`spec.tiebreak_judge`) decides; without one the verdict
-stays split, low confidence, with both readings. Every pass also sees the audience's notes (quoted as untrusted text)
-and the format's context, relabelled to its letters; a continued debate's judge is asked whether the winner changed
-(`changed`, `change_note`: read when given, never demanded). Nothing here reads the clock or draws a random number: a
-resumed durable run replays the same passes to the same verdict.
+comes first shows as a split verdict instead of a hidden bias. Each answer lists the decisive evidence before it
+names a winner; a provider with a structured-output mode is held to that shape in one call (verdict_answer.py), any
+other answer is read in whatever shape it came, and only one with no winner or recommendation is asked again. When
+the passes disagree, and only then, a judge of a third family (`spec.tiebreak_judge`) decides; without one the
+verdict is No clear winner, with both readings. Confidence comes from the rules of confidence.py, cruxes from
+cruxes.py. Every pass also sees the audience's notes (quoted as untrusted text) and the format's context, relabelled
+to its letters; a continued debate's judge is asked whether the winner changed (`changed`, `change_note`: read when
+given, never demanded). Nothing here reads the clock or draws a random number: a resumed durable run replays the
+same passes to the same verdict.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from orchestrator import tracing
+from orchestrator.debate import confidence, cruxes
 from orchestrator.debate.audience import audience_block
 from orchestrator.debate.formats.base import relabel_text, render_turns
 from orchestrator.debate.jsonparse import parse_error_metadata
@@ -76,25 +78,37 @@ async def judge(
     decided = usable[0]
     split = len(usable) == 2 and usable[0].winner != usable[1].winner
     tiebreak_family = None
+    outcome: confidence.TiebreakOutcome = "none"
     if len(usable) == 1:
-        confidence = "low"
         await run.notice("Only one of the two judge passes gave a usable verdict; it could not be cross-checked.",
                          "warning", with_verdict=True)
-    elif not split:
-        confidence = "high"
-    else:
-        confidence = "low"
+    elif split:
         tiebreak = await _tiebreak(run, seats, turns, context, descriptions)
+        outcome = "failed" if run.spec.tiebreak_judge else "none"
         if tiebreak is not None:
             decided, tiebreak_family = tiebreak, family(run.spec.tiebreak_judge or "")
             readings.append(JudgeReading(kind="tiebreak", winner=tiebreak.winner, reasoning=tiebreak.reasoning,
                                          family=tiebreak_family))
-            if tiebreak.winner in {v.winner for v in usable}:
-                confidence = "medium"
-    return decided.model_copy(update={
-        "split": split, "consensus": consensus, "confidence": confidence, "readings": tuple(readings),
+            outcome = "sided" if tiebreak.winner in {v.winner for v in usable} else "neither"
+            usable.append(tiebreak)
+    rated = confidence.single_judge(len([v for v in passes if v is not None]), split, outcome)
+    return settled(run, decided, rated, usable).model_copy(update={
+        "split": split, "consensus": consensus, "readings": tuple(readings),
         "tiebreak_family": tiebreak_family, "judge_shares_family_with": shares,
     })
+
+
+def settled(run: DebateRun, decided: Verdict, rated: confidence.Rated, verdicts: list[Verdict]) -> Verdict:
+    """`decided` with its confidence, lowered by the evidence checks (the seam: `run.evidence_checks`,
+    empty until citations are checked), the passes' cruxes merged, and, for No clear winner, the
+    recommendation the passes support."""
+    rated = confidence.with_evidence(rated, decided.winner, confidence.evidence_tally(run.evidence_checks))
+    ranked = cruxes.merged(v.cruxes for v in verdicts)
+    update: dict[str, object] = {"confidence": rated.level, "confidence_rule": rated.rule, "cruxes": ranked,
+                                 "evidence_checks": tuple(run.evidence_checks)}
+    if rated.no_clear_winner:
+        update["recommendation"] = cruxes.undecided_recommendation(verdicts, ranked)
+    return decided.model_copy(update=update)
 
 
 def judged_seats(run: DebateRun, turns: list[Turn]) -> list[Seat]:
@@ -120,13 +134,13 @@ async def _tiebreak(
     model = run.spec.tiebreak_judge
     if not model:
         await run.notice("The judge's two passes disagreed and no judge of a third model family is configured: "
-                         "the verdict is split, low confidence; both readings are shown.", "warning",
+                         "No clear winner; both readings and the cruxes are shown.", "warning",
                          with_verdict=True)
         return None
     verdict = (await judge_pass(run, model, seats, turns, context, descriptions, "tiebreak")).verdict
     if verdict is None:
-        await run.notice("The judge's two passes disagreed and the tie-break judge gave no usable answer: the "
-                         "verdict is split, low confidence; both readings are shown.", "warning", with_verdict=True)
+        await run.notice("The judge's two passes disagreed and the tie-break judge gave no usable answer: "
+                         "No clear winner; both readings and the cruxes are shown.", "warning", with_verdict=True)
     return verdict
 
 
@@ -221,6 +235,9 @@ def _parse_verdict(text: str, to_real: dict[str, str]) -> Verdict:
             agreements=tuple(_unletter(s, to_real) for s in text_items(data.get("agreements"))),
             disagreements=tuple(_unletter(s, to_real) for s in text_items(data.get("disagreements"))),
             unresolved=tuple(_unletter(s, to_real) for s in text_items(data.get("unresolved"))),
+            cruxes=tuple(c.model_copy(update={"disagreement": _unletter(c.disagreement, to_real),
+                                              "settle": _unletter(c.settle, to_real)})
+                         for c in cruxes.read_cruxes(data.get("cruxes"), text_items(data.get("disagreements")))),
             ratings=ratings,  # type: ignore[arg-type]
             scores=_scores(data.get("scores"), to_real),
             changed=_flag(data.get("changed")),

@@ -1,5 +1,5 @@
-"""A jury: two to five judges (`spec.judges`), each asked about the anonymous transcript on its own, all at once,
-the verdict the majority's.
+"""A jury: two to five judges (`spec.judges`), each asked about the anonymous transcript on its own, all at once, the
+verdict the majority's.
 
 Every juror gets a single judge's prompt (no model or family named to anyone) and, by default (`JURY_ORDER =
 "swapped"`), two passes with the debaters' order swapped: a juror whose passes disagree is undecided and casts no
@@ -7,18 +7,20 @@ vote, so its position bias costs its vote instead of deciding the verdict. `"alt
 order alternating across the panel (half the calls).
 
 The vote count (`Jury 2–1 for A`), each dissent's reasoning and each juror's tokens and cost travel with the
-verdict. Confidence comes from agreement: every seated juror for the winner is high, a majority with dissent or an
-undecided juror medium, a tie or a single counted vote low. A tie goes to the first-named juror's pick among the tied
-(the order of `--judges`). A juror that fails is dropped with a warning; the verdict's body is the first-named winning
-juror's. Nothing here reads the clock or draws a random number: a resumed run replays to the same verdict.
+verdict. Confidence comes from agreement by the rules of confidence.py: every voting juror for the winner is high, a
+majority with dissent or an undecided juror medium, a single counted vote low; a jury with no majority (a tied vote,
+or no juror whose passes agreed) is No clear winner, whatever the jurors' order. A juror that fails is dropped with
+a warning; the verdict's body is the first-named winning juror's (with no winner: the first answer's), its cruxes
+every juror's merged (cruxes.py). Nothing here reads the clock or draws a random number: a resumed run replays to
+the same verdict.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Literal
 
-from orchestrator.debate.judge import PassResult, judge_pass, judged_seats
+from orchestrator.debate import confidence
+from orchestrator.debate.judge import PassResult, judge_pass, judged_seats, settled
 from orchestrator.debate.run import DebateRun
 from orchestrator.models import JurorVote, Seat, Turn, Verdict
 from orchestrator.providers import family
@@ -64,20 +66,17 @@ async def jury(
     jurors = [_vote(i + 1, panel[i], by_juror[i], family(panel[i]) in debating) for i in range(len(panel))]
     await _say_who_sat(run, jurors)
     votes = [j for j in jurors if j.status == "voted"]
-    if not votes:  # no juror's passes agreed: their passes with the debaters as seated lead, at low confidence
-        votes = [j.model_copy(update={"winner": j.passes[0]}) for j in jurors if j.status == "undecided"]
-        if not votes:
-            return None
-    winner, tie = _majority(votes)
-    decided = next(p.verdict for j in votes if j.winner == winner
-                   for p in by_juror[j.seat - 1] if p.verdict is not None)
-    assert decided is not None
-    confidence = ("low" if tie or len(votes) == 1 or votes[0].status == "undecided" else
-                  "high" if all(j.winner == winner for j in jurors if j.status != "failed") else "medium")
-    return decided.model_copy(update={
-        "winner": winner, "split": any(j.winner != winner for j in votes), "confidence": confidence,
+    undecided = sum(1 for j in jurors if j.status == "undecided")
+    rated, winner = confidence.jury([j.winner for j in votes], undecided)
+    answered = [p.verdict for j in jurors for p in by_juror[j.seat - 1] if p.verdict is not None]
+    if not answered:
+        return None
+    body = [p.verdict for j in votes if j.winner == winner for p in by_juror[j.seat - 1] if p.verdict is not None]
+    decided = (body or answered)[0]
+    return settled(run, decided, rated, answered).model_copy(update={
+        "winner": winner or decided.winner, "split": any(j.winner != winner for j in votes),
         "consensus": consensus, "readings": (), "tiebreak_family": None, "judge_shares_family_with": (),
-        "jury": tuple(jurors), "jury_tie": tie,
+        "jury": tuple(jurors), "jury_tie": winner is None and len(votes) > 1,
     })
 
 
@@ -101,17 +100,6 @@ def _vote(seat: int, model: str, passes: list[PassResult], same_family: bool) ->
         winner=winners[0] if status == "voted" else None, reasoning=usable[0].reasoning if usable else "",
         passes=winners, same_family=same_family, input_tokens=tokens_in, output_tokens=tokens_out,
         cost_usd=estimate_cost(model, tokens_in, tokens_out), calls=sum(p.calls for p in passes))
-
-
-def _majority(votes: list[JurorVote]) -> tuple[str, bool]:
-    """The most-voted debater, and whether the vote was tied (then the first-named juror's pick among
-    the tied debaters wins: the README's tie rule)."""
-    counts = Counter(j.winner for j in votes)
-    top = max(counts.values())
-    leaders = {w for w, n in counts.items() if n == top}
-    first = next(j.winner for j in votes if j.winner in leaders)
-    assert first is not None
-    return first, len(leaders) > 1
 
 
 async def _say_who_sat(run: DebateRun, jurors: list[JurorVote]) -> None:

@@ -53,7 +53,7 @@ from orchestrator.events import (
     TurnStarted,
 )
 from orchestrator.metrics import model_labels, observe_call
-from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, Interjection, Seat, Turn
+from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, EvidenceCheck, Interjection, Seat, Turn
 from orchestrator.providers.base import AnswerSchema, Completion, Message, ModelCall, ProviderError
 from orchestrator.providers.clients import ProviderRegistry
 from orchestrator.providers.pricing import estimate_cost
@@ -126,6 +126,9 @@ class DebateRun:
     spend: SpendWatch | None = None  # None: no budget is set (the after-round step asks nothing)
     stopped_early: str | None = None  # why the debate stops after this round (a budget spent): the formats stop
     brief_prompts: dict[str, str] = field(default_factory=dict)  # the brief as each stage's prompts carry it
+    # every citation checked so far: what the verdict's confidence weighs (confidence.evidence_tally); the
+    # evidence-checking step fills it (issue 54), and until it exists it stays empty: "no evidence checks"
+    evidence_checks: list[EvidenceCheck] = field(default_factory=list)
 
     @property
     def debate_id(self) -> str:

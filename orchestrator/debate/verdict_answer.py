@@ -46,6 +46,7 @@ def verdict_schema(labels: list[str]) -> AnswerSchema:
         "agreements": texts,
         "disagreements": texts,
         "unresolved": texts,
+        "cruxes": {"type": "array", "items": _strict({"disagreement": text, "settle": text})},
         "recommendation": text,
         "scores": {"type": "array", "items": score},
         "changed": {"type": ["boolean", "null"]},

@@ -61,14 +61,16 @@ def _required_iso(ts: float) -> str:
 
 
 def _verdict_json(record: DebateRecord, v: Verdict) -> dict[str, Any]:
-    winner_seat = record.seat(v.winner)
+    winner_seat = record.seat(v.winner) if v.clear_winner else None
     return {
-        "winner": winner_seat.model if winner_seat else v.winner,
+        "winner": (winner_seat.model if winner_seat else v.winner) if v.clear_winner else None,
         "reasoning": v.reasoning,
         "agreements": list(v.agreements),
         "disagreements": list(v.disagreements),
         "recommendation": v.recommendation,
-        "winner_label": v.winner,
+        "winner_label": v.clear_winner,
+        "no_clear_winner": v.no_clear_winner,
+        "reading_label": v.winner,  # whose reading the text came from (the winner's, when there is one)
         "winner_role": winner_seat.role if winner_seat else None,
         "split": v.split,
         "unresolved": list(v.unresolved),
@@ -76,6 +78,9 @@ def _verdict_json(record: DebateRecord, v: Verdict) -> dict[str, Any]:
         "scores": [s.model_dump(mode="json") for s in v.scores],
         "consensus": v.consensus,
         "confidence": v.confidence,
+        "confidence_rule": v.confidence_rule,
+        "cruxes": [c.model_dump(mode="json") for c in v.cruxes],
+        "evidence_checks": [c.model_dump(mode="json") for c in v.evidence_checks],
         "evidence": list(v.evidence),
         "readings": [r.model_dump(mode="json") for r in v.readings],
         "tiebreak_family": v.tiebreak_family,
@@ -213,12 +218,14 @@ def to_shared_json(record: DebateRecord) -> dict[str, Any]:
 
 _VERDICT_FIELDS = ("split", "reasoning", "recommendation", "agreements", "disagreements", "unresolved", "ratings",
                    "scores", "consensus", "confidence", "evidence", "readings", "tiebreak_family",
-                   "judge_shares_family_with", "changed", "change_note")
+                   "judge_shares_family_with", "changed", "change_note", "confidence_rule", "cruxes",
+                   "evidence_checks", "jury", "jury_tie")
 
 
 def _verdict_from_json(data: dict[str, Any]) -> Verdict:
     """A verdict from its `_verdict_json` form (`winner` there is a model string; `winner_label` the seat)."""
-    return Verdict.model_validate({"winner": data["winner_label"]} | {k: data[k] for k in _VERDICT_FIELDS if k in data})
+    winner = data.get("winner_label") or data.get("reading_label")
+    return Verdict.model_validate({"winner": winner} | {k: data[k] for k in _VERDICT_FIELDS if k in data})
 
 
 def from_json(data: dict[str, Any]) -> DebateRecord:

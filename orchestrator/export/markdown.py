@@ -73,12 +73,12 @@ def _verdict_heading(number: int, verdict: Verdict, count: int) -> list[str]:
 def _verdict_lines(record: DebateRecord, verdict: Verdict, *, latest: bool) -> list[str]:
     winner = record.seat(verdict.winner)
     who = f"{verdict.winner} ({winner.role}, `{winner.model}`)" if winner else verdict.winner
-    lines = [f"**Winner: {who}**", ""]
+    lines = ["**No clear winner**" if verdict.no_clear_winner else f"**Winner: {who}**", ""]
     if latest:
         team = record.tally.team_text([s.label for s in record.seats])
-        lines += [f"Judge: {verdict.winner} · Team: {team}", ""]
+        lines += [f"Judge: {verdict.clear_winner or 'no clear winner'} · Team: {team}", ""]
     if verdict.confidence_note():
-        warn = "⚠️ " if verdict.split or verdict.confidence == "low" else ""
+        warn = "⚠️ " if verdict.uncertain else ""
         lines += [f"{warn}{verdict.confidence_note()}", ""]
     if verdict.family_note():
         lines += [verdict.family_note(), ""]
@@ -96,6 +96,8 @@ def _verdict_lines(record: DebateRecord, verdict: Verdict, *, latest: bool) -> l
             lines += [f"**{title}**", "", reasoning.strip() or "—", ""]
     if verdict.recommendation:
         lines += ["**Recommendation**", "", verdict.recommendation.strip(), ""]
+    if verdict.cruxes:
+        lines += ["**Cruxes**", "", *verdict.crux_lines(), ""]
     if verdict.ratings:
         ratings = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in verdict.ratings.items())
         lines += [f"**Debate quality:** {ratings}", ""]

@@ -21,6 +21,7 @@ from typing import Self, TypeVar
 from orchestrator.brief.models import Brief
 from orchestrator.budgets import CallUsage, SpentCall
 from orchestrator.log import audit, maintenance, page_keys, purge, reads, renderers, spend, team, workspaces, writes
+from orchestrator.log.calibration import Calibration, calibration
 from orchestrator.log.dialect import Conn
 from orchestrator.log.jury import JuryFigures, jury_figures
 from orchestrator.log.records import DebateRecord, DebateSummary, JudgeAgreement, MessageRecord, Scope, SearchHit, Tally
@@ -306,6 +307,12 @@ class DebateLog(ABC):
     ) -> JuryFigures:
         """How often juries split and the team sided against them, over what `scope` sees."""
         return await self._read(lambda c: jury_figures(c, scope, platform, channel), JuryFigures())
+
+    async def calibration(
+        self, scope: Scope | None = None, *, platform: str | None = None, channel: str | None = None
+    ) -> Calibration:
+        """How often the team sided with verdicts of each confidence level, over what `scope` sees."""
+        return await self._read(lambda c: calibration(c, scope, platform, channel), Calibration())
 
     async def search(self, query: str, limit: int = 20, scope: Scope | None = None) -> list[SearchHit]:
         """Full-text search over topics, turns and verdicts, best first, one hit per debate (search.py).

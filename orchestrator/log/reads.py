@@ -128,7 +128,7 @@ async def interjection_rows(c: Conn, debate_id: str) -> list[dict[str, Any]]:
 # a debate `d` and its latest verdict `v` (a `continue` adds one; history and agreement read the last)
 LATEST_VERDICT = "v.debate_id = d.id and v.number = (select max(number) from verdicts where debate_id = d.id)"
 SUMMARY_COLUMNS = """
-    d.*, v.winner as v_winner, v.split as v_split, v.recommendation as v_recommendation,
+    d.*, v.winner as v_winner, v.split as v_split, v.recommendation as v_recommendation, v.confidence as v_confidence,
     (select count(*) from votes where votes.debate_id = d.id) as v_votes,
     (select model from seats s where s.debate_id = d.id and s.label = v.winner) as v_model"""
 
@@ -179,6 +179,7 @@ async def judge_agreement(c: Conn, scope: Scope | None, platform: str | None, ch
     """Over debates with a verdict and at least one side vote: how many, and in how many the judge's
     winner got fewer side votes than some other seat (a tie at the top that includes it is no disagreement)."""
     where, args = filters(scope, platform, channel)
+    where = f"{where} and v.winner is not null"  # a No clear winner verdict picked no one to disagree with
     (found,) = await c.rows(f"""
         {per_debate_votes(where)}
         select count(*) as debates, coalesce(sum(case when for_winner < top then 1 else 0 end), 0) as disagreed

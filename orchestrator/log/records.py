@@ -231,6 +231,7 @@ class DebateSummary(DebateRow):
     winner: str | None = None  # seat label
     winner_model: str | None = None
     split: bool = False
+    confidence: str | None = None  # the latest verdict's: high, medium, low, none (No clear winner)
     recommendation: str | None = None  # at most RECOMMENDATION_SNIPPET_CHARS characters
     votes: int = 0
     models: tuple[str, ...] = ()  # the debaters' models in seat order (filled for rematches)

@@ -136,6 +136,7 @@ def summary(row: Row, epoch: Epoch) -> DebateSummary:
         winner=row["v_winner"],
         winner_model=row["v_model"],
         split=bool(row["v_split"]),
+        confidence=row.get("v_confidence"),
         recommendation=recommendation,
         votes=row["v_votes"] or 0,
         models=tuple(json.loads(row["v_models"] or "[]")) if "v_models" in row else (),

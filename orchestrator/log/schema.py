@@ -488,3 +488,13 @@ def m021_audit(step: Step) -> None:
             action text not null, target text not null default '', detail text not null default ''
         );
         create index audit_at on audit (at);""")
+
+
+@migration
+def m022_verdict_confidence(step: Step) -> None:
+    """A verdict's confidence level (high, medium, low, none for No clear winner) as a column, for the
+    calibration figures (orchestrator/log/calibration.py); filled for verdicts already logged from their JSON."""
+    step.both("alter table verdicts add column confidence text")
+    step.sqlite(lambda db: db.execute(
+        "update verdicts set confidence = json_extract(json, '$.confidence') where json_valid(json)"))
+    step.postgres("update verdicts set confidence = (json::jsonb) ->> 'confidence' where left(json, 1) = '{';")

@@ -22,6 +22,7 @@ from typing import Any
 
 from orchestrator.brief.models import Brief
 from orchestrator.budgets import estimate_usd
+from orchestrator.log.calibration import calibration_columns
 from orchestrator.log.dialect import Conn, Sent
 from orchestrator.log.jury import jury_columns
 from orchestrator.log.reads import scope_sql, send_turn_tokens, tally
@@ -211,9 +212,10 @@ async def set_verdict(c: Conn, debate_id: str, verdict: Verdict, at: float, numb
     """Verdict `number` (1, then one per `continue`); a repeated write of that number replaces it in place
     (`on conflict do update`: its row, and so its search entry, stays)."""
     await c.send_debate_exists(debate_id)
-    row = {"debate_id": debate_id, "number": number, "winner": verdict.winner, "split": verdict.split,
+    row = {"debate_id": debate_id, "number": number, "winner": verdict.clear_winner, "split": verdict.split,
            "reasoning": verdict.reasoning, "recommendation": verdict.recommendation, "consensus": verdict.consensus,
-           "json": verdict.model_dump_json(), "at": c.time(at), **jury_columns(verdict)}
+           "json": verdict.model_dump_json(), "at": c.time(at), **jury_columns(verdict),
+           **calibration_columns(verdict)}
     sets = ", ".join(f"{k} = excluded.{k}" for k in row if k not in ("debate_id", "number"))
     await c.send_insert("verdicts", row, f"on conflict (debate_id, number) do update set {sets}")
 

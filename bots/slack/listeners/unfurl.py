@@ -30,7 +30,8 @@ def unfurl_blocks(record: DebateRecord) -> dict[str, Any]:
     if verdict is None or record.spec is None:
         parts.append(blocks.context(f"{record.format} debate · {record.status}"))
     else:
-        confidence = f" · {verdict.confidence} confidence" if verdict.confidence else ""
+        confidence = (" (the judging did not agree)" if verdict.no_clear_winner else
+                      f" · {verdict.confidence} confidence" if verdict.confidence else "")
         split = " · split" if verdict.split else ""
         winner = blocks.winner_text(record.spec, verdict)
         parts.append(blocks.section(f":trophy: *Winner:* {winner}{confidence}{split}"))
