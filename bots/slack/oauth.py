@@ -9,7 +9,6 @@ files the database file's mode.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import sqlalchemy
@@ -28,6 +27,7 @@ from bots.slack.install_stores import (
 )
 from orchestrator.config import ConfigError, Settings
 from orchestrator.log.postgres import redact_url
+from orchestrator.private_files import create_private
 
 # *:read and users:read: conversations.info (is the channel private?) and users.info (an admin?), bots/slack/scope.py
 BOT_SCOPES = ("commands", "chat:write", "chat:write.public", "channels:read", "groups:read", "im:read", "mpim:read",
@@ -42,16 +42,10 @@ def install_db_path(settings: Settings) -> Path:
     return db.with_name(db.name + ".slack-installs.db")
 
 
-def make_private(path: Path) -> None:
-    """Create `path` if missing and set it to 0600 (owner read/write only). The chmod is needed either
-    way: a umask can only narrow the mode os.open asks for, and an existing file keeps its old mode."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))  # never wider than 0600, even for a moment
-    os.chmod(path, 0o600)
-
 
 def sqlite_stores(settings: BotSettings) -> tuple[AsyncSQLiteInstallationStore, AsyncSQLiteStateStore]:
     path = install_db_path(settings)
-    make_private(path)
+    create_private(path, tighten=True)  # it holds the workspaces' tokens
     database = str(path)
     installations = AsyncSQLiteInstallationStore(database=database, client_id=settings.slack_client_id or "")
     states = AsyncSQLiteStateStore(database=database, expiration_seconds=STATE_EXPIRY_S)

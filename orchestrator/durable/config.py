@@ -25,6 +25,7 @@ from dbos import DBOSConfig
 
 from orchestrator import tracing
 from orchestrator.config import Settings
+from orchestrator.private_files import create_private
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,6 @@ POLL_S = 0.1  # notification polling (a front's stream reads on SQLite)
 # a worker's queue poll: each is a dequeue transaction, idle or not, and a debate waits at most this long to start
 QUEUE_POLL_S = 0.25
 MAX_EXECUTOR_THREADS = 16  # DBOS's thread pool (its DB calls); unbounded otherwise
-FILE_MODE = 0o600
 SQLITE_PREFIX = "sqlite:///"
 
 Role = Literal["serve", "worker"]
@@ -71,13 +71,7 @@ def prepare_system_db(url: str) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-    except FileExistsError:
-        pass
-    else:
-        os.fchmod(fd, FILE_MODE)
-        os.close(fd)
+    create_private(path)
     with sqlite3.connect(path, timeout=5.0) as db:
         (mode,) = db.execute("pragma journal_mode").fetchone()
         if mode.lower() != "wal":

@@ -41,6 +41,7 @@ from sqlite_utils import Database
 
 from orchestrator.log.records import LogUnavailableError, ReadOnlyLogError, StoreClosedError, StoreError
 from orchestrator.log.schema import MIGRATIONS_TABLE, migration_names, migrations
+from orchestrator.private_files import FILE_MODE, create_private
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,6 @@ GROUP_MAX = 64  # queued writes one commit takes at most
 BUSY_TIMEOUT_MS = 5000  # one try's wait for another process's write lock (SQLite's busy handler)
 LOCK_WAIT_S = 300.0  # how long a write waits, over its tries, for a lock another process holds
 LOCK_WAIT_VARIABLE = "DEBATE_LOG_LOCK_WAIT_S"
-FILE_MODE = 0o600
 
 
 @dataclass(slots=True)
@@ -77,17 +77,6 @@ def _hand_back(
     except RuntimeError:  # the loop closed while the job ran; nobody is waiting any more
         log.debug("store result dropped: event loop closed")
 
-
-def create_private(path: Path) -> None:
-    """Create the database file with FILE_MODE (umask-independent) unless it exists already."""
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-    except FileExistsError:
-        return
-    try:
-        os.fchmod(fd, FILE_MODE)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ from openai import AsyncOpenAI
 from orchestrator.config import Settings
 from orchestrator.metrics import provider_label
 from orchestrator.providers import sse
-from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError, ProviderNotConfiguredError
+from orchestrator.providers.base import Completion, DeltaCallback, ModelCall, ProviderError
 from orchestrator.providers.http import call_timeout, sdk_http_client
 from orchestrator.providers.paced_read import unpace
 from orchestrator.providers.sdk_errors import CallState, completed_stream, translate_error
@@ -150,17 +150,7 @@ class OpenAICompatProvider:
 
     @classmethod
     def from_settings(cls, spec: ProviderSpec, settings: Settings) -> OpenAICompatProvider:
-        endpoint = spec.endpoint(settings) if spec.endpoint else None
-        if endpoint is None or not endpoint.base_url or not endpoint.api_key:
-            raise ProviderNotConfiguredError(spec.required_variable or "a base URL and key")
-        return cls(
-            spec,
-            api_key=endpoint.api_key,
-            base_url=endpoint.base_url,
-            max_retries=settings.debate_max_retries,
-            timeout_s=settings.debate_call_timeout,
-            secrets=settings.secrets(),
-        )
+        return cls(spec, **spec.client_arguments(settings, needs_base_url=True))  # type: ignore[arg-type]
 
     @property
     def client(self) -> AsyncOpenAI:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.config import Settings
 from orchestrator.models import EFFORTS
-from orchestrator.providers.base import Provider
+from orchestrator.providers.base import Provider, ProviderNotConfiguredError
 
 ProviderFactory = Callable[[Settings], Provider]
 
@@ -150,6 +150,18 @@ class ProviderSpec:
 
     def configured(self, settings: Settings) -> bool:
         return self.is_configured is None or self.is_configured(settings)
+
+    def client_arguments(self, settings: Settings, *, needs_base_url: bool = False) -> dict[str, object]:
+        """What an SDK-backed provider of this spec is built from (its `from_settings`): the endpoint's key and
+        base URL, the retries, the call timeout and the secrets to redact; ProviderNotConfiguredError names
+        the variable to set when the key (or, with `needs_base_url`, the base URL) is missing."""
+        endpoint = self.endpoint(settings) if self.endpoint else None
+        if endpoint is None or not endpoint.api_key or (needs_base_url and not endpoint.base_url):
+            raise ProviderNotConfiguredError(self.required_variable
+                                             or ("a base URL and key" if needs_base_url else "an API key"))
+        return {"api_key": endpoint.api_key, "base_url": endpoint.base_url,
+                "max_retries": settings.debate_max_retries, "timeout_s": settings.debate_call_timeout,
+                "secrets": settings.secrets()}
 
     def default_model(self, effort: str = "medium") -> str | None:
         check_effort(effort)
