@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
+
 from bots.page import PageSite, RateLimit, page_link
 from bots.settings import BotSettings
 from bots.web import WebFront
@@ -124,3 +126,16 @@ async def serve_pages(store: DebateLog, config: BotSettings, *, limit: RateLimit
 def local(link: str, served: Served) -> str:
     """A public page link, at the loopback front that serves it."""
     return link.replace(PUBLIC_URL, served.base)
+
+
+async def read_events(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, str]]:
+    name, data = "", []
+    async for raw in response.content:
+        line = raw.decode().rstrip("\n")
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif not line and name:
+            yield name, "\n".join(data)
+            name, data = "", []

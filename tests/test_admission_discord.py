@@ -7,44 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from bots.discord import DebateBot
-from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings
+from tests.admission_discord_harness import DANA, LEE, NEWCOMER, PRIVATE_CHANNEL, debated, settings_for
 from tests.discord_harness import connected
-from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
+from tests.discord_team_harness import FAST, SIDE_CHANNEL, ask, finished, options, start, verdict_messages
+from tests.fakes.discord_api import DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import FIRST_RECOMMENDATION, is_judge, script_judge
-from tests.test_discord_team import FAST, SIDE_CHANNEL, ask, finished, options, start, verdict_messages
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
-DANA, LEE, NEWCOMER = "740000000000000401", "740000000000000402", "740000000000000403"
-PRIVATE_CHANNEL = "730000000000000009"
 HELD_TOPIC = "Should the held debate wait?"
-
-
-@pytest.fixture
-async def peer() -> AsyncIterator[DiscordPeer]:
-    async with DiscordPeer(everyone_permissions=MEMBER_PERMISSIONS) as server:
-        server.add_channel(SIDE_CHANNEL, "random")
-        server.add_channel(PRIVATE_CHANNEL, "board-room", hidden=True)
-        yield server
-
-
-def settings_for(tmp_path: Path, llm: FakeLLMServer, peer: DiscordPeer, **limits: int) -> Settings:
-    return load_settings(
-        DEBATE_DB=str(tmp_path / "debates.db"), DEBATE_MAX_RETRIES=0, DEBATE_CHAT_MODELS="openai:*,anthropic:*",
-        OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm.openai_base_url,
-        ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=llm.anthropic_base_url,
-        DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
-        **{name: str(value) for name, value in limits.items()},
-    )
 
 
 def hold(llm: FakeLLMServer, gate: asyncio.Event) -> None:
@@ -54,12 +31,6 @@ def hold(llm: FakeLLMServer, gate: asyncio.Event) -> None:
 
     llm.add_rule(Reply(text="I hold my position.", gate=gate), match=held)
     script_judge(llm, "A", recommendation=FIRST_RECOMMENDATION)
-
-
-async def debated(bot: DebateBot, peer: DiscordPeer, topic: str, user: str) -> tuple[str, str]:
-    debate_id, root = await start(peer, peer.slash_command("debate", options(topic), user_id=user))
-    await finished(bot, peer, root)
-    return debate_id, root
 
 
 async def test_continue_by_command_and_form_and_rematch_are_admitted_like_a_start_for_whoever_asks(

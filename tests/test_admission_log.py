@@ -20,10 +20,10 @@ from orchestrator.log.postgres.schema import migrate
 from orchestrator.log.schema import migrations
 from orchestrator.models import DebateSpec, Interjection, Outcome, Seat, Verdict
 from orchestrator.quotas import HOUR_S, STALE_AFTER_S, Quota, QuotaExceeded
+from tests.cli_harness import debate, two_providers
 from tests.fakes.llm_server import FakeLLMServer
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-from tests.test_cli import debate, two_providers
 
 SEATS = (Seat(label="A", role="proposer", model="openai:model-a"),
          Seat(label="B", role="challenger", model="anthropic:model-b"))

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from bots.slack.surface import slack_limits
+from tests.admission_slack_harness import LIMITS
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import FIRST_RECOMMENDATION, is_judge, script_judge
-from tests.test_slack_team import answer, ask, debated, root_of
+from tests.slack_team_harness import answer, ask, debated, root_of
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
-LIMITS = slack_limits(post_interval=0.01, updates=1000, window=1.0, edit_interval=0.05)
 HELD_TOPIC = "Should the held debate wait?"
 
 

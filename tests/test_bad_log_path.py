@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_harness import clean_env, debate, two_providers
 from tests.fakes.llm_server import FakeLLMServer
-from tests.test_cli import clean_env, debate, two_providers
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

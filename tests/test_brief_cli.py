@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_harness import debate, two_providers
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.web_source import SourceServer
 from tests.llm_scripts import is_judge, script_judge
 from tests.pdf_maker import make_pdf
-from tests.test_cli import debate, two_providers
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -14,12 +14,12 @@ from bots.settings import load_settings
 from orchestrator.app import Core
 from orchestrator.config import Settings
 from tests.discord_harness import connected
+from tests.discord_team_harness import FAST
 from tests.fakes.discord_api import CHANNEL_ID, MEMBER_PERMISSIONS, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.web_source import SourceServer
 from tests.llm_scripts import script_judge
 from tests.pdf_maker import make_pdf
-from tests.test_discord_team import FAST
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -11,13 +11,13 @@ import pytest
 
 from orchestrator.app import Core
 from orchestrator.budgets import estimate_usd, month_start
+from tests.admission_discord_harness import DANA, LEE, debated, settings_for
+from tests.budgets_slack_harness import LONG
 from tests.discord_harness import connected
+from tests.discord_team_harness import FAST, SIDE_CHANNEL, ask, options
 from tests.fakes.discord_api import MEMBER_PERMISSIONS, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import is_judge, script_judge
-from tests.test_admission_discord import DANA, LEE, debated, settings_for
-from tests.test_budgets_slack import LONG
-from tests.test_discord_team import FAST, SIDE_CHANNEL, ask, options
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -22,12 +22,12 @@ from tests.council_scripts import MODELS as COUNCIL_MODELS
 from tests.council_scripts import TOPIC as COUNCIL_TOPIC
 from tests.debate_harness import CollectingSink, make_spec, settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.format_stances_harness import MODELS, STANCES, TOPIC, debater, envelope, script_split
+from tests.format_stances_harness import script_judge as script_stances_judge
+from tests.judge_harness import script_debaters
+from tests.jury_harness import JURORS, jury_env, jury_spec, picks
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-from tests.test_format_stances import MODELS, STANCES, TOPIC, debater, envelope, script_split
-from tests.test_format_stances import script_judge as script_stances_judge
-from tests.test_judge import script_debaters
-from tests.test_jury import JURORS, jury_env, jury_spec, picks
 
 MONTH = Budget(per_month=5.0)
 

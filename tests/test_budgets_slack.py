@@ -15,15 +15,15 @@ from orchestrator.budgets import estimate_usd
 from orchestrator.log import open_log
 from orchestrator.models import DebateSpec, Outcome, Seat, Turn
 from orchestrator.quotas import Quota
+from tests.admission_slack_harness import LIMITS
+from tests.budgets_slack_harness import LONG
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import is_judge, script_judge
-from tests.test_admission_slack import LIMITS
-from tests.test_slack_team import answer, ask, debated, root_of
+from tests.slack_team_harness import answer, ask, debated, root_of
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
-LONG = " ".join(f"evidence{n:04d}" for n in range(1400))  # a turn that costs cents (and is no loop: repeats.py)
 HELD_TOPIC = "Should the held debate wait?"
 VARIABLES = {"DEBATE_BUDGET_USD_PER_WORKSPACE_DAY": ("U3", None), "DEBATE_BUDGET_USD_PER_USER_DAY": ("U1", "U3"),
              "DEBATE_BUDGET_USD_PER_MONTH": ("U3", None)}

@@ -17,14 +17,14 @@ from bots.settings import load_settings
 from orchestrator.app import Core
 from orchestrator.config import ConfigError
 from orchestrator.models import MAX_MODEL_CHARS
+from tests.admission_slack_harness import LIMITS
+from tests.cli_harness import debate, two_providers
 from tests.discord_harness import connected
 from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
-from tests.test_admission_slack import LIMITS
-from tests.test_cli import debate, two_providers
-from tests.test_slack_team import answer, ask, debated
+from tests.slack_team_harness import answer, ask, debated
 
 LONG_MODEL = "openai:" + "x" * 5000
 ADMIN_PERMISSIONS = str(int(MEMBER_PERMISSIONS) | 1 << 3)

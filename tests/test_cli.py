@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -13,39 +12,11 @@ import pytest
 import sqlite_utils
 
 from orchestrator.config import Settings
+from tests.cli_harness import PROVIDER_VARS, ROOT, clean_env, debate, two_providers
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
-
-ROOT = Path(__file__).resolve().parent.parent
-PROVIDER_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
-                 "OPENROUTER_API_KEY", "OLLAMA_BASE_URL", "VLLM_BASE_URL", "DEBATE_PROPOSER", "DEBATE_CHALLENGER",
-                 "DEBATE_JUDGE", "DEBATE_DB", "DEBATE_DATABASE_URL")
-
-
-def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
-    env["PYTHONPATH"] = str(ROOT)
-    env["DEBATE_DB"] = str(tmp_path / "debates.db")
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin"  # no stray cli tools
-    env["DEBATE_MAX_RETRIES"] = "0"
-    env.update(extra)
-    return env
-
-
-async def debate(tmp_path: Path, *args: str, env: dict[str, str], limit_s: float = 120) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bots.cli", *args, cwd=tmp_path, env=env,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), limit_s)
-    return proc.returncode or 0, out.decode(), err.decode()
-
-
-def two_providers(tmp_path: Path, srv: FakeLLMServer) -> dict[str, str]:
-    return clean_env(tmp_path, OPENAI_API_KEY="sk-test-openai-key", OPENAI_BASE_URL=srv.openai_base_url,
-                     ANTHROPIC_API_KEY="sk-ant-test-key-123456", ANTHROPIC_BASE_URL=srv.anthropic_base_url)
 
 
 async def test_run_streams_a_cross_family_debate_and_logs_it(tmp_path: Path) -> None:

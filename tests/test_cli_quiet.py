@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_harness import clean_env, debate, two_providers
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import is_judge, script_judge, verdict_json
-from tests.test_cli import clean_env, debate, two_providers
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -3,31 +3,21 @@ Real subprocesses, the real SDKs against the loopback LLM peer, a real SQLite lo
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_harness import debate, two_providers
+from tests.cli_team_harness import debate_with_stdin
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import is_judge, script_judge, verdict_json
-from tests.test_cli import debate, two_providers
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 NOTE = "Our staging cluster already runs Go 1.22 for the billing service."
 FACTS = "New fact: the ingest team has two Go developers since May."
-
-
-async def debate_with_stdin(tmp_path: Path, stdin: str, *args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bots.cli", *args, cwd=tmp_path, env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), 120)
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 def debaters(srv: FakeLLMServer) -> list[RequestRecord]:

@@ -18,11 +18,11 @@ from bots.settings import load_settings
 from bots.slack.surface import slack_limits
 from orchestrator.app import Core
 from orchestrator.models import MAX_COUNCIL, MAX_DEBATERS, MAX_ROUNDS, MAX_TOPIC_CHARS
+from tests.cli_harness import clean_env, debate
 from tests.discord_harness import connected
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
-from tests.test_cli import clean_env, debate
 
 LIMITS = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
 

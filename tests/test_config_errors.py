@@ -10,7 +10,7 @@ from bots.settings import load_settings
 from orchestrator.budgets import BudgetExceeded, check_budget
 from orchestrator.config import ConfigError
 from orchestrator.quotas import Budget, Claim
-from tests.test_cli import clean_env, debate
+from tests.cli_harness import clean_env, debate
 
 
 def test_a_bad_database_url_is_named_without_its_password() -> None:

@@ -15,10 +15,10 @@ from bots.settings import load_settings
 from orchestrator.app import Core
 from orchestrator.config import Settings
 from tests.discord_harness import connected
+from tests.discord_team_harness import CLAUDE, FAST, GPT, finished, options, start, verdict_messages
 from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.test_discord_team import CLAUDE, FAST, GPT, finished, options, start, verdict_messages
-from tests.test_jury import picks
+from tests.jury_harness import picks
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -21,7 +21,7 @@ from orchestrator.app import Core
 from orchestrator.events import TurnStarted
 from tests.discord_harness import connected
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
-from tests.test_thread_resume import _feed, at_least_once, debate_events, spec_for
+from tests.thread_resume_harness import _feed, at_least_once, debate_events, spec_for
 
 FAST = discord_limits(writes=50, window=1.0, edit_interval=0.05)
 

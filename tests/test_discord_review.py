@@ -31,8 +31,8 @@ from tests.debate_harness import make_spec
 from tests.discord_harness import connected
 from tests.fakes.discord_api import APP_ID, CHANNEL_ID, GUILD_ID, MEMBER_PERMISSIONS, TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.fuzz_harness import check_discord
 from tests.llm_scripts import steady_judge_json
-from tests.test_fuzz import check_discord
 
 PRIVATE_CHANNEL = "730000000000000002"
 THREAD = "730000000000000005"

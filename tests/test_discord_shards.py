@@ -16,10 +16,10 @@ from bots.discord import DebateBot, ShardedDebateBot, debate_bot, point_discord_
 from bots.settings import load_settings
 from orchestrator.app import Core
 from tests.discord_harness import running
+from tests.durable_serve_harness import OPENING, until
 from tests.fakes.discord_api import CHANNEL_ID, GUILD_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
-from tests.test_durable_serve import OPENING, until
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -6,7 +6,6 @@ workflows in Postgres (DEBATE_DATABASE_URL)."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -25,24 +24,13 @@ from tests.durable_harness import (
     shown_texts,
     spawn_worker,
 )
+from tests.durable_recovery_harness import calls_made_twice, kill
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import script_judge
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 SLOW_TEXT = " ".join(f"point{i}" for i in range(400))
-
-
-def calls_made_twice(srv: FakeLLMServer) -> list[tuple[str, str]]:
-    made = Counter((r.model, r.prompt_text) for r in srv.requests)
-    return [call for call, times in made.items() if times > 1]
-
-
-async def kill(proc: asyncio.subprocess.Process) -> float:
-    proc.send_signal(signal.SIGKILL)
-    killed_at = time.perf_counter()
-    assert await proc.wait() == -signal.SIGKILL
-    return killed_at
 
 
 async def test_a_worker_killed_mid_call_resumes_and_makes_only_that_call_again(

@@ -30,7 +30,7 @@ from orchestrator.events import EventBase, Notice
 from orchestrator.log import DebateRecord, Store
 from tests.dbos_launched import config_for, launched, sqlite_url
 from tests.fakes.slack_api import SlackAPIPeer
-from tests.test_thread_resume import (
+from tests.thread_resume_harness import (
     CHANNEL,
     FAST_SLACK,
     assert_slack_thread_once,

@@ -22,6 +22,7 @@ from orchestrator.export import to_json, to_markdown
 from orchestrator.log import Store
 from orchestrator.models import DebateSpec, Interjection
 from orchestrator.providers import ProviderRegistry
+from tests.cli_harness import clean_env, debate
 from tests.council_scripts import (
     CHAIR,
     MODELS,
@@ -35,7 +36,6 @@ from tests.council_scripts import (
 )
 from tests.debate_harness import CollectingSink, Result, make_spec, run_debate, settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.test_cli import clean_env, debate
 
 
 def council(models: tuple[str, ...] = MODELS) -> DebateSpec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,11 @@ import pytest
 
 from orchestrator.app import Core
 from orchestrator.log import DebateLog
+from tests.durable_serve_harness import OPENING, assert_each_message_once
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
+from tests.front_leases_harness import until
 from tests.llm_scripts import script_judge
-from tests.test_durable_serve import OPENING, assert_each_message_once
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
@@ -47,14 +48,6 @@ async def worker(tmp_path: Path, peer: SlackAPIPeer, llm: FakeLLMServer) -> Asyn
 def front(tmp_path: Path, peer: SlackAPIPeer, llm: FakeLLMServer, name: str,
           lease: tuple[float, float] | None = None) -> SlackBot:
     return SlackBot(settings(tmp_path, peer, llm, TOKENS[name]), role="front", name=name, lease=lease)
-
-
-async def until(predicate: Callable[[], Awaitable[object]], within: float = 30.0) -> None:
-    """Poll what other tasks (or a lease running out) change; there is no event to await."""
-    deadline = time.monotonic() + within
-    while not await predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.05)
 
 
 async def start(bot: SlackBot, peer: SlackAPIPeer, topic: str, team: str) -> None:

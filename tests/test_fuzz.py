@@ -11,7 +11,6 @@ import itertools
 import re
 from typing import Any
 
-import discord
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,6 +24,7 @@ from orchestrator.events import Notice, TurnStarted
 from orchestrator.log import Tally
 from orchestrator.models import MAX_MODEL_CHARS, DebateSpec, Outcome, Seat, StanceScore, Verdict
 from orchestrator.safety import Redactor
+from tests.fuzz_harness import CONTROLS, OUR_LINK, check_discord, check_discord_text
 
 HOSTILE = (
     "@everyone", "@here", "@channel", "@EveryOne", "x@here", "@\u200beveryone", "<!channel>", "<!here>",
@@ -46,9 +46,6 @@ CORPUS = (
 )
 
 SLACK_PING = re.compile(r"<[!@#]|@(?:channel|here|everyone)\b", re.IGNORECASE)
-DISCORD_PING = re.compile(r"@(?:everyone|here)|<(?:@[!&]?|#)\d+>", re.IGNORECASE)
-CONTROLS = re.compile("[\x00\x1b\r\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-OUR_LINK = "https://example.test/thread/1"
 
 # Slack: message text 4,000; section text 3,000; field 2,000; context element 2,000 (we keep to 1,900);
 # header 150; button 75; 50 blocks. Discord: content 2,000; title 256; description 4,096; field name 256,
@@ -94,28 +91,6 @@ def check_slack(text: str, blocks: list[dict[str, Any]]) -> None:
             for element in block["elements"]:
                 assert len(element["text"]["text"]) <= 75
                 assert len(element["value"]) <= 2000
-
-
-def check_discord_text(text: str | None, limit: int) -> None:
-    if text is None:
-        return
-    assert len(text) <= limit
-    assert not DISCORD_PING.search(text), text[:200]
-    assert "](" not in text.replace(f"]({OUR_LINK})", "")
-    assert not CONTROLS.search(text)
-
-
-def check_discord(*embeds: discord.Embed) -> None:
-    assert sum(len(e) for e in embeds) <= 6000
-    for embed in embeds:
-        check_discord_text(embed.title, 256)
-        check_discord_text(embed.description, 4096)
-        check_discord_text(embed.footer.text, 2048)
-        check_discord_text(embed.author.name, 256)
-        assert len(embed.fields) <= 25
-        for field in embed.fields:
-            check_discord_text(field.name, 256)
-            check_discord_text(field.value, 1024)
 
 
 # -- what each text goes through -------------------------------------------------------------------------

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.durable_serve_harness import command, serving, slack_env, stopped
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import script_judge
-from tests.test_durable_serve import command, serving, slack_env, stopped
-from tests.test_metrics import CHALLENGE, completed
-from tests.test_serve import free_port
+from tests.metrics_harness import CHALLENGE, completed
+from tests.serve_harness import free_port
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -16,30 +16,12 @@ from orchestrator.log import Store
 from orchestrator.models import DebateSpec
 from tests.debate_harness import make_spec, overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.judge_harness import PROMPT, challenger_first, judging, proposer_first, script_debaters
 from tests.llm_scripts import verdict_json
-
-PROMPT = "Decide who made the stronger case"
-
-
-def judging(r: RequestRecord) -> bool:
-    return r.model == "judge" and PROMPT in r.prompt_text
 
 
 def tiebreaking(r: RequestRecord) -> bool:
     return r.model == "tiebreak" and PROMPT in r.prompt_text
-
-
-def proposer_first(r: RequestRecord) -> bool:
-    return judging(r) and "- Debater A: proposer" in r.prompt_text
-
-
-def challenger_first(r: RequestRecord) -> bool:
-    return judging(r) and "- Debater A: challenger" in r.prompt_text
-
-
-def script_debaters(srv: FakeLLMServer) -> None:
-    srv.add_rule(Reply(text="PROPOSER: adopt it; the benchmark shows 2x."), lambda r: r.model == "model-a")
-    srv.add_rule(Reply(text="CHALLENGER: the benchmark is synthetic."), lambda r: r.model == "model-b")
 
 
 def three_families(srv: FakeLLMServer) -> dict[str, str]:

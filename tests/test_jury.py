@@ -11,38 +11,16 @@ import pytest
 from bots.cli.terminal import Style, render_verdict
 from orchestrator.debate.jury import _plan
 from orchestrator.events import VerdictReached
-from orchestrator.models import DebateSpec, Seat
-from tests.debate_harness import make_spec, overlapping, run_debate
+from orchestrator.models import Seat
+from tests.debate_harness import overlapping, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.judge_harness import PROMPT, script_debaters
+from tests.jury_harness import JURORS, jury_env, jury_spec, picks
 from tests.llm_scripts import verdict_json
-from tests.test_judge import PROMPT, script_debaters
-
-JURORS = ("gemini:juror-one", "anthropic:juror-two", "ollama:qwen-juror-three")
-
-
-def jury_env(srv: FakeLLMServer) -> dict[str, str]:
-    return {"GEMINI_API_KEY": "gm-test-secret-0123456789", "GEMINI_BASE_URL": srv.openai_base_url,
-            "ANTHROPIC_API_KEY": "sk-ant-test-secret-0123456789", "ANTHROPIC_BASE_URL": srv.anthropic_base_url,
-            "OLLAMA_BASE_URL": srv.openai_base_url}
 
 
 def juror_calls(srv: FakeLLMServer) -> list[RequestRecord]:
     return [r for r in srv.requests if PROMPT in r.prompt_text]
-
-
-def picks(srv: FakeLLMServer, model: str, side: str, *, reasoning: str = "") -> None:
-    """Juror `model` picks `side` ("proposer" or "challenger") whichever order it is shown."""
-    name = model.split(":", 1)[1]
-    for first, letter in (("proposer", "A" if side == "proposer" else "B"),
-                          ("challenger", "A" if side == "challenger" else "B")):
-        text = verdict_json(letter, reasoning=reasoning or f"Debater {letter} carried round 1.",
-                            recommendation=f"Follow the {side}.")
-        srv.add_rule(Reply(text=text, latency_s=0.05),
-                     lambda r, n=name, f=first: r.model == n and f"- Debater A: {f}" in r.prompt_text)
-
-
-def jury_spec(*judges: str) -> DebateSpec:
-    return make_spec("challenge", rounds=1).model_copy(update={"judges": judges or JURORS})
 
 
 async def test_a_split_jury_gives_the_majority_the_dissent_and_medium_confidence(llm_server: FakeLLMServer) -> None:

@@ -13,17 +13,12 @@ from bots.commands import build_spec, parse_command
 from bots.grammar import CommandError, Rematch, parse_team_command
 from orchestrator.config import Settings
 from orchestrator.providers import ProviderRegistry
+from tests.cli_harness import debate
 from tests.fakes.llm_server import FakeLLMServer
-from tests.test_cli import debate, two_providers
-from tests.test_jury import picks
+from tests.jury_commands_harness import jury_env
+from tests.jury_harness import picks
 
 JURY = "gemini:juror-one,ollama:qwen-juror-two,ollama:llama-juror-three"
-
-
-def jury_env(tmp_path: Path, srv: FakeLLMServer) -> dict[str, str]:
-    return two_providers(tmp_path, srv) | {"GEMINI_API_KEY": "gm-test-secret-0123456789",
-                                           "GEMINI_BASE_URL": srv.openai_base_url,
-                                           "OLLAMA_BASE_URL": srv.openai_base_url}
 
 
 @pytest.mark.slow

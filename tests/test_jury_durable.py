@@ -15,9 +15,10 @@ from orchestrator.durable.names import workflow_id
 from orchestrator.models import DebateSpec
 from tests.debate_harness import make_spec
 from tests.durable_harness import DurableBackend, finish, logged_turns, spawn_worker
+from tests.durable_recovery_harness import calls_made_twice, kill
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.test_durable_recovery import calls_made_twice, kill
-from tests.test_jury import PROMPT, picks
+from tests.judge_harness import PROMPT
+from tests.jury_harness import picks
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

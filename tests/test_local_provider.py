@@ -151,7 +151,7 @@ async def test_a_small_context_gets_the_summary_a_round_sooner(llm_server: FakeL
 async def test_a_schema_answer_with_empty_strings_is_unusable_and_asked_once_more(llm_server: FakeLLMServer) -> None:
     """What SmolLM2 did through vLLM's grammar: every field present, every string empty. Each pass asks again
     once (the local provider's schema bounds also ask llama.cpp's grammar for non-empty strings)."""
-    from tests.test_judge import judging, script_debaters
+    from tests.judge_harness import judging, script_debaters
 
     script_debaters(llm_server)
     empty = json.dumps({"evidence": [], "winner": "", "reasoning": "", "recommendation": ""})

@@ -22,7 +22,7 @@ from orchestrator.providers import ProviderRegistry
 from tests.debate_harness import settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
-from tests.test_log_outage import ONE_AT_A_TIME, chat_spec, names_the_lock
+from tests.log_outage_harness import ONE_AT_A_TIME, chat_spec, names_the_lock
 
 BUSY_MS = 200  # one try's busy timeout: the old limit of the whole wait, made small
 HOLDER = """

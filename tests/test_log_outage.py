@@ -10,22 +10,19 @@ import asyncio
 import json
 import os
 import socket
-import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from bots.slack.surface import slack_limits
 from orchestrator.app import RUN_CUT_OFF, sweep_dead_runs
 from orchestrator.debate.engine import Engine
 from orchestrator.debate.jobs import DebateJobs
-from orchestrator.events import LOG_WRITE_FAILED, DebateFailed, EventBase, TurnStarted
+from orchestrator.events import DebateFailed, EventBase, TurnStarted
 from orchestrator.log import writer_thread
-from orchestrator.models import DebateSpec, Seat
 from orchestrator.providers import ProviderRegistry
 from orchestrator.quotas import Quota
 from tests.debate_harness import settings_for
@@ -33,48 +30,7 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-
-SEATS = (Seat(label="A", role="proposer", model="openai:model-a"),
-         Seat(label="B", role="challenger", model="openai:model-b"))
-ONE_AT_A_TIME = Quota(max_running=10, max_running_per_user=1)
-
-
-def chat_spec(topic: str) -> DebateSpec:
-    return DebateSpec(topic=topic, seats=SEATS, judge="openai:judge", rounds=1, platform="slack", workspace="T1",
-                      channel="C1", requested_by="U1")
-
-
-def names_the_lock(error: str) -> bool:
-    """The reason a debate the log stopped gives names the lock that stopped it, not the disk."""
-    return "stayed locked by another" in error and "disk" not in error and error != LOG_WRITE_FAILED
-
-
-class LogLock:
-    """Another connection holding the log's write lock: SQLite `BEGIN EXCLUSIVE` on the file; Postgres
-    `LOCK TABLE turns IN ACCESS EXCLUSIVE MODE` (the store's connections give up after `lock_timeout`)."""
-
-    def __init__(self, backend: LogBackend) -> None:
-        self.backend = backend
-        self._sqlite: sqlite3.Connection | None = None
-        self._pg: psycopg.Connection[Any] | None = None
-
-    def take(self) -> None:
-        if self.backend.name == "sqlite":
-            self._sqlite = sqlite3.connect(self.backend.target, timeout=10, isolation_level=None)
-            self._sqlite.execute("BEGIN EXCLUSIVE")
-        else:
-            self._pg = psycopg.connect(self.backend.target)
-            self._pg.execute("LOCK TABLE turns IN ACCESS EXCLUSIVE MODE")
-
-    def release(self) -> None:
-        if self._sqlite is not None:
-            self._sqlite.execute("ROLLBACK")
-            self._sqlite.close()
-            self._sqlite = None
-        if self._pg is not None:
-            self._pg.rollback()
-            self._pg.close()
-            self._pg = None
+from tests.log_outage_harness import ONE_AT_A_TIME, LogLock, chat_spec, names_the_lock
 
 
 @dataclass

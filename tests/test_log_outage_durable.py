@@ -18,11 +18,11 @@ from orchestrator.events import LOG_WRITE_FAILED, DebateFailed, TextDelta
 from orchestrator.log.writer_thread import LOCK_WAIT_VARIABLE
 from tests.debate_harness import make_spec
 from tests.durable_harness import DurableBackend, StreamFollower, finish, spawn_worker
+from tests.durable_recovery_harness import kill
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-from tests.test_durable_recovery import kill
-from tests.test_log_outage import LogLock
+from tests.log_outage_harness import LogLock
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

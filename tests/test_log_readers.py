@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from orchestrator.app import runner_name
+from tests.cli_harness import debate, two_providers
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
-from tests.test_cli import debate, two_providers
-from tests.test_serve import free_port
+from tests.serve_harness import free_port
 
 TOPIC = "Should the ingest queue move to Kafka?"
 
@@ -105,8 +105,8 @@ async def test_reading_commands_beside_a_live_durable_server_change_nothing(tmp_
     """`debate serve` runs a debate as a workflow (held in its first call); every reading command, as a
     subprocess beside it, leaves the log row and the workflow's row as they were, and the debate ends normally."""
     from tests.fakes.slack_api import SlackAPIPeer
-    from tests.test_durable_serve import command, serving, slack_env, stopped
-    from tests.test_serve import slack_verdict_posted
+    from tests.durable_serve_harness import command, serving, slack_env, stopped
+    from tests.serve_harness import slack_verdict_posted
 
     gate = asyncio.Event()
     db = tmp_path / "debates.db"

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Iterable
-from contextlib import closing
 from pathlib import Path
 
 import aiohttp
@@ -16,17 +15,17 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from tests.durable_serve_harness import command, serving, slack_env, spawn, stopped
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import is_judge, script_judge
-from tests.test_durable_serve import command, serving, slack_env, spawn, stopped
-from tests.test_serve import free_port, health_until, slack_verdict_posted
+from tests.metrics_harness import CHALLENGE, completed, debate_rows
+from tests.serve_harness import free_port, health_until
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 TOPIC = "Should the billing service move to event sourcing?"
 OPENING = "You open the debate as the proposer"
-CHALLENGE = "You are the challenger."
 
 
 async def scrape(port: int) -> list[Sample]:
@@ -39,12 +38,6 @@ async def scrape(port: int) -> list[Sample]:
 
 def total(samples: Iterable[Sample], name: str, **labels: str) -> float:
     return sum(s.value for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
-
-
-def debate_rows(db: Path) -> list[sqlite3.Row]:
-    with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as conn:
-        conn.row_factory = sqlite3.Row
-        return conn.execute("select * from debates").fetchall()
 
 
 def assert_no_unbounded_labels(samples: list[Sample], rows: list[sqlite3.Row]) -> None:
@@ -65,15 +58,6 @@ async def settled(port: int, slack: SlackAPIPeer) -> list[Sample]:
             return samples
         await asyncio.sleep(0.1)
     return samples
-
-
-async def completed(db: Path, slack: SlackAPIPeer) -> None:
-    await slack.wait_for(lambda _: [r["status"] for r in debate_rows(db)] not in ([], ["running"]), within=90)
-    assert [(r["status"], r["error"]) for r in debate_rows(db)] == [("completed", None)]
-    await slack.wait_for(slack_verdict_posted, within=30)
-    # the root's last edit says how the debate ended: after it, the front writes nothing more
-    await slack.wait_for(lambda p: any(m.thread_ts is None and "(completed)" in m.text for m in p.messages.values()),
-                         within=30)
 
 
 async def test_serve_counts_model_calls_retries_tokens_and_slack_429s(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from bots.web import from_this_host
+from tests.cli_harness import clean_env
+from tests.durable_serve_harness import serving, slack_env, spawn, stopped
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer
-from tests.test_cli import clean_env
-from tests.test_durable_serve import serving, slack_env, spawn, stopped
-from tests.test_serve import free_port, health_until
+from tests.serve_harness import free_port, health_until
 
 PROXIED = ({"X-Forwarded-For": "203.0.113.9"}, {"Forwarded": "for=203.0.113.9;proto=https"},
            {"X-Real-IP": "203.0.113.9"})

@@ -15,7 +15,7 @@ from orchestrator.export import from_json, to_json
 from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Interjection, Seat, StanceScore, Turn, Verdict
 from tests.log_backends import LogBackend
-from tests.page_harness import PUBLIC_URL, finish, local, log_debate, serve_pages, settings, turn
+from tests.page_harness import PUBLIC_URL, finish, local, log_debate, read_events, serve_pages, settings, turn
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -168,19 +168,6 @@ def test_a_bucket_refills_with_time() -> None:
     assert [limit.allow("a", at=0.0) for _ in range(3)] == [True, True, False]
     assert limit.allow("b", at=0.0)  # another address has its own bucket
     assert limit.allow("a", at=1.5)
-
-
-async def read_events(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, str]]:
-    name, data = "", []
-    async for raw in response.content:
-        line = raw.decode().rstrip("\n")
-        if line.startswith("event: "):
-            name = line[7:]
-        elif line.startswith("data: "):
-            data.append(line[6:])
-        elif not line and name:
-            yield name, "\n".join(data)
-            name, data = "", []
 
 
 async def test_a_running_debates_stream_sends_each_new_turn_and_ends_at_the_verdict(store: DebateLog) -> None:

@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 
 from orchestrator.log import open_log
+from tests.cli_harness import clean_env, debate
 from tests.page_harness import PUBLIC_URL, local, log_debate, serve_pages, settings
-from tests.test_cli import clean_env, debate
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -13,10 +13,10 @@ import pytest
 
 from bots.page import page_link
 from orchestrator.log import open_log
+from tests.cli_harness import clean_env
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer
 from tests.page_harness import PUBLIC_URL, log_debate, settings
-from tests.test_cli import clean_env
-from tests.test_serve import free_port
+from tests.serve_harness import free_port
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -15,8 +15,7 @@ from bots.slack.blocks import PAGE_ACTION
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
-from tests.page_harness import PUBLIC_URL, VERDICT, local, log_debate, serve_pages
-from tests.test_page import read_events
+from tests.page_harness import PUBLIC_URL, VERDICT, local, log_debate, read_events, serve_pages
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

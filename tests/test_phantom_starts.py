@@ -24,13 +24,13 @@ from bots.thread.start import TOO_SLOW
 from bots.thread.tail import START_CUT_OFF
 from orchestrator.app import Core
 from orchestrator.log import DebateRecord, Store
+from tests.cli_harness import clean_env
 from tests.discord_harness import connected
+from tests.durable_serve_harness import spawn
 from tests.fakes.discord_api import TOKEN, Call, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer
 from tests.llm_scripts import script_judge
-from tests.test_cli import clean_env
-from tests.test_durable_serve import spawn
-from tests.test_serve import discord_verdict_posted, free_port, health_until
+from tests.serve_harness import discord_verdict_posted, free_port, health_until
 
 USER = "740000000000000101"
 

@@ -19,7 +19,7 @@ from orchestrator.events import TextDelta
 from orchestrator.log import Store
 from orchestrator.models import DebateSpec
 from tests.fakes.slack_api import SlackAPIPeer
-from tests.test_thread_resume import (
+from tests.thread_resume_harness import (
     A_TEXT,
     CHANNEL,
     FAST_SLACK,

@@ -28,8 +28,8 @@ from tests.debate_harness import settings_for
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
+from tests.log_outage_harness import chat_spec
 from tests.postgres_server import PostgresServer, PostgresUnavailable
-from tests.test_log_outage import chat_spec
 
 pytestmark = pytest.mark.postgres
 

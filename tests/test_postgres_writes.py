@@ -8,7 +8,6 @@ a stop is final) is tested in test_durable_log.py."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict
 from orchestrator.quotas import Quota
 from tests.debate_harness import make_spec
 from tests.pg_round_trips import RoundTrips
+from tests.postgres_writes_harness import _until_waiting
 
 pytestmark = pytest.mark.postgres
 
@@ -172,21 +172,6 @@ def _holding_the_row(url: str, debate_id: str) -> psycopg.Connection[Any]:
     holder = psycopg.connect(url)
     holder.execute("select 1 from debates where id = %s for update", [debate_id])
     return holder
-
-
-def _waiting_on_locks(url: str) -> int:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("select count(*) from pg_stat_activity where datname = current_database()"
-                           " and wait_event_type = 'Lock'").fetchone()
-    return int(row[0]) if row else 0
-
-
-async def _until_waiting(url: str, count: int) -> None:
-    """Polls the server (a lock wait sends the client nothing to await)."""
-    deadline = time.monotonic() + 10
-    while await asyncio.to_thread(_waiting_on_locks, url) < count:
-        assert time.monotonic() < deadline, "the writes did not wait for the debate's row lock"
-        await asyncio.sleep(0.01)
 
 
 REPEATED: dict[str, tuple[Write, str]] = {

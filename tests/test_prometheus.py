@@ -17,12 +17,12 @@ import aiohttp
 import pytest
 import yaml
 
+from tests.durable_serve_harness import command, serving, slack_env, spawn, stopped
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import script_judge
-from tests.test_durable_serve import command, serving, slack_env, spawn, stopped
-from tests.test_metrics import CHALLENGE, debate_rows
-from tests.test_serve import free_port, health_until
+from tests.metrics_harness import CHALLENGE, debate_rows
+from tests.serve_harness import free_port, health_until
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMETHEUS = shutil.which("prometheus")

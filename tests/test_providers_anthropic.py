@@ -10,8 +10,9 @@ from aiohttp import web
 
 from orchestrator.providers import budget, provider_spec
 from orchestrator.providers.anthropic_api import AnthropicProvider, to_anthropic
-from orchestrator.providers.base import Message, ModelCall, ProviderError, ProviderTimeout
+from orchestrator.providers.base import Message, ProviderError, ProviderTimeout
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.providers_anthropic_harness import call
 
 ANTHROPIC = provider_spec("anthropic")
 KEY = "sk-ant-test-KEY-0123456789"
@@ -19,16 +20,6 @@ KEY = "sk-ant-test-KEY-0123456789"
 
 def make(server: FakeLLMServer, *, retries: int = 0) -> AnthropicProvider:
     return AnthropicProvider(ANTHROPIC, api_key=KEY, base_url=server.anthropic_base_url, max_retries=retries)
-
-
-def call(*messages: tuple[str, str], model: str = "claude-sonnet-4-6", **kw: object) -> ModelCall:
-    if not messages:
-        messages = (("system", "You judge debates."), ("user", "Who won?"))
-    return ModelCall(
-        model=model,
-        messages=tuple(Message(role=r, content=c) for r, c in messages),  # type: ignore[arg-type]
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 async def test_streams_deltas_and_reports_usage(llm_server: FakeLLMServer) -> None:

@@ -17,6 +17,7 @@ from orchestrator.providers.base import Message, ModelCall, ProviderError, Provi
 from orchestrator.providers.openai_compat import OpenAICompatProvider
 from orchestrator.providers.vendors.ollama import ollama_v1_url
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.providers_openai_harness import _raw_server
 
 KEY = "sk-test-KEY-0123456789"
 
@@ -284,31 +285,6 @@ def test_sse_stream_error_quotes_only_a_safe_code() -> None:
 
 
 # ---- bodies the fake server does not send, from a raw SSE endpoint ----
-
-
-async def _raw_server(body: bytes, stall_s: float = 0.0,
-                      headers: dict[str, str] | None = None) -> tuple[web.AppRunner, str]:
-    """POST /v1/chat/completions answers 200 with `body` as an event stream (two writes, split mid-way,
-    with `stall_s` of silence between them; `headers` added to the response's)."""
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", **(headers or {})})
-        await resp.prepare(request)
-        half = len(body) // 2
-        await resp.write(body[:half])
-        await asyncio.sleep(stall_s)
-        await resp.write(body[half:])
-        await resp.write_eof()
-        return resp
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
 
 
 def _chunk(delta: dict[str, object], finish: str | None = None) -> str:

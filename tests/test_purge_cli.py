@@ -17,12 +17,12 @@ import pytest
 
 from orchestrator.log.audit import Actor
 from orchestrator.models import ChannelDefaults, Interjection, Outcome, Vote
+from tests.cli_harness import clean_env, debate
 from tests.log_backends import LogBackend
 from tests.page_harness import PUBLIC_URL, local, serve_pages, settings
-from tests.test_cli import clean_env, debate
-from tests.test_postgres_writes import _until_waiting
-from tests.test_purge_log import NOON, PERSON, PERSON_NAME, dump, holding, rows_of
-from tests.test_purge_log import debate as seed
+from tests.postgres_writes_harness import _until_waiting
+from tests.purge_log_harness import NOON, PERSON, PERSON_NAME, dump, holding, rows_of
+from tests.purge_log_harness import debate as seed
 
 SECRET = "page-secret-for-tests-0123456789abcdef0123456789"
 

@@ -24,13 +24,13 @@ from orchestrator.app import Core
 from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Outcome, Seat
 from orchestrator.quotas import HOUR_S, STALE_AFTER_S, Quota, QuotaExceeded
+from tests.cli_harness import debate, two_providers
 from tests.discord_harness import connected
 from tests.fakes.discord_api import CHANNEL_ID, TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
 from tests.llm_scripts import is_judge, script_judge
 from tests.log_backends import LogBackend
-from tests.test_cli import debate, two_providers
 
 LIMITS = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05)
 OPENING = "You open the debate as the proposer"

@@ -22,10 +22,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.cli_harness import clean_env
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.format_stances_harness import envelope, is_split
 from tests.llm_scripts import script_judge
-from tests.test_cli import clean_env
-from tests.test_format_stances import envelope, is_split
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -10,8 +10,8 @@ from orchestrator.log.purge import purged_text
 from orchestrator.models import Outcome
 from orchestrator.retention import DAY_S, HOLD_S, PASS, Retention, audit_budgets
 from tests.log_backends import LogBackend
-from tests.test_purge_log import NOON, figures, rows_of
-from tests.test_purge_log import debate as seed
+from tests.purge_log_harness import NOON, figures, rows_of
+from tests.purge_log_harness import debate as seed
 
 
 class Clock:

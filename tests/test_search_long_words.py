@@ -10,11 +10,11 @@ import pytest
 
 from bots.slack.listeners.command import SOMETHING_WENT_WRONG
 from orchestrator.log import DebateLog
+from tests.cli_harness import clean_env, debate
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.log_backends import LogBackend
-from tests.test_cli import clean_env, debate
-from tests.test_store import make_spec
+from tests.store_harness import make_spec
 
 LONG_RUNS = {"512 emoji": "😀" * 512, "683 stars": "★" * 683, "1000 arrows": "→" * 1000}
 

@@ -12,9 +12,9 @@ import pytest
 from orchestrator.providers import provider_spec
 from orchestrator.providers.anthropic_api import AnthropicProvider
 from orchestrator.providers.base import ProviderError, ProviderTimeout
+from tests.cli_harness import clean_env, debate
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
-from tests.test_cli import clean_env, debate
-from tests.test_providers_anthropic import call
+from tests.providers_anthropic_harness import call
 
 
 def closed_port() -> int:

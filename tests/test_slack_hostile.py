@@ -20,6 +20,7 @@ import pytest
 from bots.slack.blocks import CONTINUE_ACTION, INTERJECT_ACTION, QUOTE_ACTION, VOTE_ACTION
 from bots.slack.modals import CONTINUE_VIEW, INTERJECT_VIEW
 from bots.slack.surface import slack_limits
+from tests.cli_harness import clean_env
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import (
     SIGNING_SECRET,
@@ -31,8 +32,7 @@ from tests.fakes.slack_api import (
     slash_body,
 )
 from tests.llm_scripts import script_judge
-from tests.test_cli import clean_env
-from tests.test_serve import free_port, health_until
+from tests.serve_harness import free_port, health_until
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -22,9 +22,9 @@ from orchestrator.app import Core
 from orchestrator.config import ConfigError
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
+from tests.front_leases_harness import until
 from tests.llm_scripts import script_judge
-from tests.test_front_leases import until
-from tests.test_slack_transports import forgotten, install, installations, uninstall
+from tests.slack_transports_harness import forgotten, install, installations, uninstall
 
 pytestmark = pytest.mark.postgres
 

@@ -12,8 +12,8 @@ import pytest
 
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, slack_settings
-from tests.test_jury import picks
-from tests.test_slack_team import LIMITS, answer, ask, debated
+from tests.jury_harness import picks
+from tests.slack_team_harness import LIMITS, answer, ask, debated
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -15,12 +15,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.slack import blocks as slack_blocks
 from bots.slack.markdown import MARKDOWN_LIMIT, neutralize_markdown, plain_text, to_mrkdwn
 from bots.slack.surface import STREAM_LIMIT, slack_limits
-from bots.thread import turn_key
 from bots.thread.text import outside_code, split_message
 from orchestrator.models import DebateSpec, Seat, Verdict
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
+from tests.slack_markdown_harness import turn_messages
 
 TABLE = "| Option | Weekly cost | Risk |\n|---|---:|:---|\n| **Go** | 3 days | low |\n| Rust | 5 days | `unsafe` |"
 FENCE = '```python\ndef ship(week: int) -> bool:\n    return week % 1 == 0 and "<!here>" != ""\n```'
@@ -41,16 +41,6 @@ MARKDOWN_PUNCTUATION = ("**", "###", "```", "`", "|", "](", "[the dashboard]")
 def prose_of(markdown: str) -> str:
     """What of `markdown` is not code: where a link could render."""
     return outside_code(markdown, lambda text: text, lambda _code: "")
-
-
-async def turn_messages(bot: SlackBot, peer: SlackAPIPeer, debate_id: str, channel: str) -> list[Message]:
-    """The proposer's opening turn, part 0 first, as the log recorded its messages."""
-    recorded = await bot.core.store.messages(debate_id)
-    parts, part = [], 0
-    while (record := recorded.get(turn_key(1, "A", "opening", part))) is not None:
-        parts.append(peer.message(channel, record.message_id))
-        part += 1
-    return parts
 
 
 def rendered_links(markdown: str) -> list[str]:

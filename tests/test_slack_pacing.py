@@ -12,37 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from bots.slack.blocks import turn_header
 from bots.slack.markdown import neutralize_markdown
 from bots.slack.surface import slack_limits
-from bots.thread import Pacer, Urgency, turn_key
+from bots.thread import Pacer, Urgency
 from bots.thread.sink import ThreadSink
 from orchestrator.events import EventBase, TurnStarted
-from orchestrator.log import DebateRecord, Store
-from orchestrator.models import Turn
+from orchestrator.log import DebateRecord
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Call, Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
+from tests.slack_pacing_harness import header_of, shown_turns_match_the_log
 
 FAST = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05, streams=False)
 TurnKey = tuple[str, int, str, str]  # debate id, round, seat, kind
-
-
-def header_of(debate_id: str, turn: Turn) -> str:
-    return turn_header(TurnStarted(debate_id=debate_id, round=turn.round, seat=turn.seat, role=turn.role,
-                                   kind=turn.kind, model=turn.model))
-
-
-async def shown_turns_match_the_log(store: Store, peer: SlackAPIPeer, debate_id: str) -> int:
-    """Every logged turn's message(s) show exactly its text under its header; returns how many turns."""
-    record = await store.get_debate(debate_id)
-    assert record is not None and record.channel is not None
-    for turn in record.turns:
-        ts = await store.get_message(debate_id, turn_key(turn.round, turn.seat, turn.kind, 0))
-        assert ts is not None, turn
-        shown = peer.message(record.channel, ts).markdown
-        assert shown == f"{header_of(debate_id, turn)}\n{neutralize_markdown(turn.text)}"
-    return len(record.turns)
 
 
 def first_posts(peer: SlackAPIPeer, records: list[DebateRecord]) -> dict[TurnKey, tuple[int, Call]]:

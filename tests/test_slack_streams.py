@@ -14,7 +14,7 @@ from bots.thread.streams import settled
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Limits, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
-from tests.test_slack_pacing import shown_turns_match_the_log
+from tests.slack_pacing_harness import shown_turns_match_the_log
 
 TURN = "Evidence first: **the p99 fell** from 80 ms to 12 ms, see [the run](https://x.example). " * 8
 STREAMING = slack_limits(post_interval=0.02, updates=1000, window=1.0, edit_interval=0.05, streams=True)

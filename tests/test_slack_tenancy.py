@@ -6,61 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from slack_sdk.oauth.installation_store import Installation
 
-from bots.slack.surface import slack_limits
 from bots.thread.vote import NOT_A_VOTE
 from orchestrator.log import Scope
 from orchestrator.models import DebateSpec, Seat, Verdict
-from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
+from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, action_payload, shortcut_payload, slack_settings
-from tests.llm_scripts import is_judge, script_judge, verdict_json
+from tests.llm_scripts import script_judge
+from tests.slack_tenancy_harness import LIMITS, SECRET_RECOMMENDATION, _keys, open_home
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
-LIMITS = slack_limits(post_interval=0.01, updates=1000, window=1.0, edit_interval=0.05)
 PRIVATE_TOPIC = "Should we merge with Initech this quarter?"
-SECRET_RECOMMENDATION = "Sign the Initech term sheet before Friday (SECRETREC)."
-SECRET_TURN = "CONFIDENTIALTURN: the Initech numbers say yes."
 SECRETS = ("Initech", "SECRETREC", "CONFIDENTIALTURN")
 PUBLIC_TOPIC = "Kafka or RabbitMQ for the audit log?"
 SEATS = (Seat(label="A", role="proposer", model="openai:gpt-5"),
          Seat(label="B", role="challenger", model="anthropic:claude-sonnet-4-6"))
-
-
-def about_initech(record: RequestRecord) -> bool:
-    return "Initech" in record.prompt_text
-
-
-def script(llm: FakeLLMServer) -> None:
-    llm.add_rule(Reply(text=verdict_json("A", recommendation=SECRET_RECOMMENDATION)),
-                 match=lambda r: is_judge(r) and about_initech(r))
-    script_judge(llm, "A", recommendation="Use Kafka for the audit log.")
-    llm.add_rule(Reply(text=SECRET_TURN), match=about_initech)
-
-
-@pytest.fixture
-async def peer() -> AsyncIterator[SlackAPIPeer]:
-    async with SlackAPIPeer() as p:
-        p.declare_channel("G2", "private")
-        p.declare_channel("D7", "im")
-        yield p
-
-
-@pytest.fixture
-async def bot(tmp_path: Path, peer: SlackAPIPeer, llm_server: FakeLLMServer) -> AsyncIterator[SlackBot]:
-    script(llm_server)
-    settings = slack_settings(str(tmp_path / "d.db"), peer, llm_server.openai_base_url, llm_server.anthropic_base_url)
-    async with SlackBot(settings, LIMITS) as b:
-        yield b
-
-
-_keys = iter(range(1_000_000))
 
 
 async def ask(bot: SlackBot, peer: SlackAPIPeer, text: str, **kwargs: Any) -> str:
@@ -73,17 +39,6 @@ async def ask(bot: SlackBot, peer: SlackAPIPeer, text: str, **kwargs: Any) -> st
 def answers(peer: SlackAPIPeer, key: str | None = None) -> list[str]:
     return [c.params.get("text", "") for c in peer.of("response_url")
             if c.params.get("response_type") == "ephemeral" and (key is None or c.params["key"] == key)]
-
-
-def home_event(user: str, team: str = "T1") -> str:
-    return json.dumps({"token": "legacy", "team_id": team, "api_app_id": "A1", "type": "event_callback",
-                       "event_id": f"Ev{next(_keys)}", "event_time": 1,
-                       "event": {"type": "app_home_opened", "user": user, "channel": "D1", "tab": "home"}})
-
-
-async def open_home(bot: SlackBot, user: str, team: str = "T1") -> None:
-    status, _ = await bot.post(home_event(user, team), headers={"Content-Type": "application/json"})
-    assert status == 200
 
 
 async def run_debate(bot: SlackBot, peer: SlackAPIPeer, topic: str, channel: str, user: str = "U2") -> str:

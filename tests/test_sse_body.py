@@ -16,7 +16,7 @@ from orchestrator.providers.anthropic_api import AnthropicProvider
 from orchestrator.providers.base import Message, ModelCall
 from orchestrator.providers.openai_compat import OpenAICompatProvider
 from tests.fakes.llm_server import FakeLLMServer, Reply
-from tests.test_providers_openai import _raw_server
+from tests.providers_openai_harness import _raw_server
 
 KEY = "sk-test-KEY-0123456789"
 

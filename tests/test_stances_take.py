@@ -18,7 +18,7 @@ from orchestrator.log import Store
 from tests.debate_harness import make_spec, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer
-from tests.test_format_stances import (
+from tests.format_stances_harness import (
     JUDGE,
     MODELS,
     SECRET_GARBAGE,
@@ -28,7 +28,7 @@ from tests.test_format_stances import (
     script_judge,
     script_split,
 )
-from tests.test_thread_resume import CHANNEL, FAST_SLACK
+from tests.thread_resume_harness import CHANNEL, FAST_SLACK
 
 READABLE = "late but readable"
 

@@ -37,12 +37,10 @@ from orchestrator.log import (
 from orchestrator.log.records import to_iso
 from orchestrator.log.schema import MIGRATIONS_TABLE, migration_names, migrations
 from orchestrator.log.search import SEARCH_RECENT_MATCHES
-from orchestrator.models import DebateSpec, Outcome, Seat, Turn, Verdict, Vote
+from orchestrator.models import DebateSpec, Outcome, Turn, Verdict, Vote
 from orchestrator.providers import estimate_cost
 from tests.log_backends import LogBackend
-
-PROPOSER = "anthropic:claude-sonnet-4-5"
-CHALLENGER = "openai:gpt-5"
+from tests.store_harness import CHALLENGER, PROPOSER, make_spec
 
 CONTRACT_COLUMNS = {
     "debates": {
@@ -60,11 +58,6 @@ CONTRACT_COLUMNS = {
     "messages": {"debate_id", "key", "platform", "channel", "message_id"},
     "notices": {"debate_id", "at", "level", "text"},
 }  # fmt: skip
-
-
-def make_spec(topic: str = "Should we rewrite the billing service in Rust?", **kw: object) -> DebateSpec:
-    seats = (Seat(label="A", role="proposer", model=PROPOSER), Seat(label="B", role="challenger", model=CHALLENGER))
-    return DebateSpec(topic=topic, seats=seats, judge=CHALLENGER, **kw)  # type: ignore[arg-type]
 
 
 def make_turn(spec: DebateSpec, round: int, seat: str, text: str, **kw: object) -> Turn:
@@ -225,7 +218,6 @@ async def test_search_for_a_common_word_ranks_the_best_and_newest_first_within_l
     # a word with few matches is ranked over the whole log, however old its debate
     assert [h.debate_id for h in await store.search("zookeeper")] == [oldest]
     assert [h.debate_id for h in await store.search("zookeeper latency")] == [oldest]
-
 
 
 async def test_equal_matches_of_the_same_time_go_to_the_later_written_past_the_ranking_window(

@@ -66,7 +66,7 @@ from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import is_judge, script_judge
 from tests.log_backends import LogBackend
-from tests.test_thread_resume import CHANNEL, FAST_SLACK, VERDICT_TEXT, at_least_once, debate_events, spec_for
+from tests.thread_resume_harness import CHANNEL, FAST_SLACK, VERDICT_TEXT, at_least_once, debate_events, spec_for
 
 NOTE = "Our p99 budget is 50 ms, measured at the edge last quarter."
 LATE_NOTE = "Sent while the worker was down: this must wait for a round that never comes."

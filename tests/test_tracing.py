@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_harness import ROOT, debate, two_providers
+from tests.durable_serve_harness import command, rows, serving, slack_env, spawn, stopped
 from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.otlp_collector import OTLPCollector, ReceivedSpan
 from tests.fakes.slack_api import SlackAPIPeer
 from tests.llm_scripts import is_judge, script_judge
-from tests.test_cli import ROOT, debate, two_providers
-from tests.test_durable_serve import command, rows, serving, slack_env, spawn, stopped
-from tests.test_serve import discord_verdict_posted, free_port, health_until, slack_verdict_posted
+from tests.serve_harness import discord_verdict_posted, free_port, health_until, slack_verdict_posted
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -22,7 +22,7 @@ from tests.fakes.discord_api import TOKEN, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import is_judge, script_judge
-from tests.test_serve import discord_verdict_posted
+from tests.serve_harness import discord_verdict_posted
 
 OPENING = ('<<turn round="1" debater="A" role="proposer" kind="opening">>\n'
            "We should ship weekly: a change of 40 lines < a change of 400 lines, and R&D agrees.\n\n"

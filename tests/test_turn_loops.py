@@ -17,7 +17,7 @@ from orchestrator.providers.base import Completion
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import is_judge, script_judge
-from tests.test_slack_markdown import turn_messages
+from tests.slack_markdown_harness import turn_messages
 
 INTRO = "Postgres is the better store for the debate log.\n\nIt has what we need already:\n\n"
 LOOP = ("The pool caps connections at one hundred per node, so the writers never starve. "

@@ -19,9 +19,9 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-from tests.test_purge_log import NOON
-from tests.test_purge_log import debate as seed
-from tests.test_slack_transports import install, installations
+from tests.purge_log_harness import NOON
+from tests.purge_log_harness import debate as seed
+from tests.slack_transports_harness import install, installations
 
 LIMITS = slack_limits(post_interval=0.02, updates=1000, window=1.0)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_harness import clean_env, debate, two_providers
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
-from tests.test_cli import clean_env, debate, two_providers
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -15,16 +15,12 @@ import pytest
 
 from bots.settings import BotSettings, load_settings
 from orchestrator.app import Core
-from orchestrator.budgets import CallUsage
-from orchestrator.log import DebateLog
-from orchestrator.models import DebateSpec, Outcome, Seat, Turn
 from tests.discord_harness import connected
 from tests.fakes.discord_api import GUILD_ID, MEMBER_PERMISSIONS, TOKEN, DiscordPeer
+from tests.usage_discord_harness import spend
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
-SEATS = (Seat(label="A", role="proposer", model="openai:gpt-5"),
-         Seat(label="B", role="challenger", model="anthropic:claude-sonnet-4-5"))
 ADMIN_PERMISSIONS = str(int(MEMBER_PERMISSIONS) | 1 << 3)  # Administrator
 ME, OTHER, ADMIN = "740000000000000301", "740000000000000302", "740000000000000303"
 
@@ -41,19 +37,6 @@ def settings(tmp_path: Path, peer: DiscordPeer) -> BotSettings:
                          DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
                          DEBATE_BUDGET_USD_PER_USER_DAY="3", DEBATE_BUDGET_USD_PER_WORKSPACE_DAY="25",
                          DEBATE_BUDGET_USD_PER_MONTH="900")
-
-
-async def spend(store: DebateLog, user: str, turn_tokens: int, judge_tokens: int, *, platform: str = "discord",
-                workspace: str = GUILD_ID) -> None:
-    """A finished debate of `user`: one gpt-5 turn and one judge pass, their output tokens as given."""
-    s = DebateSpec(topic="Tabs or spaces?", seats=SEATS, judge="openai:gpt-5", platform=platform,
-                   workspace=workspace, channel="730000000000000001", requested_by=user)
-    await store.create_debate(s)
-    await store.add_turn(Turn(debate_id=s.id, round=1, seat="A", role="proposer", kind="opening",
-                              model="openai:gpt-5", output_tokens=turn_tokens, input_tokens=1000))
-    await store.add_call(CallUsage(attempt=s.id + "-judge", debate_id=s.id, at=time.time(), purpose="judge",
-                                   model="openai:gpt-5", input_tokens=2000, output_tokens=judge_tokens))
-    await store.finish_debate(s.id, Outcome(status="completed", rounds_completed=1))
 
 
 def described(answers: list[dict[str, Any]]) -> str:

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from orchestrator.budgets import month_start
+from tests.admission_slack_harness import LIMITS
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
-from tests.test_admission_slack import LIMITS
-from tests.test_slack_team import answer, ask, debated
-from tests.test_slack_tenancy import open_home
-from tests.test_usage_discord import spend
+from tests.slack_team_harness import answer, ask, debated
+from tests.slack_tenancy_harness import open_home
+from tests.usage_discord_harness import spend
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from bots.slack.surface import slack_limits
+from tests.cli_harness import debate, two_providers
+from tests.cli_team_harness import debate_with_stdin
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SIGNING_SECRET, SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_held, script_judge
-from tests.test_cli import debate, two_providers
-from tests.test_cli_team import debate_with_stdin
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

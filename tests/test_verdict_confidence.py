@@ -19,13 +19,13 @@ from orchestrator.debate.cruxes import merged, read_cruxes, undecided_recommenda
 from orchestrator.export import to_json, to_markdown
 from orchestrator.log import DebateLog, Scope, Store
 from orchestrator.models import Crux, DebateSpec, EvidenceCheck, Outcome, Seat, Verdict, Vote
+from tests.cli_harness import clean_env, debate
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.jury_commands_harness import jury_env
 from tests.llm_scripts import verdict_json
 from tests.log_backends import LogBackend
 from tests.page_harness import local, log_debate, serve_pages
 from tests.page_harness import settings as page_settings
-from tests.test_cli import clean_env, debate
-from tests.test_jury_commands import jury_env
 
 STAFFING = {"disagreement": "Whether the team can staff a Go service", "settle": "the on-call rota for next quarter"}
 COST = {"disagreement": "Whether the 2x benchmark holds on production data", "settle": "a replay of one day's traffic"}

@@ -12,7 +12,7 @@ import pytest
 from orchestrator.events import VerdictReached
 from tests.debate_harness import make_spec, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
-from tests.test_judge import challenger_first, judging, proposer_first, script_debaters
+from tests.judge_harness import challenger_first, judging, proposer_first, script_debaters
 
 REC = "Run a production-shaped benchmark before adopting it."
 EVIDENCE = "Round 1, Debater {w}: \"the benchmark is synthetic\" — never answered"

@@ -15,11 +15,11 @@ from bots.slack.surface import slack_limits
 from orchestrator.export import to_json, to_markdown
 from orchestrator.log import Scope, Store, Tally
 from orchestrator.models import DebateSpec, JudgeReading, Verdict, Vote
+from tests.cli_harness import clean_env, debate
 from tests.debate_harness import make_spec
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, action_payload, slack_settings
 from tests.llm_scripts import script_steady_judge
-from tests.test_cli import clean_env, debate
 
 AGREED = Verdict(winner="A", confidence="high", recommendation="Adopt it for one quarter.",
                  reasoning="A measured it.", evidence=('Round 1, Debater A: "2x on the real workload"',),
