@@ -104,8 +104,8 @@ def test_runner_names_tell_a_serving_host_from_a_cli_process() -> None:
 async def test_reading_commands_beside_a_live_durable_server_change_nothing(tmp_path: Path) -> None:
     """`debate serve` runs a debate as a workflow (held in its first call); every reading command, as a
     subprocess beside it, leaves the log row and the workflow's row as they were, and the debate ends normally."""
-    from tests.fakes.slack_api import SlackAPIPeer
     from tests.durable_serve_harness import command, serving, slack_env, stopped
+    from tests.fakes.slack_api import SlackAPIPeer
     from tests.serve_harness import slack_verdict_posted
 
     gate = asyncio.Event()
