@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 
 import discord
+import pytest
 
 from bots.discord.surface import DiscordThread, discord_limits, message_nonce
 from bots.settings import load_settings
@@ -30,6 +31,7 @@ def _posts(peer: DiscordPeer, channel_id: str) -> list[dict]:
     return [c.body for c in peer.calls if c.method == "POST" and c.path == f"/channels/{channel_id}/messages"]
 
 
+@pytest.mark.slow
 async def test_discord_a_post_lost_to_a_crash_is_the_same_message_when_the_resumed_front_posts_it(
     tmp_path: Path,
 ) -> None:

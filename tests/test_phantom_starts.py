@@ -32,6 +32,8 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.llm_scripts import script_judge
 from tests.serve_harness import discord_verdict_posted, free_port, health_until
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 USER = "740000000000000101"
 
 

@@ -24,6 +24,8 @@ from tests.postgres_writes_harness import _until_waiting
 from tests.purge_log_harness import NOON, PERSON, PERSON_NAME, dump, holding, rows_of
 from tests.purge_log_harness import debate as seed
 
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
 SECRET = "page-secret-for-tests-0123456789abcdef0123456789"
 
 

@@ -8,6 +8,8 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from orchestrator.durable import FrontFeed, workflow_id
 from orchestrator.durable.config import APP_NAME, sqlite_path
 from orchestrator.durable.purge_records import ClientRecords
@@ -18,6 +20,8 @@ from tests.durable_harness import DurableBackend, enqueued, worker_host
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 WORKFLOW_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs", "workflow_events",
                    "streams")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
+import pytest
 from slack_sdk.oauth.installation_store import Installation
 
 from bots.slack.surface import slack_limits
@@ -16,6 +17,8 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings, slash_body
 from tests.llm_scripts import script_judge
 from tests.log_backends import LogBackend
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 ORG = "E0ORG1"
 LIMITS = slack_limits(post_interval=0.02, updates=1000, window=1.0)

@@ -10,7 +10,7 @@ from typing import Any
 from orchestrator.app import Core
 from orchestrator.config import Settings
 from tests.discord_harness import connected
-from tests.discord_tenancy_harness import INSIDER, OTHER_GUILD, _start_held
+from tests.discord_tenancy_harness import INSIDER, OTHER_GUILD, _start_held, peer, settings  # noqa: F401
 from tests.fakes.discord_api import GUILD_ID, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer
 from tests.purge_log_harness import NOON
@@ -33,7 +33,7 @@ def observed(core: Core) -> asyncio.Event:
 
 
 async def test_removed_from_a_guild_the_bot_stops_and_purges_its_debates(
-    settings: Settings, peer: DiscordPeer, llm_server: FakeLLMServer
+    settings: Settings, peer: DiscordPeer, llm_server: FakeLLMServer  # noqa: F811
 ) -> None:
     async with await Core.open(settings) as core, connected(core):
         ended = await seed(core.store, INSIDER, NOON, workspace=GUILD_ID, word="ended", platform="discord")

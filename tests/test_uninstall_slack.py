@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bots.slack.surface import slack_limits
 from orchestrator.retention import DAY_S
 from orchestrator.uninstall import purge_due
@@ -22,6 +24,8 @@ from tests.log_backends import LogBackend
 from tests.purge_log_harness import NOON
 from tests.purge_log_harness import debate as seed
 from tests.slack_transports_harness import install, installations
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 LIMITS = slack_limits(post_interval=0.02, updates=1000, window=1.0)
 
