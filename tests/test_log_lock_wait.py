@@ -89,8 +89,7 @@ def small_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("small_busy_timeout")
 @pytest.mark.slow
-async @pytest.mark.slow
-def test_a_lock_held_past_the_busy_timeout_fails_no_running_debate(tmp_path: Path) -> None:
+async def test_a_lock_held_past_the_busy_timeout_fails_no_running_debate(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     holder = LockHolder(path)
     async with FakeLLMServer() as srv, Store(path, runner="cli:test") as store:
@@ -124,8 +123,7 @@ def test_a_lock_held_past_the_busy_timeout_fails_no_running_debate(tmp_path: Pat
 
 @pytest.mark.usefixtures("small_busy_timeout")
 @pytest.mark.slow
-async @pytest.mark.slow
-def test_a_wait_that_ends_fails_the_debate_naming_the_lock_not_the_disk(
+async def test_a_wait_that_ends_fails_the_debate_naming_the_lock_not_the_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(writer_thread.LOCK_WAIT_VARIABLE, "0.5")

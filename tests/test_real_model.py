@@ -35,6 +35,7 @@ _IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 pytestmark = [
     pytest.mark.real_model,
+    pytest.mark.slow,  # a model server in a child process
     pytest.mark.timeout(900),  # a loaded 2-core machine; the module takes about two minutes on an idle one
     pytest.mark.skipif(_SKIPPED and not _IN_CI, reason="DEBATE_SKIP_REAL_MODEL is set (never skipped under CI)"),
 ]
