@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from orchestrator.app import Core
 from orchestrator.config import Settings
 from tests.discord_harness import connected
@@ -15,6 +17,8 @@ from tests.fakes.discord_api import GUILD_ID, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer
 from tests.purge_log_harness import NOON
 from tests.purge_log_harness import debate as seed
+
+pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
 
 def observed(core: Core) -> asyncio.Event:
