@@ -240,6 +240,9 @@ class EvidenceCheck(Frozen):
     source: str
     status: CheckStatus = "not_checked"
     detail: str = ""  # where it was found, or why it could not be read
+    round: int = 0  # the round of the turn that cited it (0: not known)
+    anchor: str = ""  # the anchor as cited (`§3`, `p.14`), empty for a URL or none given
+    found_at: str = ""  # a verified brief quote: the anchor of the section it was found in
 
 
 class Verdict(Frozen):
