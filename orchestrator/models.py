@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import (
@@ -245,6 +246,28 @@ class EvidenceCheck(Frozen):
     found_at: str = ""  # a verified brief quote: the anchor of the section it was found in
 
 
+def evidence_counts(checks: Iterable[EvidenceCheck]) -> dict[str, dict[str, int]]:
+    """Per seat (in seat order): `cited`, and one count per status."""
+    counts: dict[str, dict[str, int]] = {}
+    for check in checks:
+        seat = counts.setdefault(check.seat, {"cited": 0, "verified": 0, "not_found": 0, "unreachable": 0,
+                                              "not_checked": 0})
+        seat["cited"] += 1
+        seat[check.status] += 1
+    return dict(sorted(counts.items()))
+
+
+def evidence_summary(checks: Iterable[EvidenceCheck]) -> str:
+    """One line: `Evidence: 3 cited · 2 verified · 1 not found` (a status none ended in is not named)."""
+    total = {"cited": 0, "verified": 0, "not_found": 0, "unreachable": 0, "not_checked": 0}
+    for seat in evidence_counts(checks).values():
+        for key, value in seat.items():
+            total[key] += value
+    parts = [f"{total['cited']} cited"] + [f"{total[k]} {k.replace('_', ' ')}" for k in
+                                           ("verified", "not_found", "unreachable", "not_checked") if total[k]]
+    return "Evidence: " + " · ".join(parts)
+
+
 class Verdict(Frozen):
     """The judge's decision. `winner` is a seat label; `split` marks disagreeing judge passes.
 
@@ -280,6 +303,11 @@ class Verdict(Frozen):
     def crux_lines(self) -> list[str]:
         """`1. <disagreement> — settled by: <evidence>`, most decisive first."""
         return [f"{i}. {crux.text()}" for i, crux in enumerate(self.cruxes, 1)]
+
+    def evidence_counts(self) -> dict[str, dict[str, int]]:
+        """Per seat (in seat order): citations made, and how many ended verified, not_found, unreachable
+        and not_checked (the export's `verdict.evidence_counts`)."""
+        return evidence_counts(self.evidence_checks)
 
     def headline(self) -> str:
         """`No clear winner`, or `Winner: A`."""

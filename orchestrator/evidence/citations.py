@@ -38,19 +38,25 @@ class Citation:
         return f"{self.source} {self.anchor}" if self.anchor else self.source
 
 
+def citation_spans(text: str) -> list[tuple[int, int, Citation]]:
+    """Every citation in `text` with where it starts and ends, in the order written (repeats included)."""
+    found: list[tuple[int, int, Citation]] = []
+    for match in BRIEF_CITATION.finditer(text):
+        found.append((match.start(), match.end(),
+                      Citation(source=match.group(1).upper(), anchor=(match.group(2) or "").strip(),
+                               quote=" ".join(match.group(3).split()))))
+    for match in WEB_CITATION.finditer(text):
+        found.append((match.start(), match.end(), Citation(source=match.group(1).rstrip(".,;"),
+                                                           quote=" ".join(match.group(2).split()))))
+    return sorted((f for f in found if f[2].quote), key=lambda f: f[0])
+
+
 def citations(text: str) -> list[Citation]:
     """Every citation in `text`, in the order written, each (source, anchor, quote) once; at most MAX_CITATIONS."""
-    found: list[tuple[int, Citation]] = []
-    for match in BRIEF_CITATION.finditer(text):
-        found.append((match.start(), Citation(source=match.group(1).upper(), anchor=(match.group(2) or "").strip(),
-                                              quote=" ".join(match.group(3).split()))))
-    for match in WEB_CITATION.finditer(text):
-        found.append((match.start(), Citation(source=match.group(1).rstrip(".,;"),
-                                              quote=" ".join(match.group(2).split()))))
     seen: set[Citation] = set()
     ordered: list[Citation] = []
-    for _, citation in sorted(found, key=lambda pair: pair[0]):
-        if citation.quote and citation not in seen:
+    for _, _, citation in citation_spans(text):
+        if citation not in seen:
             seen.add(citation)
             ordered.append(citation)
     return ordered[:MAX_CITATIONS]
