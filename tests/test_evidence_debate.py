@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.events import VerdictReached
+from orchestrator.events import EvidenceChecked, VerdictReached
 from orchestrator.export.document import to_json
 from orchestrator.export.markdown import to_markdown
 from orchestrator.log import Store
@@ -44,6 +44,8 @@ async def test_invented_quotes_are_marked_not_found_for_every_judge(llm_server: 
         result = await run_debate(llm_server, spec, db=db, env={"DEBATE_FETCH_ALLOW_HOSTS": web.allow_hosts})
         assert [r["path"] for r in web.requests] == ["/survey.html"]  # one read for four citations of it
     assert result.outcome.status == "completed", result.outcome
+    lines = [(e.seat, e.summary) for e in result.of(EvidenceChecked)]
+    assert lines == [("A", "Evidence: 2 cited · 2 verified"), ("B", "Evidence: 2 cited · 2 not found")]
     (reached,) = result.of(VerdictReached)
     verdict = reached.verdict
     statuses = {(c.seat, c.quote): c.status for c in verdict.evidence_checks}

@@ -15,6 +15,7 @@ from orchestrator.events import (
     DebateFinished,
     DebateStarted,
     EventBase,
+    EvidenceChecked,
     Interjected,
     Notice,
     RoundStarted,
@@ -152,6 +153,8 @@ class TerminalSink:
                 self._streaming = None
                 stats = f"({turn.input_tokens:,}+{turn.output_tokens:,} tokens · {turn.duration_ms / 1000:.1f} s)"
                 self._print("\n" + self.style(stats, "2"))
+            case EvidenceChecked():
+                self._print(self.style(event.summary, "2"))
             case TurnFailed(turn=turn):
                 self._streaming = None
                 self._print(self.style(f"\n✗ {turn.seat} ({turn.model}) failed: {turn.error}", "31"))

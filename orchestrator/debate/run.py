@@ -44,6 +44,7 @@ from orchestrator.events import (
     CallRecorded,
     EventBase,
     EventBus,
+    EvidenceChecked,
     Interjected,
     Notice,
     RoundCompleted,
@@ -339,8 +340,11 @@ class DebateRun:
             self.evidence = EvidenceChecker(self.spec.brief, Fetcher(FetchPolicy.from_settings(self.settings)))
         checker = self.evidence
 
-        async def check_citations() -> list[EvidenceCheck]:
-            return [self.scrub_check(c) for c in await checker.check_text(turn.seat, turn.round, turn.text)]
+        async def check_citations() -> list[EvidenceCheck]:  # the checks, and the line under the turn they make
+            checks = [self.scrub_check(c) for c in await checker.check_text(turn.seat, turn.round, turn.text)]
+            await self.bus.emit(self.scrub(EvidenceChecked(debate_id=self.debate_id, round=turn.round,
+                                                           seat=turn.seat, kind=turn.kind, checks=tuple(checks))))
+            return checks
 
         checks = await self.steps.call(check_citations)
         self.evidence_checks.extend(checks)
