@@ -245,6 +245,12 @@ class EvidenceCheck(Frozen):
     anchor: str = ""  # the anchor as cited (`§3`, `p.14`), empty for a URL or none given
     found_at: str = ""  # a verified brief quote: the anchor of the section it was found in
 
+    def line(self) -> str:
+        """`B, round 1: not found · S1 §2 “the quote” — not in S1 (best match 62% < 90%)`: plain text, no link."""
+        cited = f"{self.source} {self.anchor}".strip()
+        detail = f" — {self.detail}" if self.detail else ""
+        return f"{self.seat}, round {self.round}: {self.status.replace('_', ' ')} · {cited} “{self.quote}”{detail}"
+
 
 def evidence_counts(checks: Iterable[EvidenceCheck]) -> dict[str, dict[str, int]]:
     """Per seat (in seat order): `cited`, and one count per status."""
@@ -303,6 +309,12 @@ class Verdict(Frozen):
     def crux_lines(self) -> list[str]:
         """`1. <disagreement> — settled by: <evidence>`, most decisive first."""
         return [f"{i}. {crux.text()}" for i, crux in enumerate(self.cruxes, 1)]
+
+    def evidence_lines(self) -> list[str]:
+        """Each seat's counts (`A: 3 cited · 2 verified · 1 not found · 0 unreachable`), then each check's line."""
+        return [f"{seat}: {c['cited']} cited · {c['verified']} verified · {c['not_found']} not found · "
+                f"{c['unreachable']} unreachable" for seat, c in self.evidence_counts().items()] + \
+            [check.line() for check in self.evidence_checks]
 
     def evidence_counts(self) -> dict[str, dict[str, int]]:
         """Per seat (in seat order): citations made, and how many ended verified, not_found, unreachable

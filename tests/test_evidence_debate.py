@@ -5,8 +5,12 @@ verdict and both exports record the checks and each seat's counts."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from bots.cli.terminal import Style, render_verdict
+from bots.page.render import render_main
+from bots.page.view import page_view
 from orchestrator.events import EvidenceChecked, VerdictReached
 from orchestrator.export.document import to_json
 from orchestrator.export.markdown import to_markdown
@@ -79,7 +83,14 @@ async def test_invented_quotes_are_marked_not_found_for_every_judge(llm_server: 
     assert exported["evidence_counts"]["B"]["not_found"] == 2
     markdown = to_markdown(record)
     assert "- B: 2 cited · 0 verified · 2 not found · 0 unreachable" in markdown
-    assert "**not found** · S1 §2 “Hosting is free forever”" in markdown
+    assert "- B, round 1: not found · S1 §2 “Hosting is free forever” — not in S1" in markdown
+    shown = "\n".join(render_verdict(record.verdict, record.spec, Style(io.StringIO())))  # `debate show`
+    assert "  • A: 2 cited · 2 verified · 0 not found · 0 unreachable" in shown
+    assert "  • A, round 1: verified · S1 §2 “Hosting is 3k a month” — found in S1 §2" in shown
+    page = render_main(page_view(record))
+    assert "B 2 cited · 0 verified · 2 not found · 0 unreachable" in page
+    assert '<li class="check not_found">B, round 1: not found · S1 §2 “Hosting is free forever”' in page
+    assert f'href="{url}' not in page  # a cited page is named, never linked
 
 
 def test_the_one_line_summary_names_only_statuses_that_occur() -> None:

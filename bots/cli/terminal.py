@@ -79,6 +79,8 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
     lines += ["", style("Recommendation", "1"), verdict.recommendation]
     if verdict.cruxes:
         lines += ["", style("Cruxes", "1"), *(f"  {line}" for line in verdict.crux_lines())]
+    if verdict.evidence_checks:
+        lines += ["", style("Evidence checks", "1"), *(f"  • {line}" for line in verdict.evidence_lines())]
     if verdict.split and verdict.readings:  # both readings (and the tie-break's), each with its reasoning
         for reading in verdict.readings:
             lines += ["", style(f"{reading.title}: {reading.winner} wins", "1"), reading.reasoning]

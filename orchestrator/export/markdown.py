@@ -99,7 +99,7 @@ def _verdict_lines(record: DebateRecord, verdict: Verdict, *, latest: bool) -> l
     if verdict.cruxes:
         lines += ["**Cruxes**", "", *verdict.crux_lines(), ""]
     if verdict.evidence_checks:
-        lines += ["**Evidence checks**", "", *_evidence_lines(verdict), ""]
+        lines += ["**Evidence checks**", "", *(f"- {line}" for line in verdict.evidence_lines()), ""]
     if verdict.ratings:
         ratings = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in verdict.ratings.items())
         lines += [f"**Debate quality:** {ratings}", ""]
@@ -110,18 +110,6 @@ def _verdict_lines(record: DebateRecord, verdict: Verdict, *, latest: bool) -> l
     lines += _bullets("Agreements", verdict.agreements)
     lines += _bullets("Disagreements", verdict.disagreements)
     lines += _bullets("Unresolved", verdict.unresolved)
-    return lines
-
-
-def _evidence_lines(verdict: Verdict) -> list[str]:
-    """Each seat's tally, then each citation: seat, round, status, source and quote, and what was found."""
-    lines = [f"- {seat}: {c['cited']} cited · {c['verified']} verified · {c['not_found']} not found · "
-             f"{c['unreachable']} unreachable" for seat, c in verdict.evidence_counts().items()]
-    for check in verdict.evidence_checks:
-        cited = f"{check.source} {check.anchor}".strip()
-        detail = f" — {check.detail}" if check.detail else ""
-        lines.append(f"- {check.seat}, round {check.round}: **{check.status.replace('_', ' ')}** · {cited} "
-                     f"“{check.quote}”{detail}")
     return lines
 
 
