@@ -17,15 +17,15 @@ from orchestrator.brief.extract import ExtractError, extract, kind_of
 from orchestrator.brief.fetch import Fetcher, FetchError, FetchRefused, shown_url
 from orchestrator.brief.models import Brief, Source, normal_anchor
 from orchestrator.evidence.citations import Citation, citations
-from orchestrator.evidence.match import MATCH_THRESHOLD, find_quote
+from orchestrator.evidence.match import MATCH_THRESHOLD, Haystack, find_quote
 from orchestrator.models import EvidenceCheck
 
 
 @dataclass(frozen=True)
 class Page:
-    """A URL as read: its text, or why it could not be read (`refused`: fetching off, or not allowed)."""
+    """A URL as read: its text made ready to search, or why it could not be read (`off`: fetching is off)."""
 
-    text: str = ""
+    text: Haystack | None = None
     error: str = ""
     off: bool = False
 
@@ -37,6 +37,7 @@ class EvidenceChecker:
     brief: Brief
     fetcher: Fetcher
     pages: dict[str, asyncio.Task[Page]] = field(default_factory=dict)
+    sources: dict[str, Haystack] = field(default_factory=dict)  # each brief source's text, made ready once
 
     async def check_text(self, seat: str, round: int, text: str) -> list[EvidenceCheck]:
         """Every citation in `text` (a turn by `seat`), checked; the URLs read concurrently."""
@@ -48,14 +49,16 @@ class EvidenceChecker:
                              anchor=citation.anchor)
         if citation.is_url:
             return await self._check_url(base, citation)
-        return self._check_brief(base, citation)
+        return await self._check_brief(base, citation)
 
-    def _check_brief(self, base: EvidenceCheck, citation: Citation) -> EvidenceCheck:
+    async def _check_brief(self, base: EvidenceCheck, citation: Citation) -> EvidenceCheck:
         source = self.brief.source(citation.source)
         if source is None:
             return base.model_copy(update={"status": "not_found",
                                            "detail": f"the brief has no {citation.source}"})
-        found = find_quote(citation.quote, source.text)
+        if source.label not in self.sources:  # a long source takes tens of ms: off the event loop
+            self.sources[source.label] = await asyncio.to_thread(Haystack.of, source.text)
+        found = await asyncio.to_thread(find_quote, citation.quote, self.sources[source.label])
         if found is None or not found.found:
             return base.model_copy(update={"status": "not_found",
                                            "detail": f"not in {source.label} ({_best(found)})"})
@@ -70,7 +73,7 @@ class EvidenceChecker:
         page = await self._page(citation.source)
         if page.off:
             return base.model_copy(update={"status": "not_checked", "detail": page.error})
-        if page.error:
+        if page.error or page.text is None:
             return base.model_copy(update={"status": "unreachable", "detail": page.error})
         found = await asyncio.to_thread(find_quote, citation.quote, page.text)
         if found is None or not found.found:
@@ -98,7 +101,7 @@ class EvidenceChecker:
             extracted = await extract(fetched.body, kind, name=fetched.url, charset=fetched.charset)
         except ExtractError as exc:
             return Page(error=f"{shown_url(url)}: {exc}")
-        return Page(text=extracted.text)
+        return Page(text=await asyncio.to_thread(Haystack.of, extracted.text))
 
 
 def _anchor_at(source: Source, position: int) -> str:

@@ -42,12 +42,26 @@ class Found:
         return self.score >= MATCH_THRESHOLD
 
 
-def find_quote(quote: str, text: str) -> Found | None:
+@dataclass(frozen=True)
+class Haystack:
+    """A text made ready to search once (normalised, each character's place in the original), for many quotes."""
+
+    text: str
+    offsets: tuple[int, ...]
+
+    @classmethod
+    def of(cls, text: str) -> Haystack:
+        normal, offsets = _normalised_with_offsets(text)
+        return cls(normal, tuple(offsets))
+
+
+def find_quote(quote: str, text: str | Haystack) -> Found | None:
     """Where `quote` best matches `text` (None: an empty quote or text). `Found.found` says if it is there."""
     wanted = normalised(quote).strip(" .,;:'\"")
-    if not wanted or not text:
+    ready = text if isinstance(text, Haystack) else Haystack.of(text)
+    if not wanted or not ready.text:
         return None
-    haystack, offsets = _normalised_with_offsets(text)
+    haystack, offsets = ready.text, ready.offsets
     at = haystack.find(wanted)
     if at >= 0:
         return Found(100.0, offsets[at])
