@@ -112,3 +112,16 @@ async def test_fetching_off_leaves_url_quotes_not_checked_and_still_checks_the_b
 @pytest.mark.parametrize("quote", ["", "   "])
 def test_an_empty_quote_is_no_citation(quote: str) -> None:
     assert citations(f'[S1 "{quote}"]') == []
+
+
+async def test_a_debate_reads_at_most_max_pages_distinct_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.evidence import check as checking
+
+    monkeypatch.setattr(checking, "MAX_PAGES", 2)
+    async with SourceServer() as web:
+        for n in range(3):
+            web.pages[f"/p{n}.md"] = ("text/markdown", f"# Page {n}\nwords on page number {n}".encode())
+        text = " ".join(f'[{web.url(f"/p{n}.md")} "words on page number {n}"]' for n in range(3))
+        checks = await checker(allow=web.allow_hosts).check_text("A", 1, text)
+        assert [c.status for c in checks] == ["verified", "verified", "unreachable"]
+        assert "2 pages" in checks[2].detail and len(web.requests) == 2

@@ -20,6 +20,8 @@ from orchestrator.evidence.citations import Citation, citations
 from orchestrator.evidence.match import MATCH_THRESHOLD, Haystack, find_quote
 from orchestrator.models import EvidenceCheck
 
+MAX_PAGES = 20  # distinct URLs read per debate: a turn that cites more gets "unreachable" for the rest
+
 
 @dataclass(frozen=True)
 class Page:
@@ -84,8 +86,12 @@ class EvidenceChecker:
         """The page at `url`, read once per debate (a second citation of it waits for the first read)."""
         task = self.pages.get(url)
         if task is None:
-            task = self.pages[url] = asyncio.ensure_future(self._read(url))
+            reading = self._read(url) if len(self.pages) < MAX_PAGES else self._too_many()
+            task = self.pages[url] = asyncio.ensure_future(reading)
         return task
+
+    async def _too_many(self) -> Page:
+        return Page(error=f"not read: this debate already cited {MAX_PAGES} pages, the most it reads")
 
     async def _read(self, url: str) -> Page:
         if not self.fetcher.policy.enabled:
