@@ -2,5 +2,5 @@
 
 BENCHES: tuple[str, ...] = (
     "overhead", "parallel", "slack_ack", "pacing", "recall", "recall_pg", "tokens", "killharness", "durable",
-    "durable_pg", "metrics_cost", "council", "jury", "page", "brief",
+    "durable_pg", "metrics_cost", "council", "jury", "page", "brief", "evidence",
 )

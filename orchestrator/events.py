@@ -24,7 +24,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.metrics import LOG_WRITE_FAILURES
-from orchestrator.models import DebateSpec, Interjection, Outcome, Turn, Verdict, now
+from orchestrator.models import DebateSpec, EvidenceCheck, Interjection, Outcome, Turn, Verdict, evidence_summary, now
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,26 @@ class TurnCompleted(EventBase):
     @property
     def key(self) -> str:
         return f"{turn_key(self.turn.round, self.turn.seat, self.turn.kind, self.take)}:end"
+
+
+class EvidenceChecked(EventBase):
+    """What checking one turn's citations found (orchestrator/evidence/): shown under the turn as one line."""
+
+    type: Literal["evidence_checked"] = "evidence_checked"
+    round: int
+    seat: str
+    kind: str
+    take: int = 0
+    checks: tuple[EvidenceCheck, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{turn_key(self.round, self.seat, self.kind, self.take)}:evidence"
+
+    @property
+    def summary(self) -> str:
+        """`Evidence: 3 cited · 2 verified · 1 not found`: counts only, no quoted text (nothing to ping)."""
+        return evidence_summary(self.checks)
 
 
 class TurnFailed(EventBase):
@@ -249,6 +269,7 @@ Event = Annotated[
     | TurnStarted
     | TextDelta
     | TurnCompleted
+    | EvidenceChecked
     | TurnFailed
     | RoundCompleted
     | Notice

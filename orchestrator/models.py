@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import (
@@ -240,6 +241,37 @@ class EvidenceCheck(Frozen):
     source: str
     status: CheckStatus = "not_checked"
     detail: str = ""  # where it was found, or why it could not be read
+    round: int = 0  # the round of the turn that cited it (0: not known)
+    anchor: str = ""  # the anchor as cited (`§3`, `p.14`), empty for a URL or none given
+    found_at: str = ""  # a verified brief quote: the anchor of the section it was found in
+
+    def line(self) -> str:
+        """`B, round 1: not found · S1 §2 “the quote” — not in S1 (best match 62% < 90%)`: plain text, no link."""
+        cited = f"{self.source} {self.anchor}".strip()
+        detail = f" — {self.detail}" if self.detail else ""
+        return f"{self.seat}, round {self.round}: {self.status.replace('_', ' ')} · {cited} “{self.quote}”{detail}"
+
+
+def evidence_counts(checks: Iterable[EvidenceCheck]) -> dict[str, dict[str, int]]:
+    """Per seat (in seat order): `cited`, and one count per status."""
+    counts: dict[str, dict[str, int]] = {}
+    for check in checks:
+        seat = counts.setdefault(check.seat, {"cited": 0, "verified": 0, "not_found": 0, "unreachable": 0,
+                                              "not_checked": 0})
+        seat["cited"] += 1
+        seat[check.status] += 1
+    return dict(sorted(counts.items()))
+
+
+def evidence_summary(checks: Iterable[EvidenceCheck]) -> str:
+    """One line: `Evidence: 3 cited · 2 verified · 1 not found` (a status none ended in is not named)."""
+    total = {"cited": 0, "verified": 0, "not_found": 0, "unreachable": 0, "not_checked": 0}
+    for seat in evidence_counts(checks).values():
+        for key, value in seat.items():
+            total[key] += value
+    parts = [f"{total['cited']} cited"] + [f"{total[k]} {k.replace('_', ' ')}" for k in
+                                           ("verified", "not_found", "unreachable", "not_checked") if total[k]]
+    return "Evidence: " + " · ".join(parts)
 
 
 class Verdict(Frozen):
@@ -277,6 +309,17 @@ class Verdict(Frozen):
     def crux_lines(self) -> list[str]:
         """`1. <disagreement> — settled by: <evidence>`, most decisive first."""
         return [f"{i}. {crux.text()}" for i, crux in enumerate(self.cruxes, 1)]
+
+    def evidence_lines(self) -> list[str]:
+        """Each seat's counts (`A: 3 cited · 2 verified · 1 not found · 0 unreachable`), then each check's line."""
+        return [f"{seat}: {c['cited']} cited · {c['verified']} verified · {c['not_found']} not found · "
+                f"{c['unreachable']} unreachable" for seat, c in self.evidence_counts().items()] + \
+            [check.line() for check in self.evidence_checks]
+
+    def evidence_counts(self) -> dict[str, dict[str, int]]:
+        """Per seat (in seat order): citations made, and how many ended verified, not_found, unreachable
+        and not_checked (the export's `verdict.evidence_counts`)."""
+        return evidence_counts(self.evidence_checks)
 
     def headline(self) -> str:
         """`No clear winner`, or `Winner: A`."""

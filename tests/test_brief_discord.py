@@ -16,7 +16,7 @@ from orchestrator.config import Settings
 from tests.discord_harness import connected
 from tests.discord_team_harness import FAST
 from tests.fakes.discord_api import CHANNEL_ID, MEMBER_PERMISSIONS, TOKEN, DiscordPeer
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.web_source import SourceServer
 from tests.llm_scripts import script_judge
 from tests.pdf_maker import make_pdf
@@ -66,6 +66,8 @@ async def finished(core: Core) -> str:
 async def test_the_context_options_read_an_attachment_and_a_link(core: Core, peer: DiscordPeer, web: SourceServer,
                                                                  llm_server: FakeLLMServer) -> None:
     script_judge(llm_server, "A")
+    llm_server.default = Reply(text='Per [S2 "Restart the consumer before the producer"] and [S1 p.1 "Move ingest '
+                                    'to a queue in Q4"], yes.')  # one quote is in the brief, one is not (Q4)
     async with connected(core, pacing=FAST) as bot:
         option, resolved = peer.attachment_option("context", "plan.pdf", "application/pdf",
                                                   make_pdf(["Move ingest to a queue in Q3."], title="Q3 plan"))
@@ -85,6 +87,10 @@ async def test_the_context_options_read_an_attachment_and_a_link(core: Core, pee
         prompts = [r.last_user for r in llm_server.requests if "<source " in r.last_user]
         assert prompts and all("| Move ingest to a queue in Q3." in p and
                                "| Restart the consumer before the producer." in p for p in prompts)
+        # under each turn, one line of what checking its citations found
+        lines = [m for m in peer.messages.values()
+                 if "Evidence: 2 cited · 1 verified · 1 not found" in json.dumps(m, ensure_ascii=False)]
+        assert len(lines) == len(debate.turns) == 2
 
 
 async def test_debate_this_on_a_threads_message_reads_it_its_file_and_the_thread(

@@ -67,6 +67,11 @@ async def test_debate_this_reads_the_message_its_file_and_its_thread(tmp_path: P
 
             listed = json.dumps(peer.message("C9", record.thread or "").blocks, ensure_ascii=False)
             assert "*Brief*" in listed and "S2 · Ingest RFC (pdf" in listed and "S3 · Thread (2 replies)" in listed
+            # under each debater's turn, the line of what checking its citation found (counts only, no ping)
+            shown = [json.dumps(m.blocks, ensure_ascii=False) + m.text for m in peer.thread("C9", record.thread or "")]
+            evidence = [m for m in shown if "Evidence: 1 cited · 1 verified" in m]
+            assert len(evidence) == len([t for t in record.turns if t.status == "ok"]) == 2
+            assert record.verdict is not None and record.verdict.evidence_counts()["A"]["verified"] == 1
 
 
 async def test_context_links_a_refused_one_and_a_slack_file_of_another_channel(tmp_path: Path) -> None:

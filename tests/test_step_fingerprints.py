@@ -21,6 +21,7 @@ from orchestrator.durable import steps as durable_steps
 from orchestrator.durable.names import segment_workflow_id
 from orchestrator.events import Notice
 from orchestrator.models import DebateSpec
+from tests.brief_sources import brief_of
 from tests.council_scripts import TOPIC as COUNCIL_TOPIC
 from tests.council_scripts import script_council
 from tests.debate_harness import make_spec
@@ -89,6 +90,21 @@ async def play_continuation(host: WorkerHost, spec: DebateSpec) -> fp.Fingerprin
     return await recorded_steps(spec.id, segment)
 
 
+CITING_MODELS = ("cite-a", "cite-b")  # the challenge whose debaters cite the brief: each turn's check is a step
+
+
+async def cited_spec() -> DebateSpec:
+    """A one-round challenge with a brief, whose debaters each cite it (script_citations)."""
+    brief = await brief_of(("plan.md", "# Plan\nHosting is 3k a month."))
+    return make_spec("challenge", tuple(f"openai:{m}" for m in CITING_MODELS), rounds=1).model_copy(
+        update={"brief": brief})
+
+
+def script_citations(srv: FakeLLMServer) -> None:
+    for model in CITING_MODELS:
+        srv.add_rule(Reply(text='Per [S1 "Hosting is 3k a month"] it is cheap.'), lambda r, m=model: r.model == m)
+
+
 def script_json_retry(srv: FakeLLMServer) -> None:
     """Debater A's opening is prose twice (the retry too): its lane takes the most steps a turn takes."""
     srv.add_rule(Reply(text="I would rather answer in prose."), stances_debater(RETRY_MODELS[0], 1), times=2)
@@ -100,6 +116,7 @@ async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp
     script_stances(srv)
     script_json_retry(srv)
     script_council(srv, COUNCIL_MODELS)
+    script_citations(srv)
     retry_spec = make_spec("stances", tuple(f"openai:{m}" for m in RETRY_MODELS), topic=STANCE_TOPIC)
     return {
         "challenge": await play(host, make_spec("challenge")),
@@ -111,6 +128,7 @@ async def scripted_debates(srv: FakeLLMServer, host: WorkerHost) -> dict[str, fp
                                                                         topic=COUNCIL_TOPIC)),
         "continuation": await play_continuation(host, make_spec("challenge", rounds=1)),
         "jury": await play(host, make_spec("challenge", rounds=1).model_copy(update={"judges": JURORS})),
+        "challenge-cited": await play(host, await cited_spec()),  # each turn's step, then its citations' check
     }
 
 

@@ -70,6 +70,8 @@ def test_no_evidence_checks_leave_the_agreement_alone_and_checks_can_only_lower_
         return confidence.with_evidence(high, "A", confidence.evidence_tally(checks))
 
     assert rated(check("A", "verified"), check("B", "not_found")) == high
+    assert rated(check("A", "not_checked"), check("B", "not_checked")) == high  # fetching off: tells nothing
+    assert rated(check("A", "verified"), check("A", "not_checked")) == high
     assert rated(check("A", "verified"), check("A", "not_found")).level == "medium"
     assert rated(check("A", "not_found"), check("A", "unreachable"), check("B", "verified")).level == "low"
     both = rated(check("A", "not_found"), check("B", "not_found"))

@@ -15,6 +15,7 @@ from orchestrator.events import (
     DebateFinished,
     DebateStarted,
     EventBase,
+    EvidenceChecked,
     Interjected,
     Notice,
     RoundStarted,
@@ -78,6 +79,8 @@ def render_verdict(verdict: Verdict, spec: DebateSpec | None, style: Style) -> l
     lines += ["", style("Recommendation", "1"), verdict.recommendation]
     if verdict.cruxes:
         lines += ["", style("Cruxes", "1"), *(f"  {line}" for line in verdict.crux_lines())]
+    if verdict.evidence_checks:
+        lines += ["", style("Evidence checks", "1"), *(f"  • {line}" for line in verdict.evidence_lines())]
     if verdict.split and verdict.readings:  # both readings (and the tie-break's), each with its reasoning
         for reading in verdict.readings:
             lines += ["", style(f"{reading.title}: {reading.winner} wins", "1"), reading.reasoning]
@@ -152,6 +155,8 @@ class TerminalSink:
                 self._streaming = None
                 stats = f"({turn.input_tokens:,}+{turn.output_tokens:,} tokens · {turn.duration_ms / 1000:.1f} s)"
                 self._print("\n" + self.style(stats, "2"))
+            case EvidenceChecked():
+                self._print(self.style(event.summary, "2"))
             case TurnFailed(turn=turn):
                 self._streaming = None
                 self._print(self.style(f"\n✗ {turn.seat} ({turn.model}) failed: {turn.error}", "31"))

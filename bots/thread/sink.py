@@ -27,6 +27,7 @@ from bots.thread.keys import (
     ROOT,
     ended_key,
     interjection_key,
+    message_key,
     notice_key,
     root_key,
     round_key,
@@ -40,6 +41,7 @@ from orchestrator.events import (
     DebateCancelled,
     DebateContinued,
     EventBase,
+    EvidenceChecked,
     Interjected,
     Notice,
     RoundStarted,
@@ -181,6 +183,10 @@ class ThreadSink:
         elif isinstance(event, TurnCompleted | TurnFailed):
             await self.live.finish(event.turn, self.surface.turn_ending(event.turn), wait_for_edits=False,
                                    take=event.take)
+        elif isinstance(event, EvidenceChecked):  # one line of counts under the turn (no quoted text)
+            shown = Notice(debate_id=event.debate_id, text=event.summary)
+            for part, message in enumerate(self.surface.notice(shown)):
+                await self._post_once(message_key(event.key, part), message)
         elif isinstance(event, RoundStarted):
             await self._round(event)
         elif isinstance(event, Notice):

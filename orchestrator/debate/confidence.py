@@ -7,8 +7,9 @@ gives the level and its sentence travels with the verdict (`Verdict.confidence_r
 shows the rule that produced it. `none` is "No clear winner": the verdict names no winner, still gives a
 recommendation, and names its cruxes.
 
-Evidence checks plug in through `EvidenceTally` (see `evidence_tally`): today no debate's citations are
-checked, so every verdict is rated with `NO_EVIDENCE_CHECKS` and the evidence rules never apply.
+Evidence checks plug in through `EvidenceTally` (see `evidence_tally`): the citations the debaters made,
+checked after each turn (orchestrator/evidence/); a debate without citations is rated with
+`NO_EVIDENCE_CHECKS`, and the evidence rules do not apply to it.
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ class SideEvidence:
 
 @dataclass(frozen=True, slots=True)
 class EvidenceTally:
-    """Each seat's decisive evidence; `checked` False: citations were not checked at all (today's
-    only case), and no evidence rule applies."""
+    """Each seat's decisive evidence; `checked` False: no citation was checked (none was made, or checking
+    was off), and no evidence rule applies."""
 
     checked: bool = False
     sides: dict[str, SideEvidence] = field(default_factory=dict)
@@ -82,11 +83,13 @@ NO_EVIDENCE_CHECKS = EvidenceTally()
 
 
 def evidence_tally(checks: Iterable[EvidenceCheck]) -> EvidenceTally:
-    """The seam where evidence checks plug in: the checks a debate recorded (`DebateRun.evidence_checks`,
-    empty until citations are checked) counted per seat. No checks: `NO_EVIDENCE_CHECKS`."""
+    """The checks a debate recorded (`DebateRun.evidence_checks`) counted per seat. A `not_checked` citation
+    (fetching was off) tells nothing either way and is left out. No checks: `NO_EVIDENCE_CHECKS`."""
     sides: dict[str, SideEvidence] = {}
     found = False
     for check in checks:
+        if check.status == "not_checked":
+            continue
         found = True
         side = sides.get(check.seat, SideEvidence())
         sides[check.seat] = SideEvidence(side.cited + 1, side.verified + (check.status == "verified"))

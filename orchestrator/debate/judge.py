@@ -182,9 +182,11 @@ async def _judged(
     )
     notes = audience_block(run.interjections)
     audience = render("judge_audience", notes=notes) if notes else ""
+    evidence = render("judge_evidence") if run.evidence_checks else ""  # how to weigh the marks in the transcript
     user = render("judge", topic=run.spec.topic, format=run.spec.format, extra=relabel_text(context, to_shown),
-                  debaters=debaters, transcript=render_turns(ordered, relabel=to_shown), labels=labels,
-                  audience=relabel_text(audience, to_shown))
+                  debaters=debaters, labels=labels,
+                  transcript=render_turns(ordered, relabel=to_shown, checks=run.evidence_checks),
+                  audience="\n\n".join(part for part in (evidence, relabel_text(audience, to_shown)) if part))
     system = with_quoting_rules(render("judge_system"))
     schema = verdict_schema([letters[i] for i in range(len(order))])
     continuation: tuple[Message, ...] = ()

@@ -16,6 +16,7 @@ models are told how quoted text reads in orchestrator/prompts/quoted_turns.txt a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from orchestrator.models import Turn
 from orchestrator.prompts import render
@@ -27,6 +28,9 @@ _ATTRIBUTE = {**_BODY, '"': "&quot;"}
 _BODY_CHARS = re.compile("[<>]")
 _ATTRIBUTE_CHARS = re.compile('[<>"]')
 _SPACE = re.compile(r"\s+")
+_MARK = "\ue000"  # where a mark goes, while the text is escaped and split (a private-use character)
+_MARK_CHARS = re.compile("\ue000")
+_MARK_AT = re.compile("\ue000")
 
 
 def escape(text: str) -> str:
@@ -45,19 +49,29 @@ def one_line(text: str) -> str:
     return escape(_SPACE.sub(" ", text).strip())
 
 
-def quote_block(tag: str, text: str, **attributes: object) -> str:
+def quote_block(tag: str, text: str, marks: Sequence[tuple[int, str]] = (), **attributes: object) -> str:
     """`text` as one quoted block under `tag`: the tag line, each line quoted and escaped, the closing line.
-    `splitlines` breaks on every kind of line break, so none can smuggle an unquoted line in."""
+    `splitlines` breaks on every kind of line break, so none can smuggle an unquoted line in. `marks`:
+    (position in `text`, our own one-line mark) inserted unescaped after escaping (an evidence check's)."""
     opening = " ".join([tag, *(f'{name}="{attribute(value)}"' for name, value in attributes.items())])
+    if marks:
+        text = _MARK_CHARS.sub("", text)
+        for position, _ in sorted(marks, key=lambda m: m[0], reverse=True):
+            text = text[:position] + _MARK + text[position:]
     lines = [QUOTE + escape(line) for line in text.strip().splitlines() or [""]]
+    if marks:
+        shown = iter(m for _, m in sorted(marks, key=lambda m: m[0]))
+        lines = [_MARK_AT.sub(lambda _: " " + next(shown), line) for line in lines]
     return "\n".join([f"<{opening}>", *lines, f"</{tag}>"])
 
 
-def quote_turn(turn: Turn, *, label: str | None = None, text: str | None = None) -> str:
+def quote_turn(turn: Turn, *, label: str | None = None, text: str | None = None,
+               marks: Sequence[tuple[int, str]] = ()) -> str:
     """One debater's turn, named by its round, letter (`label`: the letter a reader sees it under),
-    role and kind. `text`: the turn's text as this reader should see it (relabelled), when not its own."""
-    return quote_block("turn", turn.text if text is None else text, round=turn.round, debater=label or turn.seat,
-                       role=turn.role, kind=turn.kind)
+    role and kind. `text`: the turn's text as this reader should see it (relabelled), when not its own;
+    `marks`: our marks into that text (the evidence checks of its citations)."""
+    return quote_block("turn", turn.text if text is None else text, marks, round=turn.round,
+                       debater=label or turn.seat, role=turn.role, kind=turn.kind)
 
 
 def with_quoting_rules(system: str) -> str:

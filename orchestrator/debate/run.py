@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import tracing
+from orchestrator.brief.fetch import Fetcher, FetchPolicy
 from orchestrator.brief.prompt import brief_prompt, with_brief
 from orchestrator.budgets import SpendWatch
 from orchestrator.config import Settings
@@ -43,6 +44,7 @@ from orchestrator.events import (
     CallRecorded,
     EventBase,
     EventBus,
+    EvidenceChecked,
     Interjected,
     Notice,
     RoundCompleted,
@@ -52,6 +54,7 @@ from orchestrator.events import (
     TurnFailed,
     TurnStarted,
 )
+from orchestrator.evidence import EvidenceChecker, citations
 from orchestrator.metrics import model_labels, observe_call
 from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, EvidenceCheck, Interjection, Seat, Turn
 from orchestrator.providers.base import AnswerSchema, Completion, Message, ModelCall, ProviderError
@@ -126,9 +129,10 @@ class DebateRun:
     spend: SpendWatch | None = None  # None: no budget is set (the after-round step asks nothing)
     stopped_early: str | None = None  # why the debate stops after this round (a budget spent): the formats stop
     brief_prompts: dict[str, str] = field(default_factory=dict)  # the brief as each stage's prompts carry it
-    # every citation checked so far: what the verdict's confidence weighs (confidence.evidence_tally); the
-    # evidence-checking step fills it (issue 54), and until it exists it stays empty: "no evidence checks"
+    # every citation checked so far (`check_evidence`, after each recorded turn): what every judge's transcript
+    # marks and the verdict's confidence weighs (confidence.evidence_tally)
     evidence_checks: list[EvidenceCheck] = field(default_factory=list)
+    evidence: EvidenceChecker | None = None  # made on the first citation: the brief, the fetcher, pages read
 
     @property
     def debate_id(self) -> str:
@@ -323,7 +327,32 @@ class DebateRun:
         turn = done.event.turn
         if record and isinstance(done.event, TurnCompleted):  # later prompts read what was stored and shown
             self.transcript.append(turn)
+            await self.check_evidence(turn)
         return turn
+
+    async def check_evidence(self, turn: Turn) -> list[EvidenceCheck]:
+        """Check the citations `turn` makes (orchestrator/evidence/), as one step of their own, and keep the
+        checks (`evidence_checks`). A turn that cites nothing takes no step; a resumed debate gets the
+        recorded checks back and reads no source twice. Each URL is read within the fetch limits."""
+        if not citations(turn.text):
+            return []
+        if self.evidence is None:
+            self.evidence = EvidenceChecker(self.spec.brief, Fetcher(FetchPolicy.from_settings(self.settings)))
+        checker = self.evidence
+
+        async def check_citations() -> list[EvidenceCheck]:  # the checks, and the line under the turn they make
+            checks = [self.scrub_check(c) for c in await checker.check_text(turn.seat, turn.round, turn.text)]
+            await self.bus.emit(self.scrub(EvidenceChecked(debate_id=self.debate_id, round=turn.round,
+                                                           seat=turn.seat, kind=turn.kind, checks=tuple(checks))))
+            return checks
+
+        checks = await self.steps.call(check_citations)
+        self.evidence_checks.extend(checks)
+        return checks
+
+    def scrub_check(self, check: EvidenceCheck) -> EvidenceCheck:
+        """A check as it is kept and shown: secrets and control characters out of its quote and detail."""
+        return EvidenceCheck.model_validate(self.redact.value(check.model_dump()))
 
     async def aux(
         self,

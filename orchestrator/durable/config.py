@@ -30,7 +30,7 @@ from orchestrator.private_files import create_private
 log = logging.getLogger(__name__)
 
 APP_NAME = "debate-bot"
-WORKFLOW_VERSION = "debate-5"  # 5: an event that is not a closing one goes with the next step
+WORKFLOW_VERSION = "debate-6"  # 6: a turn that cites anything is followed by its evidence check's step
 POLL_S = 0.1  # notification polling (a front's stream reads on SQLite)
 # a worker's queue poll: each is a dequeue transaction, idle or not, and a debate waits at most this long to start
 QUEUE_POLL_S = 0.25

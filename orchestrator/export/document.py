@@ -81,6 +81,7 @@ def _verdict_json(record: DebateRecord, v: Verdict) -> dict[str, Any]:
         "confidence_rule": v.confidence_rule,
         "cruxes": [c.model_dump(mode="json") for c in v.cruxes],
         "evidence_checks": [c.model_dump(mode="json") for c in v.evidence_checks],
+        "evidence_counts": v.evidence_counts(),  # per seat: cited, verified, not_found, unreachable, not_checked
         "evidence": list(v.evidence),
         "readings": [r.model_dump(mode="json") for r in v.readings],
         "tiebreak_family": v.tiebreak_family,

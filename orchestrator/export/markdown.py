@@ -98,6 +98,8 @@ def _verdict_lines(record: DebateRecord, verdict: Verdict, *, latest: bool) -> l
         lines += ["**Recommendation**", "", verdict.recommendation.strip(), ""]
     if verdict.cruxes:
         lines += ["**Cruxes**", "", *verdict.crux_lines(), ""]
+    if verdict.evidence_checks:
+        lines += ["**Evidence checks**", "", *(f"- {line}" for line in verdict.evidence_lines()), ""]
     if verdict.ratings:
         ratings = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in verdict.ratings.items())
         lines += [f"**Debate quality:** {ratings}", ""]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from orchestrator.debate.quoting import quote_turn
 from orchestrator.debate.run import DebateRun
-from orchestrator.models import Turn, TurnStatus, Verdict
+from orchestrator.evidence.marks import check_marks
+from orchestrator.models import EvidenceCheck, Turn, TurnStatus, Verdict
 
 
 @dataclass
@@ -38,16 +40,20 @@ def relabel_text(text: str, relabel: dict[str, str]) -> str:
     return _DEBATER_REF.sub(lambda m: f"{m.group(1)} {relabel.get(m.group(2), m.group(2))}", text)
 
 
-def render_turns(turns: list[Turn], *, relabel: dict[str, str] | None = None) -> str:
+def render_turns(turns: list[Turn], *, relabel: dict[str, str] | None = None,
+                 checks: Sequence[EvidenceCheck] = ()) -> str:
     """Turns quoted under anonymous labels (orchestrator/debate/quoting.py): no model or vendor names
     ever appear here, and no text inside a turn can pose as another turn. With `relabel`, the labels
-    and every 'Debater X' inside the text use the new letters."""
+    and every 'Debater X' inside the text use the new letters. With `checks` (a judge's transcript),
+    each citation a check covers is followed by our mark of its status (orchestrator/evidence/marks.py)."""
     relabel = relabel or {}
-    return "\n\n".join(
-        quote_turn(turn, label=relabel.get(turn.seat, turn.seat),
-                   text=relabel_text(turn.text, relabel) if relabel else None)
-        for turn in turns
-    )
+    quoted = []
+    for turn in turns:
+        text = relabel_text(turn.text, relabel) if relabel else turn.text
+        own = [c for c in checks if c.seat == turn.seat and c.round == turn.round]
+        quoted.append(quote_turn(turn, label=relabel.get(turn.seat, turn.seat), text=text,
+                                 marks=check_marks(text, own) if own else ()))
+    return "\n\n".join(quoted)
 
 
 def combine_attempts(attempts: list[Turn], *, status: TurnStatus = "ok", text: str = "",

@@ -202,6 +202,7 @@ class StancesFormat:
         turn = combine_attempts(attempts, text=render_envelope(envelope))
         turn = (await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn, take=take))).turn
         run.transcript.append(turn)
+        await run.check_evidence(turn)
         self.latest[seat.label] = turn
         self.envelopes[seat.label].append(envelope)
         return EnvelopeTurn(seat, turn, envelope)
