@@ -11,8 +11,8 @@ from orchestrator.brief.addresses import AllowedHosts
 from orchestrator.brief.sections import by_headings
 from orchestrator.config import Settings
 from orchestrator.evidence import EvidenceChecker, citations, find_quote, normalised
+from tests.brief_fetch_harness import fetcher as recording_fetcher
 from tests.fakes.web_source import SourceServer
-from tests.test_brief_fetch import fetcher as recording_fetcher
 
 PLAN = ("# Costs\n\nThe migration costs about 40 engineer-weeks in total.\n\n"
         "# Risks\n\nThe biggest risk is the data backfill, which “cannot be paused” once started.\n")

@@ -16,10 +16,10 @@ from orchestrator.durable.names import workflow_id
 from tests.brief_sources import brief_of
 from tests.debate_harness import make_spec
 from tests.durable_harness import DurableBackend, finish, spawn_worker
+from tests.durable_recovery_harness import kill
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.web_source import SourceServer
 from tests.llm_scripts import script_judge
-from tests.test_durable_recovery import kill
 
 pytestmark = pytest.mark.slow  # processes, DBOS
 
