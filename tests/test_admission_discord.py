@@ -12,12 +12,16 @@ from pathlib import Path
 import pytest
 
 from orchestrator.app import Core
+from tests import admission_discord_harness
 from tests.admission_discord_harness import DANA, LEE, NEWCOMER, PRIVATE_CHANNEL, debated, settings_for
 from tests.discord_harness import connected
 from tests.discord_team_harness import FAST, SIDE_CHANNEL, ask, finished, options, start, verdict_messages
 from tests.fakes.discord_api import DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import FIRST_RECOMMENDATION, is_judge, script_judge
+
+# the fixtures this module's tests take, defined with what other test modules share
+peer = admission_discord_harness.peer
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

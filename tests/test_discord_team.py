@@ -13,6 +13,7 @@ import pytest
 from bots.discord import DebateBot, sync_commands
 from orchestrator.app import Core
 from orchestrator.config import Settings
+from tests import discord_team_harness
 from tests.discord_harness import connected
 from tests.discord_team_harness import (
     CLAUDE,
@@ -48,6 +49,10 @@ from tests.llm_scripts import (
     script_held,
     script_judge,
 )
+
+# the fixtures this module's tests take, defined with what other test modules share
+peer, settings, core, bot = (discord_team_harness.peer, discord_team_harness.settings, discord_team_harness.core,
+                             discord_team_harness.bot)
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

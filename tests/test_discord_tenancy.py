@@ -20,6 +20,7 @@ from orchestrator.app import Core
 from orchestrator.config import Settings
 from orchestrator.log import DebateLog
 from orchestrator.models import DebateSpec, Seat, Verdict
+from tests import discord_tenancy_harness
 from tests.discord_harness import connected
 from tests.discord_tenancy_harness import (
     INSIDER,
@@ -38,6 +39,9 @@ from tests.fakes.discord_api import (
     DiscordPeer,
 )
 from tests.fakes.llm_server import FakeLLMServer
+
+# the fixtures this module's tests take, defined with what other test modules share
+peer, settings = discord_tenancy_harness.peer, discord_tenancy_harness.settings
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

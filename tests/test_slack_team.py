@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from tests import slack_team_harness
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.slack_api import (
     Message,
@@ -27,6 +28,9 @@ from tests.llm_scripts import (
     script_judge,
 )
 from tests.slack_team_harness import answer, ask, debated, new_debate, root_of
+
+# the fixtures this module's tests take, defined with what other test modules share
+peer, bot = slack_team_harness.peer, slack_team_harness.bot
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 

@@ -15,10 +15,14 @@ from slack_sdk.oauth.installation_store import Installation
 from bots.thread.vote import NOT_A_VOTE
 from orchestrator.log import Scope
 from orchestrator.models import DebateSpec, Seat, Verdict
+from tests import slack_tenancy_harness
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import Message, SlackAPIPeer, SlackBot, action_payload, shortcut_payload, slack_settings
 from tests.llm_scripts import script_judge
 from tests.slack_tenancy_harness import LIMITS, SECRET_RECOMMENDATION, _keys, open_home
+
+# the fixtures this module's tests take, defined with what other test modules share
+peer, bot = slack_tenancy_harness.peer, slack_tenancy_harness.bot
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
 
