@@ -1,7 +1,7 @@
 """The serving process's one HTTP server: `GET /healthz` in every deployment shape (so a container's health check always
 has something to poll), `GET /metrics` (the process's counters in Prometheus's text format, orchestrator/metrics.py),
 and the routes a platform mounts (Slack HTTP mode's /slack/events and install pages) through a table that may grow
-while serving, as the server listens before any platform has started.
+while serving: the server listens before any platform has started (aiohttp freezes its own router).
 
 The server runs on a thread with an event loop of its own, so a busy main loop does not hold up an answer: a route
 mounted with `here=True` runs on the server's loop (Slack's /slack/events); every other handler runs on the main loop,
@@ -13,9 +13,6 @@ peer on this host (loopback) that came through no proxy (no `Forwarded`, `X-Forw
 and anyone else gets the 404 of a path that is not there. `--metrics-port` moves it to a listener of its own
 (`metrics_front`: /metrics and /healthz only, for a scraper on another host or container), and then this port
 does not serve it at all.
-
-The server listens before any platform has started, and Slack mounts its routes once its app is
-built, so requests go through a table that may grow while serving (aiohttp freezes its own router).
 
 /healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body such as
 `{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}` ("starting" until a platform's

@@ -1,19 +1,14 @@
 """One running debate's context: the calls a format makes, each turned into events and a Turn.
 
-Every model call is a step (`steps`, orchestrator/debate/steps.py), and every delivered event is
-delivered inside one (its own, or the next step's: `emit`): a durable run records each step's result
-and replays it on resume, so the code around the steps must
-be deterministic given their results. A model call's step returns a `CallResult` (its completion,
-or why it failed, and when it ran); the counters are updated from that result outside the step, so
-a replayed call counts the same. The call's streamed text is sent from inside its step, tagged with
-a random attempt id drawn there: a call that runs again after a restart streams as a new attempt.
-A debater's turn is one step: its TurnStarted, the call, and its TurnCompleted or TurnFailed (each
-step costs the workflow engine a few SQL statements).
-A round's start is one step too (`round_started`): the audience's notes for the round are taken,
-then RoundStarted and the notes are delivered; from then on every debater's prompt ends with the
-notes, quoted as untrusted text. A debate with a brief (orchestrator/brief/) has every debater's prompt and
-every judge's start with it: the sections chosen for the round (or for the judging) from what was recorded,
-so a replayed run builds the same prompts.
+Every model call is a step (`steps`, orchestrator/debate/steps.py), and every delivered event is delivered inside
+one (its own, or the next step's: `emit`): a durable run records each step's result and replays it on resume, so
+the code around the steps must be deterministic given their results. A call's step returns a `CallResult`; the
+counters are updated from it outside the step, so a replayed call counts the same. Its streamed text is sent from
+inside the step, tagged with an attempt id drawn there: a call run again after a restart streams as a new attempt.
+A debater's turn is one step (TurnStarted, the call, TurnCompleted or TurnFailed); a round's start is one too
+(`round_started`: the audience's notes taken, then delivered, and quoted in every later prompt). A brief
+(orchestrator/brief/) opens every debater's and judge's prompt with the sections chosen from what was recorded,
+so a replayed run builds the same prompts; a turn's citations are checked in a step of their own (evidence/).
 """
 
 from __future__ import annotations
