@@ -9,21 +9,22 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from bots.discord import DebateBot
 from bots.discord.surface import discord_limits
-from bots.settings import load_settings
 from orchestrator.app import Core
-from orchestrator.config import Settings
+from tests import discord_team_harness
 from tests.discord_harness import connected
-from tests.fakes.discord_api import MEMBER_PERMISSIONS, TOKEN, DiscordPeer
+from tests.fakes.discord_api import MEMBER_PERMISSIONS, DiscordPeer
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.llm_scripts import is_judge
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
+
+# the team tests' settings and core, over this module's peer (its members' names) and bot (a slow channel)
+settings, core = discord_team_harness.settings, discord_team_harness.core
 
 SLOW = discord_limits(writes=1, window=3.0, edit_interval=0.05)  # a write every few seconds per channel
 DANA = "740000000000000301"
@@ -33,23 +34,6 @@ DANA = "740000000000000301"
 async def peer() -> AsyncIterator[DiscordPeer]:
     async with DiscordPeer(everyone_permissions=MEMBER_PERMISSIONS, names={DANA: "Dana Scully"}) as server:
         yield server
-
-
-@pytest.fixture
-def settings(tmp_path: Path, llm_server: FakeLLMServer, peer: DiscordPeer) -> Settings:
-    return load_settings(
-        DEBATE_DB=str(tmp_path / "debates.db"),
-        OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm_server.openai_base_url,
-        ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=llm_server.anthropic_base_url,
-        DEBATE_MAX_RETRIES=0, DEBATE_CHAT_MODELS="openai:*,anthropic:*",
-        DISCORD_BOT_TOKEN=TOKEN, DISCORD_API_BASE_URL=peer.api_base_url, DISCORD_GATEWAY_URL=peer.gateway_url,
-    )
-
-
-@pytest.fixture
-async def core(settings: Settings) -> AsyncIterator[Core]:
-    async with await Core.open(settings) as opened:
-        yield opened
 
 
 @pytest.fixture
