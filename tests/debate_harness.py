@@ -47,14 +47,12 @@ class Result:
 
 
 def settings_for(srv: FakeLLMServer, *, timeout: float = 10.0, env: dict[str, str] | None = None) -> Settings:
-    """OpenAI on the loopback peer; `env` adds settings (another provider pointed at it, …)."""
+    """OpenAI on the loopback peer; `env` adds settings (another provider pointed at it, …) or overrides these."""
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         OPENAI_API_KEY="sk-test-secret-0123456789",
         OPENAI_BASE_URL=srv.openai_base_url,
-        DEBATE_MAX_RETRIES=0,
-        DEBATE_CALL_TIMEOUT=timeout,
-        **(env or {}),
+        **({"DEBATE_MAX_RETRIES": 0, "DEBATE_CALL_TIMEOUT": timeout} | (env or {})),
     )
 
 

@@ -98,7 +98,8 @@ async def host(llm_server: FakeLLMServer, tmp_path: Path, backend: DurableBacken
     script_judge(llm_server, "A")
     script_stances(llm_server)
     script_council(llm_server, COUNCIL_MODELS, latency_s=0.0)
-    async with worker_host(llm_server, backend.log(tmp_path), backend) as running:
+    # 46 debates on one worker of a loaded 2-core CI machine: a call's deadline must not be what ends one
+    async with worker_host(llm_server, backend.log(tmp_path), backend, env={"DEBATE_CALL_TIMEOUT": "120"}) as running:
         await register_queue(CONCURRENCY)  # the stop points run side by side
         yield running
 
@@ -126,7 +127,9 @@ async def stopped_at(srv: FakeLLMServer, host: WorkerHost, engines: EngineRuns, 
     await asyncio.wait({waiting, finished}, return_when=asyncio.FIRST_COMPLETED)
     if not waiting.done():  # it ended before its n-th call (the unstopped run made more): nothing to stop
         waiting.cancel()
-        return f"{fmt} #{n} {moment}", -1, []
+        record = await host.store.get_debate(spec.id, turns=False)
+        ended_as = f"{record.status}: {record.error}" if record is not None else "not in the log"
+        return f"{fmt} #{n} {moment} ended {ended_as} after {len(calls_of(srv, spec))} calls", -1, []
     finished.cancel()
     call = waiting.result()
     if moment == "answered":
