@@ -5,17 +5,18 @@ verdict and both exports record the checks and each seat's counts."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 
-from bots.cli.terminal import Style, render_verdict
+from bots.cli.terminal import Style, TerminalSink, render_verdict
 from bots.page.render import render_main
 from bots.page.view import page_view
-from orchestrator.events import EvidenceChecked, VerdictReached
+from orchestrator.events import EvidenceChecked, TextDelta, TurnCompleted, TurnStarted, VerdictReached
 from orchestrator.export.document import to_json
 from orchestrator.export.markdown import to_markdown
 from orchestrator.log import Store
-from orchestrator.models import EvidenceCheck, evidence_summary
+from orchestrator.models import EvidenceCheck, Turn, evidence_summary
 from tests.brief_sources import brief_of
 from tests.debate_harness import make_spec, run_debate
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -91,6 +92,56 @@ async def test_invented_quotes_are_marked_not_found_for_every_judge(llm_server: 
     assert "B 2 cited · 0 verified · 2 not found · 0 unreachable" in page
     assert '<li class="check not_found">B, round 1: not found · S1 §2 “Hosting is free forever”' in page
     assert f'href="{url}' not in page  # a cited page is named, never linked
+
+
+async def first_request_of(srv: FakeLLMServer, model: str) -> None:
+    index = 0
+    while True:
+        index += 1
+        if (await srv.wait_for_requests(index)).model == model:
+            return
+
+
+async def test_a_turns_checks_run_beside_the_next_turn(llm_server: FakeLLMServer) -> None:
+    """A's page is answered only once B's turn has reached the model: were the checks run before the next
+    turn, the debate would wait on itself (the guard's 60 s); they run beside it, and the judge waits."""
+    async with SourceServer() as web:
+        web.pages["/survey.html"] = ("text/html", PAGE)
+        web.gates["/survey.html"] = asyncio.Event()
+        url = web.url("/survey.html")
+        llm_server.add_rule(Reply(text=verdict_json("A")), match=is_judge)
+        llm_server.add_rule(Reply(text=f'Look: [{url} "teams that moved to a monorepo reported faster reviews"].'),
+                            match=lambda r: r.model == "model-a")
+        llm_server.add_rule(Reply(text="No citations from me."), match=lambda r: r.model == "model-b")
+        opener = asyncio.ensure_future(first_request_of(llm_server, "model-b"))
+        opener.add_done_callback(lambda _: web.gates["/survey.html"].set())
+        async with asyncio.timeout(60):
+            result = await run_debate(llm_server, make_spec("challenge", rounds=1),
+                                      env={"DEBATE_FETCH_ALLOW_HOSTS": web.allow_hosts})
+    assert result.outcome.status == "completed", result.outcome
+    assert [(e.seat, e.summary) for e in result.of(EvidenceChecked)] == [("A", "Evidence: 1 cited · 1 verified")]
+    (reached,) = result.of(VerdictReached)
+    assert [c.status for c in reached.verdict.evidence_checks] == ["verified"]  # the judge waited for it
+    kinds = [type(e).__name__ for e in result.events]
+    assert kinds.index("EvidenceChecked") < kinds.index("VerdictReached")
+
+
+async def test_a_late_evidence_line_waits_for_the_streaming_turn_and_names_its_own() -> None:
+    out = io.StringIO()
+    terminal = TerminalSink(out)
+    where = {"debate_id": "d1", "round": 1, "kind": "opening", "role": "proposer"}
+    a = Turn(seat="A", model="openai:model-a", text="A says so.", **where)  # type: ignore[arg-type]
+    check = EvidenceCheck(seat="A", round=1, quote="q", source="S1", status="verified")
+    for event in (TurnStarted(seat="A", model=a.model, **where), TurnCompleted(debate_id="d1", turn=a),
+                  TurnStarted(seat="B", model="openai:model-b", **where),
+                  TextDelta(debate_id="d1", round=1, seat="B", kind="opening", delta="B streams "),
+                  EvidenceChecked(debate_id="d1", round=1, seat="A", kind="opening", checks=(check,)),
+                  TextDelta(debate_id="d1", round=1, seat="B", kind="opening", delta="on."),
+                  TurnCompleted(debate_id="d1", turn=a.model_copy(update={"seat": "B", "text": "B streams on."}))):
+        await terminal.handle(event)
+    text = out.getvalue()
+    assert "B streams on." in text  # not cut by the line
+    assert text.index("B streams on.") < text.index("Evidence: 1 cited · 1 verified (seat A, round 1)")
 
 
 def test_the_one_line_summary_names_only_statuses_that_occur() -> None:

@@ -117,10 +117,17 @@ class TerminalSink:
         self.style = Style(self.out)
         self.spec: DebateSpec | None = spec
         self._streaming: tuple[int, str, str] | None = None
+        self._last_turn: tuple[int, str, str] | None = None  # the turn printed last
+        self._held: list[str] = []  # evidence lines that came while a later turn streamed: printed after it
 
     def _print(self, text: str = "") -> None:
         self.out.write(text + "\n")
         self.out.flush()
+
+    def _print_held(self) -> None:
+        for line in self._held:
+            self._print(self.style(line, "2"))
+        self._held = []
 
     async def handle(self, event: EventBase) -> None:
         match event:
@@ -141,7 +148,7 @@ class TerminalSink:
                 self._print()
                 self._print(self.style(f"── Round {n} of {total}" + (f" · {title}" if title else "") + " ──", "1"))
             case TurnStarted(round=n, seat=label, role=role, kind=kind, model=model):
-                self._streaming = (n, label, kind)
+                self._streaming = self._last_turn = (n, label, kind)
                 self._print()
                 self._print(self.style.seat(label, f"[{label}] {role} · {kind} · {model}"))
             case TextDelta(round=n, seat=label, kind=kind, delta=delta):
@@ -155,11 +162,17 @@ class TerminalSink:
                 self._streaming = None
                 stats = f"({turn.input_tokens:,}+{turn.output_tokens:,} tokens · {turn.duration_ms / 1000:.1f} s)"
                 self._print("\n" + self.style(stats, "2"))
-            case EvidenceChecked():
-                self._print(self.style(event.summary, "2"))
+                self._print_held()
+            case EvidenceChecked(round=n, seat=label, kind=kind):
+                line = event.summary if self._last_turn in (None, (n, label, kind)) else \
+                    f"{event.summary} (seat {label}, round {n})"
+                self._held.append(line)
+                if self._streaming is None:  # never inside a turn's streaming text
+                    self._print_held()
             case TurnFailed(turn=turn):
                 self._streaming = None
                 self._print(self.style(f"\n✗ {turn.seat} ({turn.model}) failed: {turn.error}", "31"))
+                self._print_held()
             case Notice(level=level, text=text):
                 warning = level == "warning"
                 self._print(self.style(("⚠ " if warning else "ℹ ") + text, "33" if warning else "2"))

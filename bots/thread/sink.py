@@ -88,6 +88,7 @@ class ThreadSink:
         self._outcome: Outcome | None = None  # known as soon as the final event is queued
         self._verdict_final = False  # the verdict was posted with the debate's token counts
         self._ended = asyncio.Event()  # the final event has been queued
+        self._last_turn: tuple[int, str, str] | None = None  # (round, seat, kind) of the turn posted last
         self._queue: asyncio.Queue[EventBase] = asyncio.Queue()
         self._worker = asyncio.create_task(self._run(), name=f"thread-sink-{spec.id}")
         uncount = count_backlog(self._queue.qsize)  # the queue is in the metrics' render backlog while it works
@@ -175,16 +176,24 @@ class ThreadSink:
             if isinstance(event, FINAL_EVENTS):
                 return
 
+    def _evidence_line(self, event: EvidenceChecked) -> str:
+        """The checks' counts; named for their turn when a later turn is already posted above them (checks
+        run beside the next turn, and reading a page can outlast its start)."""
+        if self._last_turn in (None, (event.round, event.seat, event.kind)):
+            return event.summary
+        return f"{event.summary} (seat {event.seat}, round {event.round})"
+
     async def _apply(self, event: EventBase) -> None:
         if isinstance(event, TextDelta):
             self.live.feed(event)
         elif isinstance(event, TurnStarted):
+            self._last_turn = (event.round, event.seat, event.kind)
             await self.live.begin(event)
         elif isinstance(event, TurnCompleted | TurnFailed):
             await self.live.finish(event.turn, self.surface.turn_ending(event.turn), wait_for_edits=False,
                                    take=event.take)
         elif isinstance(event, EvidenceChecked):  # one line of counts under the turn (no quoted text)
-            shown = Notice(debate_id=event.debate_id, text=event.summary)
+            shown = Notice(debate_id=event.debate_id, text=self._evidence_line(event))
             for part, message in enumerate(self.surface.notice(shown)):
                 await self._post_once(message_key(event.key, part), message)
         elif isinstance(event, RoundStarted):

@@ -142,7 +142,7 @@ class Engine:
 
     async def _played(self, run: DebateRun, play: Callable[[], Awaitable[Outcome]], planned: int | None) -> Outcome:
         try:
-            return await play()
+            return await self._checks_ended_with(run, play)
         except LogWriteFailed:
             raise
         except asyncio.CancelledError:
@@ -159,10 +159,20 @@ class Engine:
             return await self._fail(run, f"Debate failed: internal error ({type(exc).__name__}).", _rounds_done(run),
                                     planned=planned)
 
+    @staticmethod
+    async def _checks_ended_with(run: DebateRun, play: Callable[[], Awaitable[Outcome]]) -> Outcome:
+        """`play`, and no evidence check left running once it ends however it ends (the judge waited for them,
+        or the debate stopped without a verdict)."""
+        try:
+            return await play()
+        finally:
+            run.abandon_checks()
+
     async def _conclude(self, run: DebateRun, result: FormatResult, *, number: int = 1,
                         previous: Verdict | None = None) -> Outcome:
         """The verdict (number `number`; with `previous`, it says whether the winner changed) and the end."""
         run.end_round_span()  # a round left uncompleted does not hold the judge's spans
+        await run.settled_evidence()  # the checks of the last turns ran beside them: the judge reads them all
         if not run.transcript:
             if run.stats.attempted and run.stats.timed_out == run.stats.attempted:
                 return await self._fail(run, ALL_TIMED_OUT, 0)

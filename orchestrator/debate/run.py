@@ -124,9 +124,10 @@ class DebateRun:
     spend: SpendWatch | None = None  # None: no budget is set (the after-round step asks nothing)
     stopped_early: str | None = None  # why the debate stops after this round (a budget spent): the formats stop
     brief_prompts: dict[str, str] = field(default_factory=dict)  # the brief as each stage's prompts carry it
-    # every citation checked so far (`check_evidence`, after each recorded turn): what every judge's transcript
-    # marks and the verdict's confidence weighs (confidence.evidence_tally)
+    # every citation checked so far (`check_evidence`, after each recorded turn; `settled_evidence` waits for
+    # the checks still running): what every judge's transcript marks and the verdict's confidence weighs
     evidence_checks: list[EvidenceCheck] = field(default_factory=list)
+    checking: list[asyncio.Task[list[EvidenceCheck]]] = field(default_factory=list)  # in the order started
     evidence: EvidenceChecker | None = None  # made on the first citation: the brief, the fetcher, pages read
 
     @property
@@ -325,12 +326,13 @@ class DebateRun:
             await self.check_evidence(turn)
         return turn
 
-    async def check_evidence(self, turn: Turn) -> list[EvidenceCheck]:
-        """Check the citations `turn` makes (orchestrator/evidence/), as one step of their own, and keep the
-        checks (`evidence_checks`). A turn that cites nothing takes no step; a resumed debate gets the
-        recorded checks back and reads no source twice. Each URL is read within the fetch limits."""
+    async def check_evidence(self, turn: Turn) -> None:
+        """Start checking the citations `turn` makes (orchestrator/evidence/), as one step of their own that
+        runs beside the debate's next turn (`settled_evidence` waits for them). A turn that cites nothing
+        takes no step; a resumed debate gets the recorded checks back and reads no source twice. Each URL is
+        read within the fetch limits."""
         if not citations(turn.text):
-            return []
+            return
         if self.evidence is None:
             self.evidence = EvidenceChecker(self.spec.brief, Fetcher(FetchPolicy.from_settings(self.settings)))
         checker = self.evidence
@@ -341,9 +343,27 @@ class DebateRun:
                                                            seat=turn.seat, kind=turn.kind, checks=tuple(checks))))
             return checks
 
-        checks = await self.steps.call(check_citations)
-        self.evidence_checks.extend(checks)
-        return checks
+        self.checking.append(self.steps.start(check_citations))
+
+    async def settled_evidence(self) -> list[EvidenceCheck]:
+        """Every check started so far, once it has ended (the judge's wait): `evidence_checks`, in the
+        order the turns were taken."""
+        while self.checking:
+            started, self.checking = self.checking, []
+            for checks in await asyncio.gather(*started, return_exceptions=True):
+                if isinstance(checks, Exception):  # a check that broke tells nothing: its citations count as none
+                    log.warning("evidence check failed in debate %s", self.debate_id, exc_info=checks)
+                elif isinstance(checks, BaseException):
+                    raise checks
+                else:
+                    self.evidence_checks.extend(checks)
+        return self.evidence_checks
+
+    def abandon_checks(self) -> None:
+        """The debate ended without waiting for its checks (a stop, a failure): they end with it."""
+        for task in self.checking:
+            task.cancel()
+        self.checking = []
 
     def scrub_check(self, check: EvidenceCheck) -> EvidenceCheck:
         """A check as it is kept and shown: secrets and control characters out of its quote and detail."""

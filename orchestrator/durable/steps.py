@@ -7,6 +7,9 @@ order the tasks get scheduled, and a replay could hand one seat's recorded answe
 step name, no error). So `gather` reserves LANE_SLOTS ids per coroutine up front, in order, in the
 calling task, and each coroutine's calls run at its own lane's ids.
 
+`start` runs a step beside the workflow's next ones (a turn's evidence checks, beside the next turn):
+its id is drawn when it is started, in the starting task, like a lane's.
+
 A deferred delivery (`defer`: an event that no result depends on) runs at the start of the next step,
 inside it, so one record stands for both: a step delivers before it does its own work, and once it is
 recorded its deliveries are done, so a replay that gets its record back skips them with it. A step that
@@ -164,6 +167,34 @@ class Durable:
             if lane is not None:
                 return await lane.next().run_async(options, body, *args)
             return await DBOS.run_step_async(options, body, *args)
+        finally:
+            self._running.discard(task)
+            if not self._running and self._idle is not None:
+                self._idle.set()
+
+    def start(self, fn: Callable[..., Awaitable[T]], *args: Any) -> asyncio.Task[T]:
+        """`fn(*args)` as a step running beside the workflow's next ones. Its id is drawn here, in the
+        calling task (a lane's next, or the workflow's), so a replay matches it to its record whatever the
+        order the tasks then run in. It takes none of the deliveries waiting (they go with the next `call`)."""
+        options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": False}
+        lane = _lane.get()
+        reservation = lane.next() if lane is not None else DBOS.reserve_step()
+        body: Callable[..., Awaitable[T]] = fn
+        hook = _step_end.get()
+        if hook is not None:
+            body = _ending_with(hook, body)
+        return asyncio.ensure_future(self._beside(reservation, options, _marked(body), *args))
+
+    async def _beside(self, reservation: StepReservation, options: StepOptions,
+                      body: Callable[..., Awaitable[T]], *args: Any) -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        if self._draining:
+            self._parked.add(task)
+            await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
+        self._running.add(task)
+        try:
+            return await reservation.run_async(options, body, *args)
         finally:
             self._running.discard(task)
             if not self._running and self._idle is not None:

@@ -28,6 +28,7 @@ class SourceServer:
     host: str = "127.0.0.1"
     port: int = 0
     _runner: web.AppRunner | None = None
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)  # a page answered once its gate is set
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str) -> str:
@@ -55,6 +56,8 @@ class SourceServer:
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         self.requests.append({"method": request.method, "path": request.path, "headers": dict(request.headers)})
         path = request.path
+        if path in self.gates:
+            await self.gates[path].wait()
         if path in self.pages:
             media, body = self.pages[path]
             return web.Response(body=body, headers={"Content-Type": media})
