@@ -22,6 +22,7 @@ from orchestrator.export import to_json, to_markdown
 from orchestrator.log import Store
 from orchestrator.models import DebateSpec, Interjection
 from orchestrator.providers import ProviderRegistry
+from tests.brief_sources import brief_of
 from tests.cli_harness import clean_env, debate
 from tests.council_scripts import (
     CHAIR,
@@ -32,6 +33,7 @@ from tests.council_scripts import (
     is_answer,
     is_ranking,
     is_synthesis,
+    ranking_reply,
     script_council,
 )
 from tests.debate_harness import CollectingSink, Result, make_spec, run_debate, settings_for
@@ -271,3 +273,39 @@ async def test_a_note_reaches_every_ballot_and_the_chair_and_a_model_s_name_neve
     (synthesis,) = [r for r in srv.requests if is_synthesis(r)]
     assert note.text in synthesis.last_user
     assert not any(note.text in r.last_user for r in srv.requests if is_answer(r)), "taken at round 2"
+
+
+async def test_a_councils_citations_are_checked_and_marked_for_the_ballots_and_the_chair(
+    llm_server: FakeLLMServer
+) -> None:
+    """Member A quotes the brief, B invents its quote, and A's ballot cites it too: every ballot and the
+    chair read the answers with our marks, the chair reads A's ballot's, and the verdict keeps all three."""
+    srv = llm_server
+    brief = await brief_of(("design.md", "# Design\nOne queue.\n\n## Costs\nHosting is 3k a month, and the "
+                                         "backups cost nothing extra."))
+    srv.add_rule(Reply(text='ANS-A: per [S1 §2 "Hosting is 3k a month"] the managed queue is cheap.'),
+                 match=lambda r: r.model == "alpha-7" and is_answer(r))
+    srv.add_rule(Reply(text='ANS-B: per [S1 §2 "Hosting is free forever"] ours is cheaper.'),
+                 match=lambda r: r.model == "beta-9" and is_answer(r))
+    srv.add_rule(Reply(text=lambda body: ranking_reply(body).replace(
+        "cites a load test.", 'cites [S1 \\"the backups cost nothing extra\\"].')),
+        match=lambda r: r.model == "alpha-7" and is_ranking(r))
+    script_council(srv)
+    result = await run_debate(srv, council().model_copy(update={"brief": brief}))
+
+    assert result.outcome.status == "completed", result.outcome.error
+    (reached,) = result.of(VerdictReached)
+    statuses = sorted((c.seat, c.round, c.status) for c in reached.verdict.evidence_checks)
+    assert statuses == [("A", 1, "verified"), ("A", 2, "verified"), ("B", 1, "not_found")]
+    ballots = [r for r in srv.requests if is_ranking(r)]
+    for record in ballots:  # each sees the others' answers: A's and B's citations are marked where shown
+        prompt = record.last_user
+        if record.model != "alpha-7":
+            assert '"Hosting is 3k a month"] <check status="verified"' in prompt
+        if record.model != "beta-9":
+            assert '"Hosting is free forever"] <check status="not found"' in prompt
+        assert "<check status=" in prompt and "The bot checked the citations" in prompt
+    (chair,) = [r for r in srv.requests if is_synthesis(r)]
+    assert '"Hosting is 3k a month"] <check status="verified"' in chair.last_user
+    assert '"Hosting is free forever"] <check status="not found"' in chair.last_user
+    assert '"the backups cost nothing extra"] <check status="verified"' in chair.last_user

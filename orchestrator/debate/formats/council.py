@@ -38,6 +38,7 @@ from orchestrator.debate.jsonparse import parse_error_metadata
 from orchestrator.debate.quoting import quote_block, with_quoting_rules
 from orchestrator.debate.run import DebateRun
 from orchestrator.events import EventBus, TurnCompleted, TurnFailed, TurnStarted
+from orchestrator.evidence.marks import check_marks
 from orchestrator.models import StanceScore, Turn, Verdict
 from orchestrator.prompts import render
 
@@ -106,6 +107,7 @@ async def _ranking_round(run: DebateRun, answers: list[Turn], round_no: int, tot
                          "the final answer from its answer alone.", "warning")
         return None
     await run.round_started(round_no, total, title)
+    await run.settled_evidence()  # each ballot reads the answers with their citations' checks
     silent = DebateRun(spec=run.spec, settings=run.settings, registry=run.registry, bus=EventBus(), stats=run.stats,
                        warnings=run.warnings, redact=run.redact, steps=run.steps, interjections=run.interjections)
     kind = RANKING if round_no == 2 else CONTINUED
@@ -155,6 +157,7 @@ async def _ballot_turn(run: DebateRun, silent: DebateRun, ranker: Turn, answers:
         turn = combine_attempts(attempts, text=render_ranking(ranking))
         shown = (await run.emit(TurnCompleted(debate_id=run.debate_id, turn=turn))).turn
         run.transcript.append(shown)
+        await run.check_evidence(shown)  # a ballot's reasons may cite too
         return ranking
     await run.emit(TurnCompleted(debate_id=run.debate_id, turn=combine_attempts(
         attempts, status="empty", error="no readable ranking, even after a reminder")))
@@ -166,9 +169,10 @@ async def _ballot_turn(run: DebateRun, silent: DebateRun, ranker: Turn, answers:
 def _ballot_prompt(run: DebateRun, letters: dict[str, str], others: list[Turn], earlier: str) -> str:
     by_seat = {t.seat: t for t in others}
     models = [s.model for s in run.spec.seats]
-    answers = "\n\n".join(quote_block("answer", unnamed(by_seat[label].text, models), letter=letter)
-                          for letter, label in letters.items())
-    values = dict(topic=run.spec.topic, letters=", ".join(letters), answers=answers, count=len(letters))
+    answers = "\n\n".join(_marked_block("answer", run, by_seat[label], unnamed(by_seat[label].text, models),
+                                        letter=letter) for letter, label in letters.items())
+    values = dict(topic=run.spec.topic, letters=", ".join(letters), answers=answers, count=len(letters),
+                  evidence=_evidence_note(run))
     if earlier:
         return render("council_rank_again", synthesis=quote_block("final_answer", unnamed(earlier, models)),
                       **values)
@@ -183,10 +187,15 @@ async def _synthesis(run: DebateRun, answers: list[Turn], rankings: list[Ranking
     members = [t.seat for t in answers]
     standings = aggregate(rankings or [], members)
     table = render_table(standings, rankings or []) if rankings else "(no rankings: the answers are unranked)"
-    reasons = "\n\n".join(quote_block("ranking", render_ranking(r), ranker=r.ranker) for r in rankings or [])
+    checks = await run.settled_evidence()
+    answer_rounds = {t.round for t in answers}
+    reasons = "\n\n".join(quote_block("ranking", text := render_ranking(r), check_marks(text, [
+        c for c in checks if c.seat == r.ranker and c.round not in answer_rounds]), ranker=r.ranker)
+        for r in rankings or [])
     user = render(
         "council_synthesis", topic=run.spec.topic, table=table, reasons=reasons or "(none)",
-        answers="\n\n".join(quote_block("answer", t.text, member=t.seat) for t in answers),
+        answers="\n\n".join(_marked_block("answer", run, t, t.text, member=t.seat) for t in answers),
+        evidence=_evidence_note(run),
         earlier=render("council_earlier_synthesis", synthesis=quote_block("final_answer", earlier)) if earlier else "",
     )
     text = await run.aux(run.spec.judge, with_quoting_rules(render("council_chair_system")),
@@ -196,7 +205,19 @@ async def _synthesis(run: DebateRun, answers: list[Turn], rankings: list[Ranking
         await run.notice(f"The chair ({run.spec.judge}) could not write the final answer, so Member {top.seat}'s "
                          "answer, ranked first, stands as the recommendation.", "warning", with_verdict=True)
         text = top.text
-    return _verdict(standings, rankings or [], text.strip())
+    return _verdict(standings, rankings or [], text.strip()).model_copy(
+        update={"evidence_checks": tuple(checks)})
+
+
+def _marked_block(tag: str, run: DebateRun, turn: Turn, text: str, **attributes: object) -> str:
+    """`turn` quoted as `text`, each of its checked citations followed by our mark of what its check found."""
+    own = [c for c in run.evidence_checks if c.seat == turn.seat and c.round == turn.round]
+    return quote_block(tag, text, check_marks(text, own) if own else (), **attributes)
+
+
+def _evidence_note(run: DebateRun) -> str:
+    """How to read the marks, when there are any (the judges' note)."""
+    return "\n" + render("council_evidence") + "\n" if run.evidence_checks else ""
 
 
 def _verdict(standings: list[Standing], rankings: list[Ranking], synthesis: str) -> Verdict:
