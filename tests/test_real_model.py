@@ -19,13 +19,16 @@ from typing import Any
 import pytest
 
 from orchestrator.config import Settings
-from orchestrator.events import Notice, VerdictReached
+from orchestrator.debate import confidence
+from orchestrator.events import EvidenceChecked, Notice, VerdictReached
 from orchestrator.providers import ProviderError, ProviderRegistry
 from orchestrator.providers import local_model as local_model_module
 from orchestrator.providers.base import Message, ModelCall
 from orchestrator.providers.openai_compat import OpenAICompatProvider
 from orchestrator.providers.vendors.local import LOCAL_BUDGETS
+from tests.brief_sources import brief_of
 from tests.debate_harness import CollectingSink, Result, make_spec
+from tests.fakes.llm_server import FakeLLMServer, Reply
 
 MODEL = "local:smollm2-135m"
 TURN_TOKENS = 24  # a debater's turn: enough words to read, few enough for a slow machine
@@ -70,14 +73,17 @@ def sent_bodies(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return bodies
 
 
-async def debate(settings: Settings, fmt: str, models: tuple[str, ...], **kw: Any) -> Result:
+async def debate(settings: Settings, fmt: str, models: tuple[str, ...], *, brief: Any = None, **kw: Any) -> Result:
     from orchestrator.debate.engine import Engine
     from orchestrator.events import EventBus
 
     registry = ProviderRegistry(settings)
     sink = CollectingSink()
+    spec = make_spec(fmt, models, judge=MODEL, **kw)
+    if brief is not None:
+        spec = spec.model_copy(update={"brief": brief})
     try:
-        outcome = await Engine(registry, settings).run(make_spec(fmt, models, judge=MODEL, **kw), EventBus([sink]))
+        outcome = await Engine(registry, settings).run(spec, EventBus([sink]))
     finally:
         await registry.aclose()
     return Result(outcome, sink.events)
@@ -172,3 +178,44 @@ async def test_a_stances_debate_reads_or_reports_every_json_turn(tmp_path: Path,
             assert f"Debater {turn.seat}'s round {turn.round} turn is recorded empty" in warnings
     if result.outcome.status == "failed":
         assert result.outcome.error and "Traceback" not in result.outcome.error
+
+
+async def test_a_real_judge_reads_invented_citations_marked_and_the_verdict_counts_them(
+        tmp_path: Path, small_budgets: None, sent_bodies: list[dict[str, Any]], llm_server: FakeLLMServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SmolLM2-135M does not write our citation form (asked three ways with a brief, it wrote none), so two
+    scripted debaters make the citations, one quoting the brief and one inventing its quotes, and the real
+    model judges: llama.cpp receives every citation marked with its check, its grammar-bound verdict keeps the
+    checks and each side's counts, and a winner whose quotes were invented is never rated above low."""
+    brief = await brief_of(("design.md", "# Design\nWe keep one database.\n\n## Costs\nHosting is 3k a month, "
+                                         "and the backups cost nothing extra."))
+    llm_server.add_rule(Reply(text='Per [S1 §2 "Hosting is 3k a month"] and [S1 §2 "the backups cost nothing '
+                                   'extra"], one database is cheap. Keep it.'), match=lambda r: r.model == "model-a")
+    llm_server.add_rule(Reply(text='A 2018 study [S1 §2 "Hosting is free for small teams"] and [S1 §1 "We keep '
+                                   'three databases"] show the opposite. Split it.'),
+                        match=lambda r: r.model == "model-b")
+    monkeypatch.setattr(local_model_module, "MAX_OUTPUT_TOKENS", 120)  # the marks are read, not the verdict's prose
+    settings = local_settings(tmp_path, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm_server.openai_base_url,
+                              DEBATE_LOCAL_CTX=8192)  # the brief and the marks: a 4,096-token slot
+    result = await debate(settings, "challenge", ("openai:model-a", "openai:model-b"), rounds=1, brief=brief)
+
+    assert result.outcome.status == "completed", result.outcome.error
+    assert [(e.seat, e.summary) for e in result.of(EvidenceChecked)] == [
+        ("A", "Evidence: 2 cited · 2 verified"), ("B", "Evidence: 2 cited · 2 not found")]
+    judged = [b for b in sent_bodies if "response_format" in b]
+    assert judged, "the real model judged through json_schema"
+    for body in judged:  # what llama.cpp read: each citation followed by our mark, and how to weigh them
+        prompt = "\n".join(m["content"] for m in body["messages"])
+        assert '"Hosting is 3k a month"] <check status="verified"' in prompt
+        assert '"Hosting is free for small teams"] <check status="not found"' in prompt
+        assert '"We keep three databases"] <check status="not found"' in prompt
+    reached = result.of(VerdictReached)
+    if not reached:  # 135M under a short output cap often cuts its JSON: the debate says so and ends whole
+        assert any("could not reach a verdict" in e.text for e in result.of(Notice))
+        return
+    verdict = reached[0].verdict
+    assert verdict.evidence_counts() == {
+        "A": {"cited": 2, "verified": 2, "not_found": 0, "unreachable": 0, "not_checked": 0},
+        "B": {"cited": 2, "verified": 0, "not_found": 2, "unreachable": 0, "not_checked": 0}}
+    if verdict.clear_winner == "B":  # the real model may side with the inventor: the rules never trust that
+        assert verdict.confidence == "low" and verdict.confidence_rule == confidence.EVIDENCE_WINNER_WEAK
