@@ -33,7 +33,7 @@ def call(text: str = "Is Rust better than Go for CLIs?", *, model: str = "gpt-5"
 
 async def test_streams_deltas_in_order_and_reports_usage(llm_server: FakeLLMServer) -> None:
     reply = "Go compiles fast; Rust catches more bugs at compile time. Evidence: both ecosystems."
-    llm_server.add_rule(Reply(text=reply, tokens_per_s=200))  # a word every 5 ms: reads of their own
+    llm_server.add_rule(Reply(text=reply, tokens_per_s=50))  # a word every 20 ms: reads of their own
     provider = make(llm_server)
     deltas: list[str] = []
 
@@ -43,7 +43,7 @@ async def test_streams_deltas_in_order_and_reports_usage(llm_server: FakeLLMServ
     result = await provider.complete(call(), on_delta)
     await provider.aclose()
 
-    assert len(deltas) > 5
+    assert len(deltas) > 1  # streamed (a starved loop may read several words at once: their number varies)
     assert "".join(deltas) == result.text == reply
     record = llm_server.requests[0]
     # usage comes from the include_usage chunk: the peer counts ceil(chars / 4)

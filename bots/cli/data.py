@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 
 from bots.cli.running import EXIT_OK, UsageError
 from orchestrator.config import Settings
-from orchestrator.durable.config import sqlite_path, system_db_url
 from orchestrator.log import AmbiguousIdError, DebateLog, open_log
 from orchestrator.log.audit import AuditEntry
 from orchestrator.log.purge import PurgeSelection, purged_text
@@ -106,7 +105,10 @@ async def purge_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _purge_with_engine(store: DebateLog, selection: PurgeSelection, settings: Settings) -> PurgeReport:
-    """The workflow engine's records go too, when it has a database (no SQLite file: no debate ever ran there)."""
+    """The workflow engine's records go too, when it has a database (no SQLite file: no debate ever ran there).
+    DBOS is imported here, not with the CLI: it takes half a second, which every other command would wait."""
+    from orchestrator.durable.config import sqlite_path, system_db_url
+
     url = system_db_url(settings)
     path = sqlite_path(url)
     if path is not None and not path.exists():

@@ -14,18 +14,28 @@ The public face, for the rest of the product and for the evidence checks that ho
   `orchestrator.models`, which uses these models): the brief as a prompt quotes it.
 """
 
-from orchestrator.brief.extract import ExtractError, PdfLimits, extract, kind_of
-from orchestrator.brief.fetch import Fetched, Fetcher, FetchError, FetchPolicy, FetchRefused, fetch_url
-from orchestrator.brief.gather import (
-    BriefInputError,
-    BriefLimits,
-    Material,
-    gather,
-    material_for,
-    read_brief,
-)
+from importlib import import_module
+from typing import Any
+
 from orchestrator.brief.models import Brief, Section, Source, SourceKind, normal_anchor, source_line
-from orchestrator.brief.select import PROMPT_CHARS, Selection, Shown
+
+# the rest on first use: fetching pulls in aiohttp and extracting its parsers, which a command that only
+# reads the log (history, show, export, purge) never needs and would wait for at every start
+_LAZY = {
+    "ExtractError": "extract", "PdfLimits": "extract", "extract": "extract", "kind_of": "extract",
+    "Fetched": "fetch", "Fetcher": "fetch", "FetchError": "fetch", "FetchPolicy": "fetch", "FetchRefused": "fetch",
+    "fetch_url": "fetch", "BriefInputError": "gather", "BriefLimits": "gather", "Material": "gather",
+    "gather": "gather", "material_for": "gather", "read_brief": "gather", "PROMPT_CHARS": "select",
+    "Selection": "select", "Shown": "select",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"orchestrator.brief.{module}"), name)
+
 
 __all__ = [
     "PROMPT_CHARS", "Brief", "BriefInputError", "BriefLimits", "ExtractError", "FetchError", "FetchPolicy",
