@@ -8,7 +8,7 @@ inside the step, tagged with an attempt id drawn there: a call run again after a
 A debater's turn is one step (TurnStarted, the call, TurnCompleted or TurnFailed); a round's start is one too
 (`round_started`: the audience's notes taken, then delivered, and quoted in every later prompt). A brief
 (orchestrator/brief/) opens every debater's and judge's prompt with the sections chosen from what was recorded,
-so a replayed run builds the same prompts; a turn's citations are checked in a step of their own (evidence/).
+so a replayed run builds the same prompts; a turn's citations are checked beside the next turn (citation_checks.py).
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator import tracing
-from orchestrator.brief.fetch import Fetcher, FetchPolicy
 from orchestrator.brief.prompt import brief_prompt, with_brief
 from orchestrator.budgets import SpendWatch
 from orchestrator.config import Settings
 from orchestrator.debate.audience import Audience, with_audience
+from orchestrator.debate.call_results import CONFIG_ERROR, CallResult, CallStats, TurnResult, closing_event
+from orchestrator.debate.citation_checks import CitationChecks
 from orchestrator.debate.deltas import LIVE, DeltaBatcher, TextPace
 from orchestrator.debate.echo import EchoFilter, strip_echo
 from orchestrator.debate.limits import SizeCap, TextTooLong, call_char_limit
@@ -39,17 +38,14 @@ from orchestrator.events import (
     CallRecorded,
     EventBase,
     EventBus,
-    EvidenceChecked,
     Interjected,
     Notice,
     RoundCompleted,
     RoundStarted,
     TextDelta,
     TurnCompleted,
-    TurnFailed,
     TurnStarted,
 )
-from orchestrator.evidence import EvidenceChecker, citations
 from orchestrator.metrics import model_labels, observe_call
 from orchestrator.models import MAX_INTERJECTIONS_PER_ROUND, DebateSpec, EvidenceCheck, Interjection, Seat, Turn
 from orchestrator.providers.base import AnswerSchema, Completion, Message, ModelCall, ProviderError
@@ -59,46 +55,6 @@ from orchestrator.safety import Redactor, sanitize_metadata
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=EventBase)
-
-CONFIG_ERROR = "config"  # CallResult.error_kind of a model string that does not resolve, or missing credentials
-
-
-@dataclass
-class CallStats:
-    attempted: int = 0
-    timed_out: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    cost_known: bool = True  # False once any call used a model with no known price
-
-
-class CallResult(BaseModel):
-    """What one model call's step returns: the completion, or the error (raw: callers sanitize it)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    started_at: float
-    duration_ms: int
-    completion: Completion | None = None
-    error: str = ""
-    error_kind: str = ""  # ProviderError.kind ("timeout", "auth", …), or CONFIG_ERROR
-    spent: Completion | None = None  # a failed call's tokens (no text), when it streamed or reported any
-
-    @property
-    def used(self) -> Completion | None:
-        """The tokens this call is counted for: the completion's, or what a failed call had used."""
-        return self.completion or self.spent
-
-
-class TurnResult(BaseModel):
-    """What a debater's turn step returns: the call's result, and its closing event as delivered."""
-
-    model_config = ConfigDict(frozen=True)
-
-    call: CallResult
-    event: TurnCompleted | TurnFailed
-
 
 @dataclass(repr=False)  # a repr would carry the settings (API keys) into any log that prints a step
 class DebateRun:
@@ -124,11 +80,12 @@ class DebateRun:
     spend: SpendWatch | None = None  # None: no budget is set (the after-round step asks nothing)
     stopped_early: str | None = None  # why the debate stops after this round (a budget spent): the formats stop
     brief_prompts: dict[str, str] = field(default_factory=dict)  # the brief as each stage's prompts carry it
-    # every citation checked so far (`check_evidence`, after each recorded turn; `settled_evidence` waits for
-    # the checks still running): what every judge's transcript marks and the verdict's confidence weighs
-    evidence_checks: list[EvidenceCheck] = field(default_factory=list)
-    checking: list[asyncio.Task[list[EvidenceCheck]]] = field(default_factory=list)  # in the order started
-    evidence: EvidenceChecker | None = None  # made on the first citation: the brief, the fetcher, pages read
+    citations: CitationChecks = field(default_factory=CitationChecks)  # checked beside the next turn
+
+    @property
+    def evidence_checks(self) -> list[EvidenceCheck]:
+        """Every citation check settled so far: what a judge's transcript marks and the confidence weighs."""
+        return self.citations.done
 
     @property
     def debate_id(self) -> str:
@@ -314,7 +271,7 @@ class DebateRun:
         async def model_turn() -> TurnResult:  # one step: a resumed debate gets the turn back as shown
             await self.bus.emit(started)
             result = await self._call_model(seat.model, call, (round, seat.label, kind))
-            closing = self.scrub(_closing_event(where, result))
+            closing = self.scrub(closing_event(where, result))
             await self.bus.emit(closing)
             return TurnResult(call=result, event=closing)
 
@@ -327,43 +284,16 @@ class DebateRun:
         return turn
 
     async def check_evidence(self, turn: Turn) -> None:
-        """Start checking the citations `turn` makes (orchestrator/evidence/), as one step of their own that
-        runs beside the debate's next turn (`settled_evidence` waits for them). A turn that cites nothing
-        takes no step; a resumed debate gets the recorded checks back and reads no source twice. Each URL is
-        read within the fetch limits."""
-        if not citations(turn.text):
-            return
-        if self.evidence is None:
-            self.evidence = EvidenceChecker(self.spec.brief, Fetcher(FetchPolicy.from_settings(self.settings)))
-        checker = self.evidence
-
-        async def check_citations() -> list[EvidenceCheck]:  # the checks, and the line under the turn they make
-            checks = [self.scrub_check(c) for c in await checker.check_text(turn.seat, turn.round, turn.text)]
-            await self.bus.emit(self.scrub(EvidenceChecked(debate_id=self.debate_id, round=turn.round,
-                                                           seat=turn.seat, kind=turn.kind, checks=tuple(checks))))
-            return checks
-
-        self.checking.append(self.steps.start(check_citations))
+        """Start checking the citations `turn` makes, beside the debate's next turn (citation_checks.py)."""
+        self.citations.start(self.spec, self.settings, self.steps, turn, self.scrub_check,
+                             lambda event: self.bus.emit(self.scrub(event)))
 
     async def settled_evidence(self) -> list[EvidenceCheck]:
-        """Every check started so far, once it has ended (the judge's wait): `evidence_checks`, in the
-        order the turns were taken."""
-        while self.checking:
-            started, self.checking = self.checking, []
-            for checks in await asyncio.gather(*started, return_exceptions=True):
-                if isinstance(checks, Exception):  # a check that broke tells nothing: its citations count as none
-                    log.warning("evidence check failed in debate %s", self.debate_id, exc_info=checks)
-                elif isinstance(checks, BaseException):
-                    raise checks
-                else:
-                    self.evidence_checks.extend(checks)
-        return self.evidence_checks
+        """Every check started so far, once ended (the judge's wait): `evidence_checks`, in turn order."""
+        return await self.citations.settled(self.debate_id)
 
     def abandon_checks(self) -> None:
-        """The debate ended without waiting for its checks (a stop, a failure): they end with it."""
-        for task in self.checking:
-            task.cancel()
-        self.checking = []
+        self.citations.abandon()
 
     def scrub_check(self, check: EvidenceCheck) -> EvidenceCheck:
         """A check as it is kept and shown: secrets and control characters out of its quote and detail."""
@@ -483,20 +413,3 @@ class DebateRun:
         """End the current round's span (called in the context that opened it: the format's)."""
         tracing.close(self.round_span)
         self.round_span = None
-
-
-def _closing_event(where: dict[str, Any], result: CallResult) -> TurnCompleted | TurnFailed:
-    """How a debater's call ends its turn (`where`: the turn's debate, round, seat, role, kind and
-    model): completed with the text, or failed with a user-safe error."""
-    completion = result.completion
-    if completion is None:
-        spent = result.spent  # what it streamed before failing is paid for: its tokens are counted
-        failed = Turn(**where, started_at=result.started_at, status="failed", error=sanitize_metadata(result.error),
-                      duration_ms=result.duration_ms, input_tokens=spent.input_tokens if spent else 0,
-                      output_tokens=spent.output_tokens if spent else 0,
-                      tokens_estimated=spent.tokens_estimated if spent else False)
-        return TurnFailed(debate_id=failed.debate_id, turn=failed)
-    done = Turn(**where, started_at=result.started_at, text=completion.text, duration_ms=completion.duration_ms,
-                input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
-                tokens_estimated=completion.tokens_estimated)
-    return TurnCompleted(debate_id=done.debate_id, turn=done)

@@ -30,7 +30,8 @@ from orchestrator.private_files import create_private
 log = logging.getLogger(__name__)
 
 APP_NAME = "debate-bot"
-WORKFLOW_VERSION = "debate-6"  # 6: a turn that cites anything is followed by its evidence check's step
+# 7: the evidence check runs beside the next turn (a step name of its own); a council ballot that cites is checked
+WORKFLOW_VERSION = "debate-7"
 POLL_S = 0.1  # notification polling (a front's stream reads on SQLite)
 # a worker's queue poll: each is a dequeue transaction, idle or not, and a debate waits at most this long to start
 QUEUE_POLL_S = 0.25

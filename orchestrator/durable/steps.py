@@ -1,32 +1,11 @@
 """`Durable`: the checkpointer a debate workflow runs with (the `Steps` of orchestrator/debate/steps.py).
 
-Each `call` is a DBOS step: its result is recorded, and a resumed workflow gets the recorded result
-back instead of running it again. DBOS matches a step to its record by the step id it draws when
-the step is called, in call order. Concurrent calls (a parallel round) would draw ids in whatever
-order the tasks get scheduled, and a replay could hand one seat's recorded answer to another (same
-step name, no error). So `gather` reserves LANE_SLOTS ids per coroutine up front, in order, in the
-calling task, and each coroutine's calls run at its own lane's ids.
-
-`start` runs a step beside the workflow's next ones (a turn's evidence checks, beside the next turn):
-its id is drawn when it is started, in the starting task, like a lane's.
-
-A deferred delivery (`defer`: an event that no result depends on) runs at the start of the next step,
-inside it, so one record stands for both: a step delivers before it does its own work, and once it is
-recorded its deliveries are done, so a replay that gets its record back skips them with it. A step that
-was never recorded runs again and delivers them again (every delivery is idempotent). The workflow and
-each parallel branch defer within their own sequence of steps (deferred.py); what the workflow deferred
-before a `gather` goes with the first branch, and a branch that ends with deliveries waiting takes one
-step more for them.
-
-A workflow may name a hook that runs at the end of each of its steps, inside it, before DBOS records it
-(`at_each_step_end`: the stream sink writes the events it held back, stream_sink.py).
-
-A stop is DBOS's cancel: DBOS's check before each step ends the workflow there, and a preemptible step
-(a model call) checks again once its deliveries are made, just before the call, so no model call starts
-after a stop; one in flight is cancelled by DBOS's watcher.
-
-A graceful stop drains: from `drain()` on, a step that has not started waits (its workflow stays
-pending, to be recovered at the next launch); `idle()` waits for the steps already running.
+Each `call` is a DBOS step: its result is recorded, and a resumed workflow gets it back instead of running it
+again. DBOS matches a step to its record by the id drawn when it is called, so every id here is drawn in the
+calling task, in call order: a `gather`'s lanes reserve theirs up front, and a step `start`ed beside the next
+ones draws its own when started. A deferred delivery (`defer`) runs at the start of the next step, inside it,
+so one record stands for both. A stop is DBOS's cancel, checked again just before a model call starts; a
+graceful stop drains (`drain`, `idle`, `abandon`).
 """
 
 from __future__ import annotations
@@ -210,6 +189,11 @@ class Durable:
             await self.call(deferred.deliver_deferred)
 
     async def gather(self, *coros: Awaitable[T]) -> list[T]:
+        """Concurrent calls would draw ids in whatever order the tasks get scheduled, and a replay could hand
+        one seat's recorded answer to another (same step name, no error): so LANE_SLOTS ids per coroutine are
+        reserved up front, in order, and each coroutine's calls run at its own lane's ids. What the workflow
+        deferred before goes with the first branch; a branch that ends with deliveries waiting takes one step
+        more for them (every delivery is idempotent: a step never recorded delivers again when run again)."""
         if in_lane():
             raise RuntimeError("a parallel branch of a debate cannot fan out again")
         lanes = [_Lane([DBOS.reserve_step() for _ in range(LANE_SLOTS)]) for _ in coros]
@@ -231,7 +215,8 @@ class Durable:
     # -- graceful stop ----------------------------------------------------------------------------
 
     def drain(self) -> None:
-        """From now on no step starts; the ones running finish (see `idle`)."""
+        """From now on no step starts (its workflow stays pending, to be recovered at the next launch); the
+        ones running finish (see `idle`)."""
         self._draining = True
         self._idle = asyncio.Event()
         if not self._running:
