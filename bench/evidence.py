@@ -34,6 +34,7 @@ NAME = "evidence"
 DESIGN = ("# Design\nWe keep one database for ingest and reporting.\n\n## Costs\nHosting is 3k a month, and the "
           "backups cost nothing extra.\n\n## Risks\nThe backfill cannot be paused once it has started.")
 PAGE = b"# Survey\nMost teams that moved to a queue reported fewer paging incidents within two quarters."
+SLOW_PAGE_S = 2.0  # a slow site: the first turn's check reads it while the next turn runs
 FILLER = " ".join(["The argument goes on with ordinary words about the plan and its tradeoffs."] * 8)
 
 
@@ -45,18 +46,19 @@ def _turn(url: str, cited: bool) -> str:
     return f"{FILLER} As {said[0]} and {said[1]}, {said[2]}; {said[3]}. {FILLER}"
 
 
-async def _debate(brief: Brief, cited: bool, *, check: bool = True) -> tuple[float, list[int]]:
-    """Wall time of one 2-round debate and its judge prompts' tokens."""
+async def _debate(brief: Brief, cited: bool, *, check: bool = True, page_s: float = 0.0) -> tuple[float, list[int]]:
+    """Wall time of one 2-round debate and its judge prompts' tokens; `page_s`: the cited page's answer time."""
     saved = DebateRun.check_evidence
 
-    async def unchecked(run: DebateRun, turn: Any) -> list[Any]:
-        return []
+    async def unchecked(run: DebateRun, turn: Any) -> None:
+        return None
 
     if not check:
         DebateRun.check_evidence = unchecked  # type: ignore[method-assign]
     try:
         async with FakeLLMServer() as srv, SourceServer() as web:
             web.pages["/survey.md"] = ("text/markdown", PAGE)
+            web.delays["/survey.md"] = page_s
             srv.add_rule(Reply(text=verdict_text(100), latency_s=0.3, tokens_per_s=400.0), match=is_judge)
             srv.default = Reply(text=_turn(web.url("/survey.md"), cited), latency_s=0.3, tokens_per_s=400.0)
             with tempfile.TemporaryDirectory() as folder:
@@ -99,20 +101,33 @@ async def run(smoke: bool) -> Table:
     table = Table("evidence: checking citations in a 2-round challenge")
     brief = await gather([Material(origin="design.md", name="design.md", data=DESIGN.encode())])
     runs = 1 if smoke else 3
-    plain = [(await _debate(brief, cited=False))[0] for _ in range(runs)]
-    cited = [await _debate(brief, cited=True) for _ in range(runs)]
-    unchecked = await _debate(brief, cited=True, check=False)
+    plain, cited, unchecked = [], [], []
+    for _ in range(runs):  # interleaved, so the machine's drift weighs on all three
+        plain.append((await _debate(brief, cited=False))[0])
+        cited.append(await _debate(brief, cited=True))
+        unchecked.append(await _debate(brief, cited=True, check=False))
     plain_s, cited_s = statistics.median(plain), statistics.median(w for w, _ in cited)
+    unchecked_s = statistics.median(w for w, _ in unchecked)
     table.add("2-round debate, no citations: wall time (median)", f"{plain_s:.2f} s", f"runs: {runs}")
-    table.add("2-round debate, 4 citations a turn (3 brief, 1 loopback page): wall time (median)", f"{cited_s:.2f} s")
-    table.check("  added by checking", (cited_s - plain_s) / plain_s * 100, ".1f", 5.0, " %")
+    table.add("2-round debate, 4 citations a turn (3 brief, 1 loopback page), not checked: wall time (median)",
+              f"{unchecked_s:.2f} s")
+    table.add("the same, checked: wall time (median)", f"{cited_s:.2f} s")
+    table.check("  added by checking (checked against not checked, the same words)",
+                (cited_s - unchecked_s) / unchecked_s * 100, ".1f", 5.0, " %")
+    slow = [(await _debate(brief, cited=True, page_s=SLOW_PAGE_S))[0] for _ in range(runs)]
+    table.add(f"the same, checked, the page answering in {SLOW_PAGE_S:.0f} s: wall time (median)",
+              f"{statistics.median(slow):.2f} s")
+    table.check(f"  added by a {SLOW_PAGE_S:.0f} s page (read once; checked in line it would add at least "
+                f"{SLOW_PAGE_S:.0f} s)", (statistics.median(slow) - unchecked_s) / unchecked_s * 100, ".1f", 5.0,
+                " %")
     judge_checked = statistics.mean(cited[0][1])
-    judge_unchecked = statistics.mean(unchecked[1])
+    judge_unchecked = statistics.mean(unchecked[0][1])
     table.add("judge prompt tokens, cited debate: unchecked / checked",
               f"{judge_unchecked:,.0f} / {judge_checked:,.0f}")
     table.check("  judge prompt growth from the checks", (judge_checked - judge_unchecked) / judge_unchecked * 100,
                 ".1f", 15.0, " %")
     await _one_check(table)
-    table.note("checking runs right after each citing turn, before the next: a brief quote costs milliseconds, a "
-               "page at most the fetch limit (10 s); the page is read once a debate however often it is cited")
+    table.note("checking runs beside the next turn, and only the judge waits for it: a brief quote costs "
+               "milliseconds, a page at most the fetch limit (10 s), read once a debate however often it is cited; "
+               "the cited turns are longer (the citation form's words), which the no-citations row includes")
     return table

@@ -29,6 +29,7 @@ class SourceServer:
     port: int = 0
     _runner: web.AppRunner | None = None
     gates: dict[str, asyncio.Event] = field(default_factory=dict)  # a page answered once its gate is set
+    delays: dict[str, float] = field(default_factory=dict)  # a page answered after this many seconds (a slow site)
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str) -> str:
@@ -58,6 +59,8 @@ class SourceServer:
         path = request.path
         if path in self.gates:
             await self.gates[path].wait()
+        if path in self.delays:
+            await asyncio.sleep(self.delays[path])
         if path in self.pages:
             media, body = self.pages[path]
             return web.Response(body=body, headers={"Content-Type": media})
