@@ -6,6 +6,7 @@ recall, unfurl or page link."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -173,3 +174,35 @@ async def test_debate_this_on_a_message_the_bot_cannot_read_starts_nothing_and_s
             assert await bot.core.store.history(5) == [] and llm.requests == []
             (told,) = [c.params["text"] for c in peer.of("chat.postEphemeral")]
             assert "couldn't read that message" in told
+
+
+async def test_an_evidence_line_that_comes_after_the_next_turn_began_names_its_turn(tmp_path: Path) -> None:
+    """A's cited page answers only once B's turn has reached the model: A's check runs beside B's turn, and its
+    line, posted below B's first message, says whose turn it is about."""
+    limits = slack_limits(post_interval=0.01, updates=600, window=60.0, edit_interval=0.05, streams=False)
+    async with SlackAPIPeer() as peer, FakeLLMServer() as llm, SourceServer() as web:
+        script_judge(llm, "A")
+        web.pages["/pilot.md"] = ("text/markdown", b"# Pilot\nThe queue pilot ran for two weeks without loss.")
+        gate = web.gates["/pilot.md"] = asyncio.Event()
+        turns = iter([f'Per [{web.url("/pilot.md")} "ran for two weeks without loss"], yes.'])
+
+        def debater(_body: dict[str, object]) -> str:
+            text = next(turns, None)
+            if text is None:  # the second debater's call: the page may answer now
+                gate.set()
+                return "No citations from me."
+            return text
+
+        llm.default = Reply(text=debater)
+        settings = slack_settings(str(tmp_path / "d.db"), peer, llm.openai_base_url, llm.anthropic_base_url,
+                                  DEBATE_ROUNDS=1, DEBATE_FETCH_ALLOW_HOSTS=web.allow_hosts)
+        async with SlackBot(settings, limits) as bot:
+            await bot.command(TOPIC_LINE, peer, channel="C9")
+            await bot.settle()
+            (summary,) = await bot.core.store.history(5)
+            record = await bot.core.store.get_debate(summary.id)
+            assert record is not None and record.status == "completed", record
+            shown = [json.dumps(m.blocks, ensure_ascii=False) + m.text for m in peer.thread("C9", record.thread or "")]
+            (line,) = [i for i, m in enumerate(shown) if "Evidence: 1 cited · 1 verified" in m]
+            assert "(seat A, round 1)" in shown[line]
+            assert any("No citations from me." in m for m in shown[:line])  # B's turn is above it
