@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import shutil
@@ -183,6 +184,18 @@ def _statuses(db: LogSource, tags: Sequence[int]) -> dict[int, str]:
     return {t: r["status"] for r in rows if (t := tag_of(r["topic"])) is not None and t in tags}
 
 
+def _keep_evidence(workdir: Path, peers: Peers, db: LogSource, check: DebateCheck) -> None:
+    """What a debate whose check found a problem left behind, for `--keep`: its rows of the log's messages
+    table, and every platform message and call of its trial's peers (in memory, gone with the trial)."""
+    rows = read_log(db, "select key, message_id, final from messages where debate_id = ?", (check.debate_id,))
+    found = {"problems": check.problems, "debate_id": check.debate_id, "platform": check.platform,
+             "logged_messages": [dict(r) for r in rows],
+             "discord_messages": list(peers.discord.messages.values()),
+             "discord_calls": [{"at": c.at, "method": c.method, "path": getattr(c, "path", "")}
+                               for c in peers.discord.calls]}
+    (workdir / f"problem-{check.tag:04d}.json").write_text(json.dumps(found, default=str, indent=1))
+
+
 def _rendered(db: LogSource, tags: Sequence[int]) -> bool:
     """Every debate has ended in the log, and each completed one has its verdict message recorded."""
     statuses = _statuses(db, tags)
@@ -339,8 +352,10 @@ async def run_trial(trial: Trial, script: KillScript, root: Path, unavailable: d
                     result.resume_write_s.append(write - killed_at)
             for index, fmt in enumerate(FORMATS):
                 tag = tags[index]
-                result.checks.append(check_debate(peers, db, tag, _platform(trial, index), fmt, trial.rounds,
-                                                  f"C{tag:04d}"))
+                check = check_debate(peers, db, tag, _platform(trial, index), fmt, trial.rounds, f"C{tag:04d}")
+                result.checks.append(check)
+                if check.problems:
+                    _keep_evidence(workdir, peers, db, check)
         except ProcessExited as exc:
             result.error = str(exc)
             if exc.code == 2 and trial.mode != "serve":
