@@ -197,12 +197,14 @@ def _keep_evidence(workdir: Path, peers: Peers, db: LogSource, check: DebateChec
 
 
 def _rendered(db: LogSource, tags: Sequence[int]) -> bool:
-    """Every debate has ended in the log, and each completed one has its verdict message recorded."""
+    """Every debate has ended in the log, and each completed one has its verdict message posted in its final
+    form (not only its post's intent: a verdict waits for the channel's rate limit like any post, and that
+    wait can outlast the settling's quiet period)."""
     statuses = _statuses(db, tags)
     if len(statuses) < len(tags) or any(s == "running" for s in statuses.values()):
         return False
     verdicts = read_log(db, "select d.topic from messages m join debates d on d.id = m.debate_id "
-                            "where m.key = 'verdict'")
+                            "where m.key = 'verdict' and m.message_id != '' and m.final = 1")
     done = {tag_of(r["topic"]) for r in verdicts}
     return all(t in done for t, s in statuses.items() if s == "completed")
 
