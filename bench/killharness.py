@@ -204,7 +204,7 @@ def _rendered(db: LogSource, tags: Sequence[int]) -> bool:
     if len(statuses) < len(tags) or any(s == "running" for s in statuses.values()):
         return False
     verdicts = read_log(db, "select d.topic from messages m join debates d on d.id = m.debate_id "
-                            "where m.key = 'verdict' and m.message_id != '' and m.final = 1")
+                            "where m.key = 'verdict' and m.message_id != '' and m.final")
     done = {tag_of(r["topic"]) for r in verdicts}
     return all(t in done for t, s in statuses.items() if s == "completed")
 
