@@ -34,13 +34,14 @@ demo: $(STAMP)
 compile: $(STAMP)
 	$(BIN)/python -m compileall -q orchestrator bots bench tests > /dev/null
 
-# Three workers on two cores: a third of the suite's time is spent waiting (subprocesses starting, peers'
-# latency, DBOS's polls), and a third worker fills it (BENCHMARKS.md: 9.8 min against 14 min with two).
-TEST_WORKERS ?= 3
+# Four workers on two cores: much of the suite's time is spent waiting (subprocesses starting, peers'
+# latency, DBOS's polls), and more workers fill it (BENCHMARKS.md). The heaviest modules go first
+# (tests/conftest.py's HEAVIEST_FIRST; xdist's own reorder would start them last).
+TEST_WORKERS ?= 4
 
 test: $(STAMP) $(LOCAL_STAMP) compile
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The edit-test loop: ruff and the tests that need no subprocess, DBOS launch, Postgres or browser
 # (tests/conftest.py fails a test of this lane that starts one, telling you to mark it slow).
