@@ -150,6 +150,13 @@ class EvidenceChecked(EventBase):
         """`Evidence: 3 cited · 2 verified · 1 not found`: counts only, no quoted text (nothing to ping)."""
         return evidence_summary(self.checks)
 
+    def line_after(self, last_turn: tuple[int, str, str] | None) -> str:
+        """The summary as shown below `last_turn` (round, seat, kind: the turn shown last), naming its own turn
+        when that is another (checks run beside the next turn, and reading a page can outlast its start)."""
+        if last_turn in (None, (self.round, self.seat, self.kind)):
+            return self.summary
+        return f"{self.summary} (seat {self.seat}, round {self.round})"
+
 
 class TurnFailed(EventBase):
     type: Literal["turn_failed"] = "turn_failed"

@@ -29,7 +29,7 @@ from orchestrator.log.postgres.store import PostgresLog
 from tests.durable_harness import BACKENDS, DurableBackend, durable_backend, postgres_backend_for, reap_workers
 from tests.fakes.llm_server import FakeLLMServer
 from tests.log_backends import LogBackend
-from tests.postgres_server import PostgresServer, PostgresUnavailable
+from tests.postgres_server import PostgresServer, running_server
 
 # The modules that take longest on a whole run (seconds summed over their tests, 3 workers: 120, 78, 52, 47,
 # 44, 43 …, then under 40), started first so none of them is the run's last; a stale list only costs time.
@@ -112,14 +112,7 @@ def fake_cli_path(monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One real PostgreSQL server for the whole session (tests/postgres_server.py)."""
-    try:
-        server = PostgresServer.start()
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL cannot start on this machine: {error}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running_server()
 
 
 @pytest.fixture

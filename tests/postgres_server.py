@@ -18,8 +18,11 @@ import socket
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 RUN_AS_WHEN_ROOT = "nobody"
 START_TIMEOUT_S = 60
@@ -145,3 +148,16 @@ class PostgresServer:
 def _clean_env() -> dict[str, str]:
     """The environment without PG* variables that would point the tools elsewhere."""
     return {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"LC_ALL": "C.UTF-8"}
+
+
+def running_server() -> Iterator[PostgresServer]:
+    """The body of a fixture: a server started for it (the test skipped where PostgreSQL cannot start), and
+    stopped after it."""
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL cannot start on this machine: {error}")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -29,7 +29,7 @@ from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.fakes.slack_api import SlackAPIPeer, SlackBot, slack_settings
 from tests.llm_scripts import script_judge
 from tests.log_outage_harness import chat_spec
-from tests.postgres_server import PostgresServer, PostgresUnavailable
+from tests.postgres_server import PostgresServer, running_server
 
 pytestmark = pytest.mark.postgres
 
@@ -113,14 +113,7 @@ async def test_connections_cut_under_starts_and_running_debates_lose_no_start_an
 @pytest.fixture
 def own_server() -> Iterator[PostgresServer]:
     """A server of this test's own, free to be restarted and stopped."""
-    try:
-        server = PostgresServer.start()
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL cannot start on this machine: {error}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running_server()
 
 
 def _pg_ctl(server: PostgresServer, action: str) -> None:

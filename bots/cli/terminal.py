@@ -163,10 +163,8 @@ class TerminalSink:
                 stats = f"({turn.input_tokens:,}+{turn.output_tokens:,} tokens · {turn.duration_ms / 1000:.1f} s)"
                 self._print("\n" + self.style(stats, "2"))
                 self._print_held()
-            case EvidenceChecked(round=n, seat=label, kind=kind):
-                line = event.summary if self._last_turn in (None, (n, label, kind)) else \
-                    f"{event.summary} (seat {label}, round {n})"
-                self._held.append(line)
+            case EvidenceChecked():
+                self._held.append(event.line_after(self._last_turn))
                 if self._streaming is None:  # never inside a turn's streaming text
                     self._print_held()
             case TurnFailed(turn=turn):

@@ -176,13 +176,6 @@ class ThreadSink:
             if isinstance(event, FINAL_EVENTS):
                 return
 
-    def _evidence_line(self, event: EvidenceChecked) -> str:
-        """The checks' counts; named for their turn when a later turn is already posted above them (checks
-        run beside the next turn, and reading a page can outlast its start)."""
-        if self._last_turn in (None, (event.round, event.seat, event.kind)):
-            return event.summary
-        return f"{event.summary} (seat {event.seat}, round {event.round})"
-
     async def _apply(self, event: EventBase) -> None:
         if isinstance(event, TextDelta):
             self.live.feed(event)
@@ -193,7 +186,7 @@ class ThreadSink:
             await self.live.finish(event.turn, self.surface.turn_ending(event.turn), wait_for_edits=False,
                                    take=event.take)
         elif isinstance(event, EvidenceChecked):  # one line of counts under the turn (no quoted text)
-            shown = Notice(debate_id=event.debate_id, text=self._evidence_line(event))
+            shown = Notice(debate_id=event.debate_id, text=event.line_after(self._last_turn))
             for part, message in enumerate(self.surface.notice(shown)):
                 await self._post_once(message_key(event.key, part), message)
         elif isinstance(event, RoundStarted):

@@ -96,6 +96,15 @@ def _ending_with(hook: Callable[[], Awaitable[None]], fn: Callable[..., Awaitabl
     return body
 
 
+def _step(fn: Callable[..., Awaitable[T]], body: Callable[..., Awaitable[T]],
+          preemptible: bool) -> tuple[StepOptions, Callable[..., Awaitable[T]]]:
+    """The step's options (named after `fn`) and `body` as it runs in the step: the workflow's step-end hook
+    after it, inside the step, and marked as a step's body."""
+    options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": preemptible}
+    hook = _step_end.get()
+    return options, _marked(_ending_with(hook, body) if hook is not None else body)
+
+
 class _Lane:
     """The step ids reserved for one coroutine of a `gather`, used in order."""
 
@@ -129,43 +138,27 @@ class Durable:
         self._idle: asyncio.Event | None = None
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, preemptible: bool = False) -> T:
-        task = asyncio.current_task()
-        assert task is not None
-        if self._draining:
-            self._parked.add(task)
-            await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
-        options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": preemptible}
-        body = deferred.delivering_first(deferred.take(), _unless_stopped(fn) if preemptible else fn)
-        hook = _step_end.get()
-        if hook is not None:
-            body = _ending_with(hook, body)
-        body = _marked(body)
-        lane = _lane.get()
-        self._running.add(task)
-        try:
+        async def step() -> T:
+            options, body = _step(fn, deferred.delivering_first(
+                deferred.take(), _unless_stopped(fn) if preemptible else fn), preemptible)
+            lane = _lane.get()
             if lane is not None:
                 return await lane.next().run_async(options, body, *args)
             return await DBOS.run_step_async(options, body, *args)
-        finally:
-            self._running.discard(task)
-            if not self._running and self._idle is not None:
-                self._idle.set()
+
+        return await self._counted(step)
 
     def start(self, fn: Callable[..., Awaitable[T]], *args: Any) -> asyncio.Task[T]:
         """`fn(*args)` as a step running beside the workflow's next ones. Its id is drawn here, in the
         calling task (a lane's next, or the workflow's), so a replay matches it to its record whatever the
         order the tasks then run in. It takes none of the deliveries waiting (they go with the next `call`)."""
-        options: StepOptions = {"name": getattr(fn, "__qualname__", repr(fn)), "preemptible": False}
+        options, body = _step(fn, fn, preemptible=False)
         lane = _lane.get()
         reservation = lane.next() if lane is not None else DBOS.reserve_step()
-        body: Callable[..., Awaitable[T]] = fn
-        hook = _step_end.get()
-        if hook is not None:
-            body = _ending_with(hook, body)
-        return asyncio.ensure_future(self._beside(reservation, options, _marked(body), *args))
+        return asyncio.ensure_future(self._counted(lambda: reservation.run_async(options, body, *args)))
 
-    async def _beside(self, reservation: StepReservation, options: StepOptions,
-                      body: Callable[..., Awaitable[T]], *args: Any) -> T:
+    async def _counted(self, step: Callable[[], Awaitable[T]]) -> T:
+        """`step`, as one of the steps `idle` waits for; once draining, held until the process stops."""
         task = asyncio.current_task()
         assert task is not None
         if self._draining:
@@ -173,7 +166,7 @@ class Durable:
             await asyncio.get_running_loop().create_future()  # until the process stops (cancelled)
         self._running.add(task)
         try:
-            return await reservation.run_async(options, body, *args)
+            return await step()
         finally:
             self._running.discard(task)
             if not self._running and self._idle is not None:
