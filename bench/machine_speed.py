@@ -46,6 +46,8 @@ def main() -> None:
         started = time.process_time()
         unit()
         samples.append((time.process_time() - started) * 1000)
+        if len(samples) == 1:
+            print(json.dumps({"ready": True}), flush=True)  # a stop from now on reports a median
         time.sleep(INTERVAL_S)
     print(json.dumps({"median_ms": statistics.median(samples) if samples else None, "samples": len(samples)}),
           flush=True)
@@ -61,6 +63,8 @@ class SpeedProbe:
     async def __aenter__(self) -> SpeedProbe:
         self._process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.machine_speed",
                                                              stdout=asyncio.subprocess.PIPE)
+        assert self._process.stdout is not None
+        await self._process.stdout.readline()  # its first sample taken (a loaded machine starts it slowly)
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
