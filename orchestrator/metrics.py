@@ -1,18 +1,9 @@
 """What a process counts, for `GET /metrics` (Prometheus text format): one registry a process.
 
-Each role counts what it does itself: a worker its model calls, debates and recoveries; a front its
-platform writes, acks and render backlog (`debate serve` both). Names follow Prometheus practice
-(a `debate_` prefix, base units, `_total` on counters) and, for model calls, the OpenTelemetry GenAI
-semantic conventions in their Prometheus form, with the conventions' bucket boundaries. No label holds
-a user, channel, workspace, topic or debate id: a multi-workspace install would make them unbounded.
-
-`gen_ai_request_model` is bounded too, because chat users type model names (`--vs`, `--judges`) when the
-operator allows a whole provider: only a model the operator configured, a default the product seats, or
-one in a provider's price table is a label value (`label_models`, called where model calls run); any
-other is counted as `other`.
-
-Model calls are counted where they run (inside their step), so a call replayed from a durable
-workflow's record is not counted twice, and a call repeated after a kill is counted where it ran again.
+Each role counts what it does itself: a worker its model calls, debates and recoveries; a front its platform writes,
+acks and render backlog (`debate serve` both). Names follow Prometheus practice (a `debate_` prefix, base units,
+`_total` on counters) and, for model calls, the OpenTelemetry GenAI semantic conventions. No label holds a user,
+channel, workspace, topic or debate id: a multi-workspace install would make them unbounded.
 """
 
 from __future__ import annotations
@@ -112,6 +103,9 @@ def provider_label(model_string: str) -> str:
 
 
 def model_labels(model_string: str) -> tuple[str, str, str]:
+    """The model labels of a call to `model_string`. `gen_ai_request_model` is bounded too: chat users type model
+    names (`--vs`, `--judges`) when the operator allows a whole provider, so a model `label_models` did not let
+    in is OTHER_MODEL."""
     provider, _, model = model_string.partition(":")
     name = (model or provider) if model_string.strip() in _LABELLED else OTHER_MODEL
     return provider_label(model_string), name, "chat"
@@ -119,7 +113,9 @@ def model_labels(model_string: str) -> tuple[str, str, str]:
 
 def observe_call(model_string: str, seconds: float, *, error_kind: str = "", input_tokens: int = 0,
                  output_tokens: int = 0, cost_usd: float | None = None, first_token_s: float | None = None) -> None:
-    """One model call as it ran: its duration, and its tokens and cost or the kind of its failure."""
+    """One model call as it ran: its duration, and its tokens and cost or the kind of its failure. Called
+    where the call runs (inside its step), so a call replayed from a durable workflow's record is not counted
+    twice, and one repeated after a kill is counted where it ran again."""
     labels = model_labels(model_string)
     OPERATION_DURATION.labels(*labels, error_kind).observe(seconds)
     if first_token_s is not None:

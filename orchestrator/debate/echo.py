@@ -1,20 +1,9 @@
 """A debater's text with our quoting convention taken out where the model copied it.
 
-Other turns reach a model quoted (quoting.py): a tag line such as `<turn round="1" debater="A" …>`, every
-line prefixed with "| ", `<` and `>` inside escaped, a closing `</turn>`. Small models copy that into
-their own answer: a whole turn with every line prefixed, or one that opens with the tag. Neither is what
-the debater means to say, so before a turn is shown or stored:
-
-- a tag of ours (opening or closing, `<…>` or `&lt;…&gt;`, doubled brackets too) at the start of a line, or
-  a closing one at its end, is removed, and a line left empty by that is dropped;
-- when the first line of text starts with "| " (and is no Markdown table row), every line's "| " is
-  removed, and the `&lt;` / `&gt;` our quoting wrote become `<` / `>` again.
-
-`EchoFilter` does this as the text streams, holding back only a line that may still turn out to be a tag
-(one starting with `<` or `&`) or that decides the prefix, and in a prefixed turn each line until it
-ends; `strip_echo` does it to a whole text, with the same rules (and a closing tag at the very end of the
-text taken out), so the streamed and the stored text agree; the stored one replaces the streamed one
-when the turn ends.
+Other turns reach a model quoted (quoting.py): a tag line such as `<turn round="1" debater="A" …>`, every line
+prefixed with "| ", `<` and `>` escaped, a closing `</turn>`. Small models copy that into their own answer, which is
+not what the debater means to say, so before a turn is shown or stored our tags and prefix are taken out: by
+`EchoFilter` as the text streams, by `strip_echo` from a whole text, with the same rules so the two agree.
 """
 
 from __future__ import annotations
@@ -47,7 +36,11 @@ def _unprefixed(line: str) -> str:
 
 
 class EchoFilter:
-    """`feed` each delta and send on what it returns, then what `finish` returns."""
+    """`feed` each delta and send on what it returns, then what `finish` returns.
+
+    A line is held back only while it may still turn out to be a tag (it starts with `<` or `&`) or decides
+    whether the turn is prefixed (the first line of text), and in a prefixed turn until it ends; any other
+    line is sent as it streams."""
 
     def __init__(self) -> None:
         self._line = ""  # the current line, held back
@@ -105,7 +98,11 @@ class EchoFilter:
         return True
 
     def _complete(self, line: str) -> str | None:
-        """A whole line as it is shown, or None to drop it."""
+        """A whole line as it is shown, or None to drop it. A tag of ours (opening or closing, `<…>` or
+        `&lt;…&gt;`, doubled brackets too) at the start of the line, or a closing one at its end, is removed,
+        and a line left empty by that is dropped. When the first line of text starts with "| " (and is no
+        Markdown table row) the turn is prefixed: every line loses its "| ", and the `&lt;` / `&gt;` our
+        quoting wrote become `<` / `>` again."""
         if self._prefixed:
             line = _unprefixed(line)
         cleaned = _CLOSING.sub("", _OPENING.sub("", line, count=1))
@@ -123,7 +120,8 @@ class EchoFilter:
 
 def strip_echo(text: str) -> str:
     """`text` as `EchoFilter` streams it, and without a closing tag of ours at its very end (one that
-    ends a line the filter had already let through); trimmed when anything was taken out."""
+    ends a line the filter had already let through); trimmed when anything was taken out. This is the text
+    stored, which replaces the streamed one when the turn ends."""
     echo = EchoFilter()
     shown = echo.feed(text) + echo.finish()
     trimmed = _CLOSING.sub("", shown.rstrip())

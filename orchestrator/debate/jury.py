@@ -1,18 +1,9 @@
 """A jury: two to five judges (`spec.judges`), each asked about the anonymous transcript on its own, all at once, the
 verdict the majority's.
 
-Every juror gets a single judge's prompt (no model or family named to anyone) and, by default (`JURY_ORDER =
-"swapped"`), two passes with the debaters' order swapped: a juror whose passes disagree is undecided and casts no
-vote, so its position bias costs its vote instead of deciding the verdict. `"alternating"` asks each juror once, the
-order alternating across the panel (half the calls).
-
-The vote count (`Jury 2–1 for A`), each dissent's reasoning and each juror's tokens and cost travel with the
-verdict. Confidence comes from agreement by the rules of confidence.py: every voting juror for the winner is high, a
-majority with dissent or an undecided juror medium, a single counted vote low; a jury with no majority (a tied vote,
-or no juror whose passes agreed) is No clear winner, whatever the jurors' order. A juror that fails is dropped with
-a warning; the verdict's body is the first-named winning juror's (with no winner: the first answer's), its cruxes
-every juror's merged (cruxes.py). Nothing here reads the clock or draws a random number: a resumed run replays to
-the same verdict.
+By default each juror judges twice with the debaters' order swapped, so a position bias costs its vote instead of
+deciding the verdict; confidence comes from how far the jurors agree (confidence.py). Nothing here reads the clock or
+draws a random number: a resumed run replays to the same verdict.
 """
 
 from __future__ import annotations
@@ -27,6 +18,8 @@ from orchestrator.providers import family
 from orchestrator.providers.pricing import estimate_cost
 
 JuryOrder = Literal["swapped", "alternating"]
+# "swapped": each juror twice, the debaters' order swapped; a juror whose passes disagree is undecided and casts
+# no vote. "alternating": each juror once, the order alternating across the panel (half the calls).
 JURY_ORDER: JuryOrder = "swapped"
 
 
@@ -49,7 +42,11 @@ async def jury(
     order: JuryOrder | None = None,
 ) -> Verdict | None:
     """Every juror's passes concurrently, then the majority; None when no juror gave a usable answer.
-    `order`: how each juror sees the debaters (None: JURY_ORDER, read when called)."""
+    `order`: how each juror sees the debaters (None: JURY_ORDER, read when called).
+
+    Every juror gets a single judge's prompt, with no model or family named to anyone. The verdict carries
+    each juror's vote, reasoning, tokens and cost (`JurorVote`); its body is the first winning juror's (with no
+    winner: the first answer's), its cruxes every juror's merged. A juror that fails is dropped, with a notice."""
     seats = judged_seats(run, turns)
     if not seats:
         return None

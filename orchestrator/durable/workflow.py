@@ -1,20 +1,9 @@
 """A debate as a DBOS workflow, the queue it is started through, and the stream its events travel on.
 
-`debate_workflow` rebuilds the spec and runs the engine with `Durable` steps (orchestrator/durable/
-steps.py): every model call is a recorded step, and every event is delivered inside one (its own, or
-the next step's), so a debate resumed after a crash re-runs only the call that was in flight. Its bus
-writes each event to the log (idempotent writes: a step may run twice) and then, unless no thread shows
-it (`UNSHOWN`), to the workflow's DBOS stream STREAM as `event.model_dump(mode="json")`, events a few
-milliseconds apart in one entry, a list (stream_sink.py); a reader rebuilds them with the `Event` union
-and drops what it has seen by `event.key` (text deltas by turn key, attempt and offset).
-
-Each round starts by taking the audience's notes waiting in the log (`Runtime.audience`), as one
-recorded step: a resumed debate gets back the notes it took. A continuation after the verdict is a
-workflow of its own (continuation.py).
-
-What a workflow needs of its process (settings, providers, the log, the audience) cannot travel in
-its input: it is the process's `Runtime`, installed by the WorkerHost (worker.py) before DBOS launches.
-Debates are started and stopped through `FrontFeed` (feed.py), from any process.
+`debate_workflow` runs the engine with `Durable` steps (steps.py): every model call is a recorded step, so a debate
+resumed after a crash re-runs only the call that was in flight. Its events go to the log and to the workflow's DBOS
+stream, which the fronts read (stream_sink.py, feed.py). Debates are started and stopped through `FrontFeed`
+(feed.py), from any process.
 """
 
 from __future__ import annotations
@@ -46,12 +35,15 @@ STREAM_PACE = TextPace(interval=1.0, tail=False, first_words=6, first_wait=0.5)
 
 @dataclass
 class Runtime:
-    """What the debate workflows of this process run with."""
+    """What the debate workflows of this process run with. It cannot travel in a workflow's input: the
+    WorkerHost (worker.py) installs it (`install_runtime`) before DBOS launches."""
 
     engine: Engine
     log: DebateLog
     steps: Durable
-    audience: Audience | None = None  # where each round's audience notes come from (the log's, on a worker)
+    # where each round's audience notes come from (the log's, on a worker); a round takes them as one recorded
+    # step, so a resumed debate gets back the notes it took
+    audience: Audience | None = None
 
 
 _runtime: Runtime | None = None
@@ -70,7 +62,11 @@ def current_runtime() -> Runtime:
 
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def debate_workflow(spec_json: str) -> dict[str, Any]:
-    """Run one debate to its end; returns its Outcome as JSON."""
+    """Run one debate to its end; returns its Outcome as JSON. Every event is delivered inside a step (its own,
+    or the next step's); the bus writes it to the log (idempotent writes: a step may run twice) and then, unless
+    no thread shows it (`UNSHOWN`), to the stream STREAM as `event.model_dump(mode="json")`, and a reader drops
+    what it has seen by `event.key` (feed.py's `Seen`). A continuation after the verdict is a workflow of its
+    own (continuation.py)."""
     runtime = current_runtime()
     spec = DebateSpec.model_validate_json(spec_json)
     stream = StreamSink()

@@ -1,18 +1,8 @@
 """`debate migrate-log`: copy a whole debate log between SQLite and Postgres, either way.
 
-Row by row, table by table (debates first, so every foreign key finds its debate), with every id
-kept: debate ids, turn and notice ids, votes per user, platform message ids, the tenancy columns,
-every numbered verdict, audience notes (with the round each reached), segments, rematch links,
-each channel's defaults, who holds each running slot and asked for each continuation, and each
-debate's brief (its sources, text and anchors). Each
-row is an upsert on its key, so running the copy again updates what is there and adds what is
-new; nothing is deleted in the target. The target is brought to the current schema first; the
-source is only read, and must be on the current schema (`debate serve` once upgrades it). Values
-cross in one neutral form: times as epoch seconds, flags as booleans; each side is read and written
-through its own log's `Conn`, in batches of one transaction each. Request keys (a day of
-retried-delivery ids) and the fronts' leases on workspaces (`thread_renderers`, which front renders
-a workspace's threads) are not copied, nor the periodic passes' leases (`maintenance`). Full-text indexes
-follow by themselves (SQLite's triggers, Postgres's generated columns).
+Table by table (debates first, so every foreign key finds its debate), row by row, with every id kept. Each row is an
+upsert on its key, so running the copy again updates what is there and adds what is new; nothing is deleted in the
+target. The source is only read; the target is brought to the current schema first.
 """
 
 from __future__ import annotations
@@ -29,7 +19,10 @@ from orchestrator.log.protocol import DebateLog
 from orchestrator.log.records import StoreError
 
 BATCH = 500
-# table, its key, what orders its rows (parents before children, old before new)
+# table, its key, what orders its rows (parents before children, old before new). Not copied: request keys (a day
+# of retried-delivery ids) and the leases: `thread_renderers` (which front renders a workspace's threads) and
+# `maintenance` (the periodic passes'). Full-text indexes follow by themselves (SQLite's triggers, Postgres's
+# generated columns).
 TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("debates", ("id",), "created_at, id"),
     ("seats", ("debate_id", "label"), "debate_id, position"),
@@ -84,6 +77,8 @@ async def _write(c: Conn, table: str, key: tuple[str, ...], rows: list[dict[str,
 
 
 async def _copy(reader: DebateLog, writer: DebateLog) -> Copied:
+    """Every table, in batches of BATCH rows, each read and written in one transaction through its own log's
+    `Conn`: the values cross in a neutral form (`_batch`)."""
     copied: dict[str, int] = {}
     for table, key, order in TABLES:
         copied[table] = 0
@@ -95,7 +90,8 @@ async def _copy(reader: DebateLog, writer: DebateLog) -> Copied:
 
 
 async def migrate_log(source: str | Path, target: str | Path) -> Copied:
-    """Copy the log at `source` into `target` (each a SQLite path or a postgresql:// URL)."""
+    """Copy the log at `source` into `target` (each a SQLite path or a postgresql:// URL). The source must be
+    on the current schema (`debate serve` once upgrades it)."""
     if str(source) == str(target):
         raise StoreError("the source and the target are the same log")
     if not is_postgres_url(source) and not await asyncio.to_thread(Path(source).exists):

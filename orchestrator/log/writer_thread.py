@@ -1,20 +1,9 @@
 """One dedicated thread owns a SQLite connection and runs work sent to it as plain `fn(db)` calls.
 
-A `sqlite_utils.Database` works only in the thread that created it (Datasette's write-thread
-pattern). Each callable runs in its own transaction; its result or exception comes back to the
-awaiting coroutine through `loop.call_soon_threadsafe`, so the event loop never blocks on SQLite.
-Writes queued together share one commit (group commit): each runs in a savepoint of its own, so one
-that fails is undone alone, and none is answered before the commit that makes them all durable. A
-commit's kernel work is the costly part, and a worker running many debates queues several writes at a time.
-
-Another process holding the write lock (a backup, a second writer, an operator's `sqlite3` shell) is
-waited for as the workflow side waits for its own file: each try waits SQLite's busy timeout, and the
-tries go on until the lock has been held for `lock_wait_s` (DEBATE_LOG_LOCK_WAIT_S); only then does the
-write fail, with LogUnavailableError naming the lock and how long it was held.
-
-A writer creates the file mode 0600 whatever the umask (SQLite gives the -wal and -shm files the
-database's own mode) and brings the schema up to date. A reader opens it read-only: no migration,
-no write, and an older schema is refused with what to run; a file not there yet reads as empty.
+A `sqlite_utils.Database` works only in the thread that created it (Datasette's write-thread pattern). Each result
+or exception comes back to the awaiting coroutine through `loop.call_soon_threadsafe`, so the event loop never blocks
+on SQLite. Writes queued together share one commit (`_run_group`), and a write waits out a lock another process holds
+(`LockWait`) before it fails.
 """
 
 from __future__ import annotations
@@ -96,7 +85,8 @@ def _opening_lock(path: Path):
 
 
 def open_database(path: Path) -> Database:
-    """Open the file with the pragmas the log relies on and bring the schema up to date."""
+    """Open the file with the pragmas the log relies on and bring the schema up to date. A file created here is
+    mode 0600 whatever the umask (SQLite gives the -wal and -shm files the database's own mode)."""
     with _opening_lock(path):
         create_private(path)
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
@@ -176,7 +166,9 @@ def _is_locked(error: BaseException) -> bool:
 
 
 class LockWait:
-    """Begins write transactions, waiting for a lock another process holds for up to `limit_s` in all."""
+    """Begins write transactions, waiting for a lock another process holds (a backup, a second writer, an
+    operator's `sqlite3` shell) for up to `limit_s` in all, as the workflow side waits for its own file: each
+    try waits SQLite's busy timeout, and the tries go on until the lock has been held for `limit_s`."""
 
     def __init__(self, path: Path, limit_s: float) -> None:
         self.path = path
@@ -206,7 +198,11 @@ class LockWait:
 
 
 def _run_group(db: Database, group: list[_Job], locks: LockWait) -> list[tuple[Any, BaseException | None]]:
-    """Every write of `group` in one transaction, each in a savepoint; (result, error) per write."""
+    """Every write of `group` in one transaction, each in a savepoint; (result, error) per write.
+
+    Group commit: a commit's kernel work is the costly part, and a worker running many debates queues several
+    writes at a time. A write that fails is undone alone (its savepoint), and no write is answered before the
+    commit that makes them all durable."""
     conn = db.conn
     outcomes: list[tuple[Any, BaseException | None]] = []
     opened_at = 0  # the first write of the open transaction

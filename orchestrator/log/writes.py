@@ -1,17 +1,10 @@
 """What the log writes, written once for both databases, each inside the one transaction its caller opened.
 
-Text arrives redacted (the engine redacts every event where it is emitted); the log stores it as given.
-A debate's writes may come twice (a durable debate's step runs again after a restart), so each is
-idempotent: a debate, a turn (by round, seat and kind), a notice (by level and text), a verdict (by
-number) and an ending each have one row. A write that checks before it writes locks the debate's row
-first (`Conn.send_lock`), so two processes repeating one write cannot both insert it; the check is a
-statement of its own after the lock (or the condition of the write), never inside the locking one. Admission
-holds `Conn.lock_admission` while it counts: the global cap spans every workspace, so every admission (a
-start or a continuation, team.py), from any process, counts and takes its slot one at a time. The team's
-writes (audience notes, continuations, channel settings) are in team.py.
-
-The writes of a debate's run (turns, calls, notices, verdicts, messages) send their statements and read
-nothing until they are all sent: one round trip each on Postgres (dialect.py).
+Text arrives redacted (the engine redacts every event where it is emitted); the log stores it as given. A debate's
+writes may come twice (a durable debate's step runs again after a restart), so each is idempotent, and one that
+checks before it writes locks the debate's row first (`Conn.send_lock`), so two processes repeating it cannot both
+insert. The writes of a debate's run send every statement before reading any answer: one round trip each on Postgres
+(dialect.py). The team's writes (audience notes, continuations, channel settings) are in team.py.
 """
 
 from __future__ import annotations
@@ -89,7 +82,9 @@ async def create_debate(c: Conn, spec: DebateSpec, at: float, runner: str | None
 
 async def admit(c: Conn, spec: DebateSpec, quota: Quota, at: float, runner: str | None) -> None:
     """Count what `quota` limits and insert the debate as running when every limit has room, under the
-    admission lock; raises QuotaExceeded naming the first limit without room. A repeat is a no-op."""
+    admission lock; raises QuotaExceeded naming the first limit without room. A repeat is a no-op. The global
+    cap spans every workspace, so every admission (a start or a continuation, team.py), from any process,
+    counts and takes its slot one at a time (`Conn.lock_admission`)."""
     await c.lock_admission()
     there = await c.send("select 1 from debates where id = :id", {"id": spec.id})
     claim = Claim(platform=spec.platform, workspace=spec.workspace, user=spec.requested_by, channel=spec.channel)
@@ -201,6 +196,8 @@ async def add_turn(c: Conn, turn: Turn) -> int:
 
 
 async def add_notice(c: Conn, debate_id: str, level: str, text: str, at: float) -> None:
+    """Log a notice once per level and text. Its check is the insert's own condition, sent after the lock,
+    never inside the locking statement (whose snapshot predates its lock wait: dialect.py)."""
     row = {"debate_id": debate_id, "at": c.time(at), "level": level, "text": text}
     await c.send_lock(debate_id)
     # the same words at the same level are the same notice (a repeated write, after a restart)

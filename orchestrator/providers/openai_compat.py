@@ -1,20 +1,9 @@
 """The backend for OpenAI and every OpenAI-compatible server (Gemini, OpenRouter, Ollama, vLLM): the `openai` SDK.
 
-Everything that differs between those vendors (base URL and key, budgets, what the output cap is
-called, reasoning effort) comes from the vendor's ProviderSpec (orchestrator.providers.vendors).
-
-A stream that breaks off before the model finished (no finish_reason) is an error, not a short
-answer: the deltas already delivered stay delivered, and the ProviderError says how far it got. One the
-model ended at its token limit (finish_reason `length`) is a Completion marked `cut`.
-
-A structured answer is asked for with `response_format` json_schema where the spec says the host takes it
-(OpenAI, Gemini, vLLM, Ollama, llama.cpp); a host that refuses it (a 400 or 422 about the format, before any
-text) is asked again without it, and that model is not asked with it again by this client. A prompt past
-the model's context is one clear error (`context_overflow`).
-
-The SDK sends the request (auth, base URL, retries before the stream starts, APIStatusError on a
-non-2xx answer); the event stream itself is read with `orchestrator.providers.sse` as plain dicts,
-not one pydantic ChatCompletionChunk per token.
+Everything that differs between those vendors (base URL and key, budgets, what the output cap is called, reasoning
+effort) comes from the vendor's ProviderSpec (orchestrator.providers.vendors). The SDK sends the request (auth,
+retries before the stream starts, APIStatusError on a non-2xx answer); the event stream itself is read with
+`orchestrator.providers.sse` as plain dicts, not one pydantic ChatCompletionChunk per token.
 """
 
 from __future__ import annotations
@@ -177,7 +166,8 @@ class OpenAICompatProvider:
                 "timeout": call_timeout(openai, self._timeout_s, call.timeout_s)}
 
     def structured(self, call: ModelCall) -> bool:
-        """Whether `call` is sent with `response_format` json_schema."""
+        """Whether `call` is sent with `response_format` json_schema: where the spec says the host takes it
+        (OpenAI, Gemini, vLLM, Ollama, llama.cpp), unless this model's host refused it before."""
         return call.answer_schema is not None and self.spec.json_schema and call.model not in self._refuses_schema
 
     async def complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
@@ -191,6 +181,9 @@ class OpenAICompatProvider:
             return await self._complete(call, on_delta)
 
     async def _complete(self, call: ModelCall, on_delta: DeltaCallback | None = None) -> Completion:
+        """One streamed answer. A stream that breaks off before the model finished (no finish_reason) is a
+        ProviderError saying how far it got, not a short answer (the deltas delivered stay delivered); one the
+        model ended at its token limit (finish_reason `length`) is a Completion marked `cut`."""
         label = f"{self.name}:{call.model}"
         started = time.perf_counter()
         text = sse.ArrivedText(on_delta)

@@ -1,22 +1,9 @@
 """The Postgres dialect and `PostgresLog`: a small connection pool, one transaction per call.
 
-Chosen by `open_log` when DEBATE_DATABASE_URL is set; every operation is the one the SQLite log runs
-(../protocol.py). Here a statement's `:name` parameters are spelled `%(name)s` (and a literal `%` doubled),
-times are `timestamptz`, flags `boolean`, the insertion order is a `seq` column, a debate's row is locked
-`for no key update`, admission holds an advisory lock, and text loses its NULs (Postgres text cannot hold
-them). Several processes on several hosts may share one database; a migration another process is
-applying is waited for.
-
-A connection the server closed (`pg_terminate_backend`, a restart, a failover) fails no operation: as DBOS's
-own `db_retry` does for the workflow side, the operation runs again on a fresh connection (the pool drops
-the broken one; the others it holds may be broken too, so the first tries follow at once), then after a
-growing pause while the server is away, until it has been unreachable for OUTAGE_S; only then does it fail,
-with LogUnavailableError saying so. Every operation is one transaction that the lost connection rolled back
-(or a repeat the log recognises: an admission, a debate created, a message recorded).
-
-Read-only (`debate history`, `show`, …): every connection sets `default_transaction_read_only`, so
-the server itself refuses a write; nothing is migrated; a database without the log's tables reads as
-an empty log, and one with an older schema is refused with what to run.
+Chosen by `open_log` when DEBATE_DATABASE_URL is set, it runs every operation the SQLite log runs (../protocol.py),
+in Postgres's spelling, and several processes on several hosts may share one database. A connection the server
+closed (a restart, a failover) fails no operation: it runs again on a fresh one until the server has been away for
+OUTAGE_S.
 """
 
 from __future__ import annotations
@@ -79,6 +66,7 @@ def to_time(ts: float | None) -> datetime | None:
 
 @functools.lru_cache(maxsize=1024)
 def _spelled(sql: str) -> str:
+    """The log's statement in psycopg's spelling: each `:name` parameter as `%(name)s`, a literal `%` doubled."""
     return _PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
@@ -100,6 +88,7 @@ def connection_lost(error: BaseException) -> bool:
 
 
 def _clean(args: Args | None) -> Args | None:
+    """The arguments with NULs taken out of their text: Postgres text cannot hold them."""
     if args is None:
         return None
     return {k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in args.items()}
@@ -264,7 +253,11 @@ class _Pending(Sent):
 
 
 class PostgresLog(DebateLog):
-    """The Postgres `DebateLog`. `async with PostgresLog(url) as log:` or `start()` / `close()`."""
+    """The Postgres `DebateLog`. `async with PostgresLog(url) as log:` or `start()` / `close()`.
+
+    `readonly` (`debate history`, `show`, …): every connection sets `default_transaction_read_only`, so the server
+    itself refuses a write; nothing is migrated; a database without the log's tables reads as an empty log, and one
+    with an older schema is refused with what to run."""
 
     def __init__(self, url: str, *, runner: str | None = None, readonly: bool = False) -> None:
         self.url = url
@@ -312,7 +305,10 @@ class PostgresLog(DebateLog):
 
     async def _run(self, fn: Op[T], *, transaction: bool = True) -> T:
         """`_run_once`, again on a fresh connection while the server has closed or refuses connections
-        (`connection_lost`), until it has been away for OUTAGE_S."""
+        (`connection_lost`), until it has been away for OUTAGE_S; then LogUnavailableError. As DBOS's own
+        `db_retry` does for the workflow side: every operation is one transaction the lost connection rolled
+        back (or a repeat the log recognises: an admission, a debate created, a message recorded). The pool drops
+        a broken connection but the others it holds may be broken too, so the first tries follow at once."""
         started = time.monotonic()
         tries, pause = 0, RETRY_PAUSES_S[0]
         while True:
