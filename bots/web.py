@@ -1,26 +1,8 @@
-"""The serving process's one HTTP server: `GET /healthz` in every deployment shape (so a container's health check always
-has something to poll), `GET /metrics` (the process's counters in Prometheus's text format, orchestrator/metrics.py),
-and the routes a platform mounts (Slack HTTP mode's /slack/events and install pages) through a table that may grow
-while serving: the server listens before any platform has started (aiohttp freezes its own router).
+"""The serving process's one HTTP server: `GET /healthz`, `GET /metrics` (orchestrator/metrics.py) and the routes a
+platform mounts (Slack HTTP mode's /slack/events and install pages), every answer with the security headers.
 
 The server runs on a thread with an event loop of its own, so a busy main loop does not hold up an answer: a route
-mounted with `here=True` runs on the server's loop (Slack's /slack/events); every other handler runs on the main loop,
-where its objects live, and returns a `web.Response` or a `Streamed` (chunks produced there, written by the server's
-loop): a guard refuses a main-loop handler that writes to the connection itself.
-
-/metrics is not for the public the pages and Slack's events are served to: on this port it answers only a
-peer on this host (loopback) that came through no proxy (no `Forwarded`, `X-Forwarded-For` or `X-Real-IP`),
-and anyone else gets the 404 of a path that is not there. `--metrics-port` moves it to a listener of its own
-(`metrics_front`: /metrics and /healthz only, for a scraper on another host or container), and then this port
-does not serve it at all.
-
-/healthz answers 200 when every configured platform is up and 503 otherwise, with a JSON body such as
-`{"ok": true, "platforms": {"slack": "up", "discord": "up"}, "debates_running": 2}` ("starting" until a platform's
-probe first says yes). Once a graceful stop begins (SIGTERM) it answers 503 with `"status": "stopping"`, so a load
-balancer sends nothing new to a process that refuses new debates.
-
-Every answer carries the security headers of bots/security_headers.py (CSP, nosniff, no Referer, no
-framing, no-store unless a route says otherwise), whichever route, or none, answered it.
+mounted with `here=True` runs on the server's loop, every other handler on the main loop, where its objects live.
 """
 
 from __future__ import annotations
@@ -57,7 +39,7 @@ log = logging.getLogger("bots.web")
 # threads (the log's writer, DBOS's pool) would hand the GIL over ten times as often.
 SWITCH_INTERVAL_S = 0.0005
 
-HEALTH_PATH = "/healthz"
+HEALTH_PATH = "/healthz"  # in every deployment shape, so a container's health check always has something to poll
 METRICS_PATH = "/metrics"  # this process's own numbers, Prometheus text format (orchestrator/metrics.py)
 PROXY_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")  # a request a proxy passed on from elsewhere
 MetricsAccess = Literal["local", "open", "off"]  # this host only (the default), anyone, not served here
@@ -84,7 +66,12 @@ Probe = Callable[[], bool | Awaitable[bool]]
 
 
 class Health:
-    """What /healthz reports: each platform's state (from a cheap probe) and how many debates run."""
+    """What /healthz reports: each platform's state (from a cheap probe) and how many debates run.
+
+    200 when every configured platform is up, else 503, with a JSON body such as `{"ok": true, "platforms":
+    {"slack": "up"}, "debates_running": 2}` (a platform is "starting" until its probe first says yes). Once a
+    graceful stop begins it answers 503 with `"status": "stopping"`, so a load balancer sends nothing new to a
+    process that refuses new debates."""
 
     def __init__(self, running: Callable[[], int] = lambda: 0, platforms: Iterable[str] = ()) -> None:
         self._running: list[Callable[[], int]] = [running]
@@ -135,8 +122,10 @@ class WebFront:
     def __init__(self, health: Health | None = None, *, quiet_s: float = QUIET_S, hold_max_s: float = HOLD_MAX_S,
                  metrics: MetricsAccess = "local") -> None:
         self.health = health or Health()
-        self.metrics = metrics  # who GET /metrics answers here (see the module's docstring)
+        self.metrics = metrics  # who GET /metrics answers here (see `_metrics`)
         self._hold = {"quiet_s": quiet_s, "hold_max_s": hold_max_s}  # for `burst_gate` (burst_gate.py)
+        # routes are looked up here, not in aiohttp's router, which freezes once it serves: the server listens
+        # before any platform has started and mounted its routes
         self._routes: dict[str, dict[str, tuple[Handler, bool]]] = {}
         self._prefixes: dict[str, tuple[Handler, bool]] = {}  # every method of every path under the prefix
         self._main: asyncio.AbstractEventLoop | None = None  # the loop `listen` was entered on
@@ -149,7 +138,8 @@ class WebFront:
 
     def mount(self, method: str, path: str, handler: Handler, *, here: bool = False) -> None:
         """`here`: the handler runs on the server's loop (it must touch nothing of the main loop's but
-        through `on_main`/`call_main`); else on the main loop."""
+        through `on_main`/`call_main`); else on the main loop, returning a `web.Response` or a `Streamed`
+        (a guard, `WrittenOffLoop`, refuses one that writes to the connection itself)."""
         self._routes.setdefault(path, {})[method.upper()] = (handler, here)
         self._switch_if(here)
 
@@ -186,6 +176,9 @@ class WebFront:
         return web.json_response(body, status=status)
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        """Not for the public the pages and Slack's events are served to: with `metrics="local"` it answers only
+        `from_this_host`, anyone else gets the 404 of a path that is not there. `--metrics-port` serves it on a
+        listener of its own (`metrics_front`) and this port not at all."""
         if self.metrics == "local" and not from_this_host(request):
             raise web.HTTPNotFound()
         response = web.Response(body=exposition())

@@ -1,18 +1,9 @@
 """Model text in Slack: standard Markdown where a `markdown` block can go, Slack's `mrkdwn` where not.
 
-Models write standard Markdown (`**bold**`, `### headings`, nested lists, tables, fences). Slack renders
-that itself in a `markdown` block (messages posted or updated by apps; up to `MARKDOWN_LIMIT` characters
-across a message's markdown blocks), so turns, notices and the verdict's prose go there as written,
-made inert first (`neutralize_markdown`): no pings, no links, nothing that escapes its block.
-
-A markdown block takes no HTML entity (it shows `&lt;` as written), so the text for one has none; a
-`<` is kept from opening anything by a zero-width space instead.
-
-Everything else speaks `mrkdwn` (App Home, modals, ephemeral answers, a message's `text`): there one
-converter, `to_mrkdwn`, turns the same Markdown into Slack's dialect (bold, italics, lists, code,
-headings as bold lines, tables as code blocks), and `plain_text` gives the notification fallback with
-no Markdown punctuation left. Both take text `neutralize_markdown` made safe, and write `&`, `<` and
-`>` as the entities mrkdwn reads.
+Models write standard Markdown, and Slack renders it itself in a `markdown` block, so turns, notices and the
+verdict's prose go there as written, made inert first (`neutralize_markdown`: no pings, no links, nothing that
+escapes its block). Everything else (App Home, modals, ephemeral answers, a message's `text`) speaks `mrkdwn`:
+`to_mrkdwn` converts the same Markdown, and `plain_text` gives the notification fallback.
 """
 
 from __future__ import annotations
@@ -78,7 +69,8 @@ def neutralize_markdown(text: str) -> str:
 
 
 def markdown_block(text: str, block_id: str | None = None) -> dict[str, Any]:
-    """A `markdown` block of text already made inert, cut to the message's limit."""
+    """A `markdown` block of text already made inert, cut to the message's limit (Slack takes one in
+    messages an app posts or updates)."""
     block: dict[str, Any] = {"type": "markdown", "text": truncate(text, MARKDOWN_LIMIT)}
     if block_id:
         block["block_id"] = block_id

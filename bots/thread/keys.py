@@ -1,24 +1,18 @@
 """The one scheme of message keys, for every platform: what each message a debate creates is called in the log
 (`messages` rows, written with `set_message` as soon as the platform has answered the post, and again with `final`
 once the message shows its final text). A renderer that resumes a debate finds each message it posted under its key
-and edits it instead of posting again; a continued debate's thread gains numbered verdicts (`verdict_key`).
-
-Where the surface posts with keys (`bots.thread.surface.Keyed`: Slack, by the message's metadata; Discord,
-by an enforced nonce), a post is announced first: the key is recorded with the id PENDING before the post
-goes out. A post whose answer never came back (the process was killed, the connection dropped) leaves that
-row behind, and whoever posts the key next looks the message up on the platform first, or posts it again
-under the same nonce (`intents.py`).
-
-A message showing an event is named by the event's key (orchestrator/events.py) and its part, `message_key`. The
-stored shapes predate that and stay, so rows written by earlier versions are found on resume:
-`turn:{round}:{seat}:{kind}[:t{take}]:{part}`, `notice:{hash}:{part}`, `interjection:{id}:{part}`, `round:{round}`
-(the marker shows a round's start), `verdict[:N]`.
+and edits it instead of posting again. A message showing an event is named by the event's key
+(orchestrator/events.py) and its part (`message_key`).
 """
 
 from __future__ import annotations
 
 from orchestrator import events
 
+# Where the surface posts with keys (`bots.thread.surface.Keyed`: Slack by the message's metadata, Discord by an
+# enforced nonce), a post is announced first: its key is recorded with the id PENDING before it goes out. A post
+# whose answer never came back leaves that row, and whoever posts the key next looks the message up on the
+# platform first, or posts it again under the same nonce (`intents.py`).
 PENDING = ""  # a key's message id while its post is under way: the post may have landed, its id not known
 ROOT = "root"  # the channel message the thread hangs from
 VERDICT = events.verdict_key()  # the judge's verdict, with its vote and quote buttons
@@ -26,7 +20,11 @@ ENDED = "ended"  # what a debate that ended without a verdict posts in its threa
 
 
 def message_key(event_key: str, part: int) -> str:
-    """Message `part` (0, 1, …: a long text continues in more messages) of what the event `event_key` shows."""
+    """Message `part` (0, 1, …: a long text continues in more messages) of what the event `event_key` shows.
+
+    The stored shapes predate event keys and stay, so rows written by earlier versions are found on resume:
+    `turn:{round}:{seat}:{kind}[:t{take}]:{part}`, `notice:{hash}:{part}`, `interjection:{id}:{part}`,
+    `round:{round}` (the marker shows a round's start), `verdict[:N]`."""
     return f"{event_key}:{part}"
 
 

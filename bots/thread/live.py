@@ -2,16 +2,8 @@
 
 Each turn becomes one message, edited as text arrives (at most once per the pacer's `min_edit_interval`) and
 continued in a new message before the surface's `stream_limit`; several turns may stream at once, each with its own
-flusher task. The surface renders; this class owns timing and records each message's id under its key as soon as it
-is posted, and again as final once the turn's final text shows. Idempotent for events delivered at least once and
-replayed after a restart: a turn is not begun or shown twice, one recorded final is skipped, one not final is
-streamed again into its messages; a delta seen before adds nothing, and a new attempt starts the turn's text over.
-
-A turn's first post is a placeholder (`first_post_grace` None) or waits for its first text (where edits are scarcer
-than posts: Slack). Either way the first text shown is a phrase (`FIRST_WORDS`), waited for at most
-`first_text_wait()`, then sent at once, ahead of the edits of turns already showing text. Every write is rendered
-when the pacer lets it go (`Paced`), so it carries the newest text. Where the surface has native streams and the
-pacer a start for one, a part is a stream instead (`bots.thread.streams`).
+flusher task. The surface renders; `LiveTurns` owns timing and records each message's id under its key as soon as it
+is posted, and again as final once the turn's final text shows.
 """
 
 from __future__ import annotations
@@ -33,6 +25,10 @@ from orchestrator.models import DebateSpec, Turn
 log = logging.getLogger(__name__)
 
 class LiveTurns:
+    """A debate's streaming turns. Idempotent for events delivered at least once and replayed after a restart:
+    a turn is not begun or shown twice, one recorded final is skipped, one not final is streamed again into its
+    messages; a delta seen before adds nothing, and a new attempt starts the turn's text over."""
+
     def __init__(
         self,
         out: Paced[Any],
@@ -47,10 +43,11 @@ class LiveTurns:
     ) -> None:
         """`on_posted(key, message_id)` records each message as soon as it exists, `on_final(key,
         message_id)` each once it shows the turn's final text. `first_post_grace`:
-        None posts the placeholder when a turn begins. A number defers the turn's first post until its
-        text has been arriving that many seconds (or the turn ended); a turn still without text
-        `placeholder_after` seconds after it began shows the placeholder. `recorded`: the messages that
-        exist already, by key (a resumed thread); read as turns begin, so it may be a live view."""
+        None posts the placeholder when a turn begins. A number (where edits are scarcer than posts: Slack)
+        defers the turn's first post until its text has been arriving that many seconds (or the turn ended);
+        a turn still without text `placeholder_after` seconds after it began shows the placeholder.
+        `recorded`: the messages that exist already, by key (a resumed thread); read as turns begin, so it
+        may be a live view."""
         self.out = out
         self.surface = out.surface
         self.spec = spec
@@ -252,7 +249,8 @@ class LiveTurns:
         return max(self.first_post_grace or 0.0, self.out.pacer.limits.edit_interval)
 
     async def _first_phrase(self, live: LiveTurn) -> None:
-        """Until the turn has text, then until it holds a phrase (at most `first_text_wait()` longer)."""
+        """Until the turn has text, then until it holds a phrase (FIRST_WORDS words; at most `first_text_wait()`
+        longer): the first text a turn shows, whether it replaces a placeholder or opens the first post."""
         await self._has_text(live)
         await self._within(self._has_phrase(live), self.first_text_wait())
         live.changed.set()
@@ -288,7 +286,8 @@ class LiveTurns:
 
     async def _sync(self, live: LiveTurn) -> None:
         """Make the thread show the current rendering: first post the messages still missing (in
-        order, so the thread reads in order), then edit those whose text changed."""
+        order, so the thread reads in order), then edit those whose text changed. Each write is rendered
+        when the pacer lets it go (`Paced`), so it carries the newest text."""
         while len(live.message_ids) < len(self._render(live)):
             await self._post(live, len(live.message_ids))
         if live.final:
@@ -306,6 +305,8 @@ class LiveTurns:
         return chunks[index] if index < len(chunks) else self.placeholder if live.final else None
 
     async def _post(self, live: LiveTurn, index: int) -> None:
+        """Post part `index`: as a native stream where the surface has them and the pacer a start for one
+        (`bots.thread.streams`), else as a message."""
         if self.streams is not None:
             async def record_stream(message_id: str, text: str) -> None:
                 live.message_ids.append(message_id)

@@ -1,17 +1,8 @@
 """One pacing model for every platform's writes, shared by every debate a `Pacer` serves.
 
 A platform states its limits as a `Limits` (`bots.slack.surface.slack_limits`, `bots.discord.surface.discord_limits`);
-the pacer makes writers wait their turn instead of collecting 429s. Three budgets, each present or not per platform:
-**channel** (`channel_writes` per `channel_window` in one channel, counted from when a write was answered, writes in
-flight counting too; Slack's posts, every Discord write), **edits** (a token bucket for everything the pacer serves:
-Slack's chat.update per workspace) and **one message** (an edit waits `edit_interval` after the previous edit of that
-message; `min_edit_interval()` grows with the messages streaming at once, so live turns coalesce harder).
-
-Waiting writes are served by `Urgency`, decided when a slot opens: a request's place is its time plus a handicap per
-urgency (`write_order`, `edit_order`). Small handicaps (Slack) only tilt the queue; far apart (Discord, `STRICT`) they
-make a strict priority. Streamed text queues by when its message last changed, so the one that has shown nothing new
-for longest goes first. `StreamLimits` adds a platform's native streams (Slack's Tier 2 starts, Tier 4 appends): a
-turn streams when a start is free, else it is posted and updated; a workspace's first refusal turns streams off there.
+the pacer makes writers wait their turn instead of collecting 429s, and when a budget is scarce it serves the most
+urgent writes first (`Urgency`). `StreamLimits` adds a platform's native streams.
 """
 
 from __future__ import annotations
@@ -34,9 +25,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StreamLimits:
-    """Native streams: `calls` starts and stops per `window` per workspace (a stream takes one of each),
-    `appends` per `window`, and how old a stream may grow before it is stopped (`max_age`: under the
-    platform's own close) and its message goes on by updates."""
+    """Native streams: `calls` starts and stops per `window` per workspace (a stream takes one of each; Slack's
+    Tier 2), `appends` per `window` (Slack's Tier 4), and how old a stream may grow before it is stopped
+    (`max_age`: under the platform's own close) and its message goes on by updates. A turn streams when a start
+    is free, else it is posted and updated; a workspace's first refusal turns streams off there."""
 
     calls: int = 18
     window: float = 60.0
@@ -65,7 +57,15 @@ PRUNE_CHANNELS_AT = 64  # channel budgets a pacer keeps before it forgets those 
 
 @dataclass(frozen=True)
 class Limits:
-    """A platform's write limits and how its threads spend them (see the module docstring)."""
+    """A platform's write limits and how its threads spend them. Three budgets, each present or not per platform:
+    **channel** (`channel_writes` per `channel_window` in one channel, counted from when a write was answered,
+    writes in flight counting too: Slack's posts, every Discord write), **edits** (a token bucket of `edits` per
+    `edit_window` for everything the pacer serves: Slack's chat.update per workspace) and **one message** (an edit
+    waits `edit_interval` after the previous edit of that message).
+
+    Waiting writes are served by `Urgency`, decided when a slot opens: a request's place is its time plus its
+    urgency's handicap (`write_order`, `edit_order`, in budget periods). Small handicaps (Slack) only tilt the
+    queue; far apart (Discord, `STRICT`) they make a strict priority."""
 
     channel_writes: int
     channel_window: float
@@ -290,7 +290,8 @@ class Pacer:
     @asynccontextmanager
     async def editing(self, channel: str, message_id: str, urgency: Urgency = Urgency.REPLY) -> AsyncIterator[None]:
         """Hold what one edit of a message needs: its `edit_interval`, then the edit budget and the
-        channel's write, as the limits have them."""
+        channel's write, as the limits have them. Streamed text (`Urgency.TEXT`) queues by when its message
+        last changed, so the one that has shown nothing new for longest goes first."""
         key = f"{channel}:{message_id}"
         last = self._last_edit.get(key)
         if last is not None and (wait := last + self.limits.edit_interval - self._now()) > 0:
@@ -356,7 +357,8 @@ class Pacer:
         return len(self._last_edit)
 
     def min_edit_interval(self) -> float:
-        """The edit interval each streaming message should keep so all of them fit the edit budget."""
+        """The edit interval each streaming message should keep so all of them fit the edit budget: it grows
+        with the messages streaming at once, so live turns coalesce harder."""
         if not self.limits.edits:
             return self.limits.edit_interval
         share = max(1, self.streaming()) * self.limits.edit_window / self.limits.edits

@@ -2,16 +2,9 @@
 
 `handle()` only enqueues, so the engine never waits on a platform's pacing; one worker task per debate applies the
 events in order: streamed turns (`LiveTurns`), round markers and notices, audience notes, the verdict with its
-buttons, and the root message's status (a `Latest`: progress coalesces, the final state lands). A continuation is
-rendered by a sink of its own in the same thread (`resume(..., segment=N)`), its verdict a new message. Every message
-is recorded in the log under its key (`bots.thread.keys`) as soon as the platform has answered its post.
-
-Many debates may share a channel's and a workspace's budgets, so they go to what readers wait for: the worker moves
-on once a finished turn's messages exist (its final edit follows in the background), round progress is the least
-urgent, and the verdict waits up to `VERDICT_GRACE` for the final event so it posts with its token counts.
-Idempotent: a restarted front replays a debate's whole stream into a sink opened with `resume`, which loads the
-thread's messages (key → id, final) from the log: a message that exists is edited, never posted again, and one that
-is final is left alone. Each message is recorded final once it shows its final text; the root last.
+buttons, and the root message's status. Every message is recorded in the log under its key (`bots.thread.keys`) as
+soon as the platform has answered its post, so a restarted front can replay a debate's whole stream into a sink
+opened with `resume` and post nothing twice.
 """
 
 from __future__ import annotations
@@ -62,6 +55,12 @@ VERDICT_GRACE = 2.0  # seconds a verdict's post waits for the debate's end, to c
 
 
 class ThreadSink:
+    """One debate's thread. Many debates may share a channel's and a workspace's budgets, so they go to what
+    readers wait for: the worker moves on once a finished turn's messages exist (its final edit follows in the
+    background), round progress is the least urgent, and the verdict waits up to VERDICT_GRACE for the final
+    event so it posts with its token counts. The root's status is a `Latest` (progress coalesces, the final state
+    lands). Each message is recorded final once it shows its final text; the root last."""
+
     def __init__(self, surface: Surface[Any], pacer: Pacer, store: DebateLog, spec: DebateSpec, root_id: str,
                  recorded: dict[str, MessageRecord] | None = None, *, segment: int = 1) -> None:
         """Prefer `open` (a new thread: it records the root message first) or `resume`. `recorded` may
@@ -108,7 +107,8 @@ class ThreadSink:
         """Go on rendering a thread another sink (another process, before a restart) began: its messages
         come from the log. Feed it the events of the debate's `segment` from the start (2, 3, …: a
         continuation, rendered into the same thread: its root shows it running, then its result, and its
-        verdict is a new message). LookupError: no root message."""
+        verdict is a new message). LookupError: no root message. A message that exists is edited, never
+        posted again, and one recorded final is left alone."""
         recorded = await store.messages(spec.id)
         root = recorded.get(ROOT)
         if root is None:

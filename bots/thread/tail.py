@@ -1,17 +1,10 @@
 """A front's live debates: each one's events read from the workers' stream into its thread.
 
-`FrontTailer` owns one task per live debate, reading its feed (durable debates: `orchestrator.durable.FrontFeed`)
-into its `ThreadSink`: the sink the front opened when it started the debate (`follow`), or, for a debate the log says
-may still change, one opened with `ThreadSink.resume`, which edits what exists and skips what is final, so replaying
-the whole stream posts nothing twice. A continued debate is followed in its last segment (`follow_segment`).
-
-A front renders only the threads of the workspaces it holds a lease on (`leases.WorkspaceLeases`: one front per
-workspace, so its platform budget is paced in one process). Every `SWEEP_S` the tailer renews its leases, takes free
-or expired workspaces and follows their live threads; a workspace it lost stops being rendered here, and closing
-releases every lease. A feed that ends with the debate failed, or without a final event, while the log still calls it
-running gets the failure logged here (so does a debate with no workflow, once it cannot be one still starting, and
-one admitted whose root was never recorded: its front stopped while starting it, `_end_unstarted`), and the thread
-shows what the log says. `stop` cancels the workflow, logs the cancelled outcome and shows it.
+`FrontTailer` owns one task per live debate, reading its feed (durable debates: `orchestrator.durable.FrontFeed`) into
+its `ThreadSink`: the one the front opened when it started the debate (`follow`), or one opened with
+`ThreadSink.resume`, so replaying the whole stream posts nothing twice. A front renders only the threads of the
+workspaces it holds a lease on (`leases.WorkspaceLeases`: one front per workspace, so its platform budget is paced in
+one process), and logs the end of a debate whose feed ended while the log still calls it running.
 """
 
 from __future__ import annotations
@@ -262,6 +255,9 @@ class FrontTailer:
                                        segment=record.segment if segment is None else segment)
 
     async def _follow(self, debate_id: str, sink: ThreadSink) -> None:
+        """Render the debate into `sink` while this front holds its workspace. A feed that ends with the debate
+        failed, or without a final event, while the log still calls it running gets that failure logged here,
+        and the thread shows what the log says."""
         try:
             if not await self.leases.hold(_workspace(sink)):
                 log.info("%s: another front renders the threads of debate %s's workspace", self.platform, debate_id)
