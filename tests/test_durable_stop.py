@@ -38,7 +38,7 @@ from tests.durable_harness import (
     script_stances,
     worker_host,
 )
-from tests.fakes.llm_server import FakeLLMServer, RequestRecord
+from tests.fakes.llm_server import FakeLLMServer, Reply, RequestRecord
 from tests.llm_scripts import script_judge
 
 pytestmark = pytest.mark.slow  # processes, DBOS, Postgres or a browser
@@ -186,3 +186,36 @@ async def test_no_model_call_starts_after_a_stop_in_any_format(
     assert late == {}, f"model calls after a stop on {backend.name}: {late}"
     reached = [point for point, before, _calls in results if before >= 0]
     assert len(reached) == len(results), [point for point, before, _ in results if before < 0]
+
+
+MASS = 100
+
+
+async def test_a_hundred_debates_stopped_at_once_each_stop_holds(
+    llm_server: FakeLLMServer, host: WorkerHost, engines: EngineRuns, backend: DurableBackend
+) -> None:
+    """100 debates on one worker, each with its first model call in flight, stopped all at once: DBOS's
+    bounded thread pool (MAX_EXECUTOR_THREADS) serves the stops' cancels, the steps' records and every
+    handle's polls, and each stop still ends its debate (cancelled everywhere) with no model call after it."""
+    srv = llm_server
+    held = asyncio.Event()
+    srv.add_rule(Reply(gate=held), match=lambda record: "[mass-stop-" in record.prompt_text)
+    await register_queue(MASS)
+    specs = [make_spec("challenge", rounds=2, topic=f"Should a small team adopt a monorepo? [mass-stop-{i}]")
+             for i in range(MASS)]
+    for spec in specs:
+        await enqueued(host, spec, f"mass-{spec.id}")
+    while sum(1 for r in srv.requests if "[mass-stop-" in r.prompt_text) < MASS:  # every first call in flight
+        await srv.wait_for_requests(len(srv.requests) + 1)
+    front = await stopper(host)
+    told = await asyncio.gather(*(front.stop(spec.id) for spec in specs))
+    before = {spec.id: len(calls_of(srv, spec)) for spec in specs}
+    await asyncio.wait_for(asyncio.gather(*(engines.ended(spec.id).wait() for spec in specs)), 120)
+    held.set()
+    assert [t.status if t is not None else None for t in told] == ["cancelled"] * MASS
+    late = {spec.id: len(calls_of(srv, spec)) - before[spec.id] for spec in specs}
+    assert set(late.values()) == {0}, f"model calls after a stop on {backend.name}: {late}"
+    statuses = await asyncio.gather(*(DBOS.get_workflow_status_async(workflow_id(spec.id)) for spec in specs))
+    assert {status.status if status is not None else None for status in statuses} == {"CANCELLED"}
+    records = [await host.store.get_debate(spec.id, turns=False) for spec in specs]
+    assert {record.status if record is not None else None for record in records} == {"cancelled"}

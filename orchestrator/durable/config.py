@@ -35,7 +35,9 @@ WORKFLOW_VERSION = "debate-7"
 POLL_S = 0.1  # notification polling (a front's stream reads on SQLite)
 # a worker's queue poll: each is a dequeue transaction, idle or not, and a debate waits at most this long to start
 QUEUE_POLL_S = 0.25
-MAX_EXECUTOR_THREADS = 16  # DBOS's thread pool (its DB calls); unbounded otherwise
+# DBOS's thread pool (its DB calls; a worker's default executor): unbounded otherwise. More threads than this
+# only contend for the GIL and the database (BENCHMARKS.md, "Overhead durable")
+MAX_EXECUTOR_THREADS = 8
 SQLITE_PREFIX = "sqlite:///"
 
 Role = Literal["serve", "worker"]

@@ -139,8 +139,10 @@ class Durable:
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, preemptible: bool = False) -> T:
         async def step() -> T:
-            options, body = _step(fn, deferred.delivering_first(
-                deferred.take(), _unless_stopped(fn) if preemptible else fn), preemptible)
+            deliveries = deferred.take()
+            # DBOS checks for a stop just before the step; deliveries made first take time, so check again after
+            checked = _unless_stopped(fn) if preemptible and deliveries else fn
+            options, body = _step(fn, deferred.delivering_first(deliveries, checked), preemptible)
             lane = _lane.get()
             if lane is not None:
                 return await lane.next().run_async(options, body, *args)
