@@ -4,6 +4,7 @@ the log and the workflows in Postgres; one start per request; where the workflow
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,15 @@ async def test_a_stop_cancels_the_call_in_flight_and_marks_nothing_failed(
     assert [t[:3] for t in logged_turns(log, spec.id)] == [(1, "A", "opening")]
 
 
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 @pytest.mark.slow
 async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes_it(
     llm_server: FakeLLMServer, tmp_path: Path, sqlite: DurableBackend
@@ -246,11 +256,18 @@ async def test_a_graceful_stop_leaves_the_debate_pending_and_a_relaunch_finishes
     arrived, held = held_call(srv, "model-b")
     spec = make_spec("challenge", rounds=1)
     log = sqlite.log(tmp_path)
-    async with worker_host(srv, log, sqlite) as host:
-        handle = await enqueued(host, spec, "trigger-sigterm")
-        await arrived.wait()
-        await host.stop(grace_s=0.1)  # the held call outlasts the grace period: it is abandoned
-        assert held[0].cancelled
+    dbos_said = Records()
+    logging.getLogger("dbos").addHandler(dbos_said)
+    try:
+        async with worker_host(srv, log, sqlite) as host:
+            handle = await enqueued(host, spec, "trigger-sigterm")
+            await arrived.wait()
+            await host.stop(grace_s=0.1)  # the held call outlasts the grace period: it is abandoned
+            assert held[0].cancelled
+    finally:
+        logging.getLogger("dbos").removeHandler(dbos_said)
+    # the stop says once that calls were in flight; DBOS's own line per cancelled step is not repeated to the operator
+    assert not [m for m in dbos_said.messages if "cancelled for workflow or step" in m], dbos_said.messages
     async with Store(tmp_path / "log.db") as store:
         assert (record := await store.get_debate(spec.id)) is not None and record.status == "running"
 

@@ -46,6 +46,17 @@ WORKER_CONCURRENCY = 200
 WORKFLOWS = (debate_workflow, debate_continuation)  # what a host runs (importing them registered them with DBOS)
 
 
+class _AbandonedStepLines(logging.Filter):
+    """DBOS warns once for every task cancelled inside a step. A graceful stop cancels the steps still in flight
+    on purpose, and says so once itself: with a hundred debates running, DBOS's two lines a debate would bury it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Asyncio task cancelled for workflow or step")
+
+
+_ABANDONED_STEP_LINES = _AbandonedStepLines()
+
+
 class WorkerHost:
     """`await host.start()` … `await host.stop()`; one per process (DBOS is a process-wide singleton)."""
 
@@ -107,6 +118,7 @@ class WorkerHost:
         self.steps.drain()
         if not await self.steps.idle(grace_s):
             log.warning("stopping with model calls in flight: they run again when their debates resume")
+        logging.getLogger("dbos").addFilter(_ABANDONED_STEP_LINES)  # the process is stopping: for good
         await self.steps.abandon()
         # DBOS made its thread pool this loop's default executor and shuts it: give the loop its own
         # first, and shut DBOS down from it (off the loop: DBOS joins threads that may call into it)
