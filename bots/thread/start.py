@@ -150,8 +150,7 @@ async def _rematched_brief(core: Core, original: str | None) -> Brief:
 
 
 async def _still_running(core: Core, debate_id: str) -> bool:
-    record = await core.debate(debate_id, turns=False)
-    return record is not None and record.status == "running"
+    return await core.store.debate_status(debate_id) == "running"
 
 
 async def _withdraw(core: Core, poster: RootPoster, posted: PostedRoot, sink: ThreadSink, debate_id: str,

@@ -268,6 +268,11 @@ class DebateLog(ABC):
         return await self._read_one_statement(
             lambda c: reads.find_by_message(c, platform, channel, message_id, scope), None)
 
+    async def debate_status(self, debate_id: str) -> str | None:
+        """The status of the debate with this full id (`running`, `completed`, …), None if unknown: one column,
+        where a start checks its debate is still running (`get_debate` reads and validates the whole record)."""
+        return await self._read_one_statement(lambda c: reads.debate_status(c, debate_id), None)
+
     async def get_message(self, debate_id: str, key: str) -> str | None:
         return await self._read_one_statement(lambda c: reads.get_message(c, debate_id, key), None)
 

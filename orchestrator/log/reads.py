@@ -199,6 +199,10 @@ async def find_by_message(c: Conn, platform: str, channel: str, message_id: str,
         limit 1""", args | {"platform": platform, "channel": channel, "message_id": message_id})
 
 
+async def debate_status(c: Conn, debate_id: str) -> str | None:
+    return await c.one("select status from debates where id = :id", {"id": debate_id})
+
+
 async def get_message(c: Conn, debate_id: str, key: str) -> str | None:
     return await c.one("select message_id from messages where debate_id = :id and key = :key",
                        {"id": debate_id, "key": key})
