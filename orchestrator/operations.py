@@ -85,6 +85,10 @@ class Operations:
         """The debate `id_or_prefix` names, if visible in `scope`; raises AmbiguousIdError on a short prefix."""
         return await self.store.get_debate(id_or_prefix, scope, turns=turns)
 
+    async def debate_status(self, debate_id: str) -> str | None:
+        """The status of the debate with this full id (`running`, `completed`, …), None if unknown: one column."""
+        return await self.store.debate_status(debate_id)
+
     async def purged(self, debate_id: str) -> dict[str, object] | None:
         """The tombstone of a purged debate (its full id): id, purged_at, reason; None if it was not purged."""
         return await self.store.purged(debate_id)

@@ -150,7 +150,7 @@ async def _rematched_brief(core: Core, original: str | None) -> Brief:
 
 
 async def _still_running(core: Core, debate_id: str) -> bool:
-    return await core.store.debate_status(debate_id) == "running"
+    return await core.debate_status(debate_id) == "running"
 
 
 async def _withdraw(core: Core, poster: RootPoster, posted: PostedRoot, sink: ThreadSink, debate_id: str,
