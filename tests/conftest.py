@@ -31,8 +31,8 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.log_backends import LogBackend
 from tests.postgres_server import PostgresServer, running_server
 
-# The modules that take longest on a whole run (seconds summed over their tests, 3 workers: 120, 78, 52, 47,
-# 44, 43 …, then under 40), started first so none of them is the run's last; a stale list only costs time.
+# The modules that take longest on a whole run (their tests' seconds summed, longest first), started first so
+# none of them is the run's last; a stale list only costs time.
 HEAVIEST_FIRST = ("test_real_model", "test_readme_commands", "test_cli_team", "test_cli", "test_feed",
                   "test_team_durable", "test_durable_recovery", "test_purge_cli", "test_tracing",
                   "test_log_outage_durable", "test_quotas", "test_discord_tenancy", "test_durable_serve",
